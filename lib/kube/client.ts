@@ -1,0 +1,110 @@
+/**
+ * The only place that builds Kubernetes clients, and the one place that knows
+ * how `@kubernetes/client-node` 1.x reports API errors.
+ */
+import {
+  ApiException,
+  CoordinationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+} from '@kubernetes/client-node';
+
+/** Where a kubeconfig comes from: a file, inline YAML (e.g. from configuration), or the client's default lookup. */
+export type KubeConfigSource = { kubeconfigPath: string } | { kubeconfigYaml: string } | { default: true };
+
+/** A kubeconfig could not be loaded or names no usable cluster. */
+export class KubeConfigError extends Error {
+  override readonly name = 'KubeConfigError';
+}
+
+/**
+ * Loads a kubeconfig. `{ default: true }` follows the client's own lookup
+ * (KUBECONFIG, ~/.kube/config, in-cluster service account).
+ * @throws KubeConfigError when the source cannot be read or parsed, or its
+ * current context names no cluster with a server URL.
+ */
+export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
+  const kc = new KubeConfig();
+  const from =
+    'kubeconfigPath' in source
+      ? `kubeconfig ${source.kubeconfigPath}`
+      : 'kubeconfigYaml' in source
+        ? 'inline kubeconfig'
+        : 'default kubeconfig';
+  try {
+    if ('kubeconfigPath' in source) kc.loadFromFile(source.kubeconfigPath);
+    else if ('kubeconfigYaml' in source) kc.loadFromString(source.kubeconfigYaml);
+    else kc.loadFromDefault();
+  } catch (err) {
+    throw new KubeConfigError(`cannot load ${from}: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster?.server) {
+    throw new KubeConfigError(`${from}: current context "${kc.getCurrentContext()}" names no cluster server`);
+  }
+  return kc;
+}
+
+/** The typed API clients the virtual kubelet uses, all sharing one kubeconfig. */
+export interface KubeClients {
+  config: KubeConfig;
+  core: CoreV1Api;
+  coordination: CoordinationV1Api;
+}
+
+/** Builds the API clients for one kubeconfig. Cheap; build once per cold start and reuse. */
+export function createKubeClients(kc: KubeConfig): KubeClients {
+  return {
+    config: kc,
+    core: kc.makeApiClient(CoreV1Api),
+    coordination: kc.makeApiClient(CoordinationV1Api),
+  };
+}
+
+/**
+ * A client for arbitrary manifests (any apiVersion/kind), for tooling that
+ * applies YAML such as `infra/rbac.yaml`; the virtual kubelet itself uses
+ * the typed clients of {@link createKubeClients}.
+ */
+export function createObjectClient(kc: KubeConfig): KubernetesObjectApi {
+  return KubernetesObjectApi.makeApiClient(kc);
+}
+
+/**
+ * The HTTP status of a Kubernetes API error, or undefined when `err` is not
+ * one. Understands the three shapes client-node 1.x produces: `ApiException`
+ * from the typed and object clients (`code`), the `Error` a failed `Watch`
+ * request rejects with (`statusCode`), and a `Status` object delivered as a
+ * watch ERROR event (`kind: 'Status'`, `code`).
+ */
+export function apiStatusCode(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  if (typeof err !== 'object' || err === null) return undefined;
+  if ('statusCode' in err && typeof err.statusCode === 'number') return err.statusCode;
+  if ('kind' in err && err.kind === 'Status' && 'code' in err && typeof err.code === 'number')
+    return err.code;
+  return undefined;
+}
+
+/** 404: the object (or the API it lives in) does not exist. */
+export function isNotFound(err: unknown): boolean {
+  return apiStatusCode(err) === 404;
+}
+
+/** 409: resourceVersion precondition failed, or the object already exists on create. */
+export function isConflict(err: unknown): boolean {
+  return apiStatusCode(err) === 409;
+}
+
+/** 410: a list or watch resourceVersion is too old; relist. */
+export function isGone(err: unknown): boolean {
+  return apiStatusCode(err) === 410;
+}
+
+/** 403: the identity is authenticated but RBAC (or admission) refuses the request. */
+export function isForbidden(err: unknown): boolean {
+  return apiStatusCode(err) === 403;
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs every check from a fresh clone: installs what is missing (npm packages,
+# Debian packages, the control-plane binaries), then typecheck, lint, unit
+# tests, and integration tests against a real control plane and DynamoDB Local.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "npm dependencies"
+if [ ! -x node_modules/.bin/tsx ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+else
+  echo "node_modules up to date"
+fi
+# The `node` devDependency puts Node 22 (Lambda's nodejs22.x) first.
+export PATH="$PWD/node_modules/.bin:$PATH"
+echo "node $(node --version)"
+
+step "control plane and DynamoDB Local prerequisites"
+bash scripts/ensure-kube.sh
+
+step "typecheck"
+tsc --noEmit -p tsconfig.json
+
+step "lint"
+biome check .
+
+step "unit tests"
+node --import tsx --test --test-reporter=spec 'test/unit/**/*.test.ts'
+
+step "integration tests"
+tsx test/run-integration.ts "$@"

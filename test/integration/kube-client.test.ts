@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { after, describe, it } from 'node:test';
+import { V1MicroTime } from '@kubernetes/client-node';
+import {
+  createKubeClients,
+  isConflict,
+  isForbidden,
+  isNotFound,
+  loadKubeConfig,
+} from '../../lib/kube/client.ts';
+import { testEnv } from '../support/env.ts';
+
+const LEASE_NAMESPACE = 'kube-node-lease';
+
+describe('Kubernetes client as the virtual kubelet, against the real API server', () => {
+  const env = testEnv();
+  const kubelet = createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.kubeletKubeconfig }));
+  const admin = createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }));
+  const suffix = randomBytes(4).toString('hex');
+  const nodeName = `svk-client-test-${suffix}`;
+  const renewTime = new V1MicroTime(Date.now());
+
+  after(async () => {
+    await ignoreNotFound(
+      admin.coordination.deleteNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE }),
+    );
+    await ignoreNotFound(admin.core.deleteNode({ name: nodeName }));
+  });
+
+  it('creates a Node and reads it back', async () => {
+    await kubelet.core.createNode({
+      body: {
+        metadata: { name: nodeName, labels: { type: 'virtual-kubelet', 'kubernetes.io/role': 'agent' } },
+        spec: { taints: [{ key: 'virtual-kubelet.io/provider', value: 'mock', effect: 'NoSchedule' }] },
+      },
+    });
+
+    const node = await kubelet.core.readNode({ name: nodeName });
+    assert.equal(node.metadata?.name, nodeName);
+    assert.equal(node.metadata?.labels?.type, 'virtual-kubelet');
+    assert.equal(node.metadata?.labels?.['kubernetes.io/role'], 'agent');
+    // The node lifecycle controller may add its own taints; ours must be there.
+    const taint = node.spec?.taints?.find((t) => t.key === 'virtual-kubelet.io/provider');
+    assert.deepEqual(
+      { ...taint },
+      { key: 'virtual-kubelet.io/provider', value: 'mock', effect: 'NoSchedule' },
+    );
+    assert.ok(node.metadata?.uid);
+  });
+
+  it('creates the Node’s Lease in kube-node-lease, owned by the Node, and reads it back', async () => {
+    const node = await kubelet.core.readNode({ name: nodeName });
+    const uid = node.metadata?.uid;
+    assert.ok(uid);
+    await kubelet.coordination.createNamespacedLease({
+      namespace: LEASE_NAMESPACE,
+      body: {
+        metadata: {
+          name: nodeName,
+          namespace: LEASE_NAMESPACE,
+          ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid }],
+        },
+        spec: { holderIdentity: nodeName, leaseDurationSeconds: 40, renewTime },
+      },
+    });
+
+    const lease = await kubelet.coordination.readNamespacedLease({
+      name: nodeName,
+      namespace: LEASE_NAMESPACE,
+    });
+    assert.equal(lease.spec?.holderIdentity, nodeName);
+    assert.equal(lease.spec?.leaseDurationSeconds, 40);
+    // client-node 1.4 types renewTime as V1MicroTime but hands back the wire string; new Date() reads both.
+    const readBack = lease.spec?.renewTime;
+    assert.ok(readBack);
+    assert.equal(new Date(readBack).getTime(), renewTime.getTime());
+    assert.deepEqual(
+      lease.metadata?.ownerReferences?.map((o) => ({ kind: o.kind, name: o.name, uid: o.uid })),
+      [{ kind: 'Node', name: nodeName, uid }],
+    );
+  });
+
+  it('classifies a second create as Conflict and a missing object as NotFound', async () => {
+    await assert.rejects(
+      kubelet.coordination.createNamespacedLease({
+        namespace: LEASE_NAMESPACE,
+        body: { metadata: { name: nodeName }, spec: { holderIdentity: nodeName } },
+      }),
+      (err) => isConflict(err),
+    );
+    await assert.rejects(kubelet.core.readNode({ name: `${nodeName}-missing` }), (err) => isNotFound(err));
+  });
+
+  it('reads the same Node through an inline kubeconfig', async () => {
+    const inline = createKubeClients(
+      loadKubeConfig({ kubeconfigYaml: readFileSync(env.kube.kubeletKubeconfig, 'utf8') }),
+    );
+    const node = await inline.core.readNode({ name: nodeName });
+    assert.equal(node.metadata?.name, nodeName);
+  });
+
+  it('is forbidden from listing Secrets cluster-wide', async () => {
+    await assert.rejects(kubelet.core.listSecretForAllNamespaces(), (err) => isForbidden(err));
+  });
+
+  it('is forbidden from creating a Namespace, and none is created', async () => {
+    const name = `svk-forbidden-${suffix}`;
+    await assert.rejects(kubelet.core.createNamespace({ body: { metadata: { name } } }), (err) =>
+      isForbidden(err),
+    );
+    await assert.rejects(admin.core.readNamespace({ name }), (err) => isNotFound(err));
+  });
+
+  it('is forbidden from writing Leases outside kube-node-lease', async () => {
+    await assert.rejects(
+      kubelet.coordination.createNamespacedLease({
+        namespace: 'default',
+        body: { metadata: { name: nodeName }, spec: { holderIdentity: nodeName } },
+      }),
+      (err) => isForbidden(err),
+    );
+  });
+
+  it('deletes its own Lease and Node', async () => {
+    await kubelet.coordination.deleteNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE });
+    await kubelet.core.deleteNode({ name: nodeName });
+    await assert.rejects(
+      admin.coordination.readNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE }),
+      (err) => isNotFound(err),
+    );
+    await assert.rejects(admin.core.readNode({ name: nodeName }), (err) => isNotFound(err));
+  });
+});
+
+async function ignoreNotFound(request: Promise<unknown>): Promise<void> {
+  try {
+    await request;
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}

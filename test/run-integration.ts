@@ -1,0 +1,116 @@
+/**
+ * Integration-test orchestrator: brings up one real control plane and one
+ * DynamoDB Local for the whole run, hands their coordinates to the test files
+ * through SVK_TEST_ENV, and tears everything down afterwards, also when the
+ * run is interrupted.
+ *
+ * Usage: tsx test/run-integration.ts [test files or globs...]
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { startControlPlane } from '../lib/local/control-plane.ts';
+import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
+import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
+import { createTable } from '../lib/state/table-definition.ts';
+import type { TestEnv } from './support/env.ts';
+
+const root = new URL('..', import.meta.url).pathname;
+const runDir = join(root, '.local', 'test-run');
+const patterns = process.argv.slice(2);
+const files = patterns.length > 0 ? patterns : ['test/integration/**/*.test.ts'];
+
+function log(line: string): void {
+  process.stderr.write(`[integration] ${line}\n`);
+}
+
+const stops: Array<() => Promise<void>> = [];
+let stopping: Promise<void> | undefined;
+function stopAll(): Promise<void> {
+  stopping ??= (async () => {
+    for (const stop of stops.reverse()) {
+      await stop().catch((err: unknown) => log(`stop failed: ${String(err)}`));
+    }
+  })();
+  return stopping;
+}
+
+async function main(): Promise<number> {
+  rmSync(runDir, { recursive: true, force: true });
+  mkdirSync(runDir, { recursive: true });
+
+  const started = Date.now();
+  const [controlPlane, dynamo] = await Promise.all([
+    startControlPlane({ dir: join(runDir, 'control-plane'), log }).then((cp) => {
+      stops.push(() => cp.stop());
+      return cp;
+    }),
+    startDynamoDbLocal({ inMemory: true, log }).then((db) => {
+      stops.push(() => db.stop());
+      return db;
+    }),
+  ]);
+  const tableName = 'svk-test';
+  const region = 'local';
+  const { client } = createDynamoDbClient({ endpoint: dynamo.endpoint, region });
+  await createTable(client, tableName);
+  log(`environment ready in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+
+  // Lets a test stop and restart the shared kube-apiserver (outage scenarios).
+  const control = createServer((req, res) => {
+    const action =
+      req.url === '/apiserver/stop'
+        ? controlPlane.stopApiServer()
+        : req.url === '/apiserver/start'
+          ? controlPlane.startApiServer()
+          : undefined;
+    if (!action || req.method !== 'POST') {
+      res.writeHead(404).end();
+      return;
+    }
+    action.then(
+      () => res.writeHead(204).end(),
+      (err: unknown) => res.writeHead(500).end(String(err)),
+    );
+  });
+  await new Promise<void>((resolve) => control.listen(0, '127.0.0.1', resolve));
+  stops.push(() => new Promise<void>((resolve) => control.close(() => resolve())));
+
+  const env: TestEnv = {
+    kube: {
+      server: controlPlane.server,
+      adminKubeconfig: controlPlane.adminKubeconfig,
+      kubeletKubeconfig: controlPlane.kubeletKubeconfig,
+    },
+    dynamodb: { endpoint: dynamo.endpoint, tableName, region },
+    controlPlaneDir: controlPlane.dir,
+    controlUrl: `http://127.0.0.1:${(control.address() as AddressInfo).port}`,
+  };
+  const envFile = join(runDir, 'env.json');
+  writeFileSync(envFile, JSON.stringify(env, null, 2));
+
+  const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
+    stdio: 'inherit',
+    env: { ...process.env, SVK_TEST_ENV: envFile },
+  });
+  const forward = (signal: NodeJS.Signals) => child.kill(signal);
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  const code = await new Promise<number>((resolve) => {
+    child.on('exit', (exitCode, signal) => resolve(exitCode ?? (signal ? 1 : 0)));
+  });
+  return code;
+}
+
+main()
+  .then(async (code) => {
+    await stopAll();
+    process.exit(code);
+  })
+  .catch(async (err: unknown) => {
+    log(err instanceof Error ? (err.stack ?? err.message) : String(err));
+    await stopAll();
+    process.exit(1);
+  });

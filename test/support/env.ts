@@ -1,0 +1,38 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * What the integration orchestrator (`test/run-integration.ts`) started for this
+ * test run: one real control plane and one DynamoDB Local shared by every
+ * integration test file. Tests isolate themselves by unique node names,
+ * namespaces and key prefixes, never by assuming an empty cluster or table.
+ */
+export interface TestEnv {
+  kube: {
+    /** https URL of the kube-apiserver on loopback. */
+    server: string;
+    /** kubeconfig path with cluster-admin rights (test setup and assertions only). */
+    adminKubeconfig: string;
+    /** kubeconfig path for the virtual kubelet's own identity, bound to infra/rbac.yaml only. */
+    kubeletKubeconfig: string;
+  };
+  dynamodb: {
+    /** http URL of DynamoDB Local on loopback. */
+    endpoint: string;
+    /** Name of the table created from infra/dynamodb-table.yml. */
+    tableName: string;
+    region: string;
+  };
+  /** Directory holding the control plane's pid files, for tests that stop/start components. */
+  controlPlaneDir: string;
+  /** The orchestrator's control channel: POST /apiserver/stop and /apiserver/start. */
+  controlUrl: string;
+}
+
+/** Reads the environment described by the JSON file named in SVK_TEST_ENV. */
+export function testEnv(): TestEnv {
+  const path = process.env.SVK_TEST_ENV;
+  if (!path) {
+    throw new Error('SVK_TEST_ENV is not set: run integration tests through `npm run test:integration`');
+  }
+  return JSON.parse(readFileSync(path, 'utf8')) as TestEnv;
+}

@@ -1,0 +1,414 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
+import type { Clock } from '../../lib/clock.ts';
+import {
+  createLambdaContext,
+  guardDependency,
+  InvocationAbortedError,
+  invocationSignal,
+  LambdaTimeoutError,
+  LocalLambdaRuntime,
+  SandboxCrashedError,
+  scheduledEvent,
+} from '../../lib/local/lambda-runtime.ts';
+
+const START = Date.UTC(2026, 10, 21, 4, 46, 0, 250);
+
+/** A clock that only moves when the test says so; sleepers wake when their time is reached. */
+function steppedClock(): Clock & { advance(ms: number): Promise<void>; sleepers(): number } {
+  let t = 0;
+  const sleepers = new Set<{ at: number; wake: () => void }>();
+  return {
+    now: () => START + t,
+    monotonic: () => t,
+    sleep: (ms, signal) =>
+      new Promise<void>((resolve, reject) => {
+        if (signal?.aborted) return reject(signal.reason);
+        const sleeper = { at: t + ms, wake: resolve };
+        sleepers.add(sleeper);
+        signal?.addEventListener('abort', () => {
+          sleepers.delete(sleeper);
+          reject(signal.reason);
+        });
+      }),
+    advance: async (ms) => {
+      t += ms;
+      for (const sleeper of [...sleepers].sort((a, b) => a.at - b.at)) {
+        if (sleeper.at > t) continue;
+        sleepers.delete(sleeper);
+        sleeper.wake();
+      }
+      // Let the woken continuations run before the test looks.
+      await new Promise((resolve) => setImmediate(resolve));
+    },
+    sleepers: () => sleepers.size,
+  };
+}
+
+/** Resolves when `predicate` holds, checking on every turn of the event loop; fails after `ms`. */
+async function until(predicate: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** A handler that waits until the test releases it, recording what it saw. */
+function gatedHandler() {
+  const seen: { event: unknown; context: Context }[] = [];
+  let open: () => void = () => {};
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return {
+    seen,
+    open: () => open(),
+    handler: async (event: { n?: number }, context: Context) => {
+      seen.push({ event, context });
+      await gate;
+      return { n: event.n, requestId: context.awsRequestId };
+    },
+  };
+}
+
+describe('createLambdaContext', () => {
+  it('has the fields of a Node.js Lambda context and counts down to the deadline', async () => {
+    const clock = steppedClock();
+    const context = createLambdaContext({
+      functionName: 'heartbeat',
+      timeoutMs: 60_000,
+      memoryMb: 512,
+      clock,
+    });
+    assert.match(
+      context.awsRequestId,
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
+    assert.equal(context.functionName, 'heartbeat');
+    assert.equal(context.functionVersion, '$LATEST');
+    assert.equal(context.invokedFunctionArn, 'arn:aws:lambda:us-east-1:000000000000:function:heartbeat');
+    assert.equal(context.memoryLimitInMB, '512');
+    assert.equal(context.logGroupName, '/aws/lambda/heartbeat');
+    assert.match(context.logStreamName, /^2026\/11\/21\/\[\$LATEST\][0-9a-f]{32}$/);
+    assert.equal(context.callbackWaitsForEmptyEventLoop, true);
+    assert.equal(context.getRemainingTimeInMillis(), 60_000);
+    await clock.advance(45_500);
+    assert.equal(context.getRemainingTimeInMillis(), 14_500);
+    await clock.advance(20_000);
+    assert.equal(context.getRemainingTimeInMillis(), 0);
+    assert.throws(() => context.succeed('x'), /deprecated/);
+    assert.throws(() => context.fail('x'), /deprecated/);
+    assert.throws(() => context.done(), /deprecated/);
+    assert.equal(invocationSignal(context), undefined);
+  });
+
+  it('takes a given request id and region, and exposes the signal without serialising it', () => {
+    const signal = new AbortController().signal;
+    const context = createLambdaContext({
+      functionName: 'pod-sync',
+      timeoutMs: 1_000,
+      requestId: 'req-1',
+      region: 'eu-west-1',
+      signal,
+    });
+    assert.equal(context.awsRequestId, 'req-1');
+    assert.equal(context.invokedFunctionArn, 'arn:aws:lambda:eu-west-1:000000000000:function:pod-sync');
+    assert.equal(invocationSignal(context), signal);
+    assert.doesNotMatch(JSON.stringify(context), /signal/i);
+  });
+});
+
+describe('scheduledEvent', () => {
+  it('has exactly the shape of an EventBridge schedule rule event', () => {
+    const event = scheduledEvent({ ruleName: 'heartbeat-schedule', time: START, id: 'e-1' });
+    assert.deepEqual(event, {
+      version: '0',
+      id: 'e-1',
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      account: '000000000000',
+      time: '2026-11-21T04:46:00Z',
+      region: 'us-east-1',
+      resources: ['arn:aws:events:us-east-1:000000000000:rule/heartbeat-schedule'],
+      detail: {},
+    });
+    assert.deepEqual(Object.keys(event), [
+      'version',
+      'id',
+      'detail-type',
+      'source',
+      'account',
+      'time',
+      'region',
+      'resources',
+      'detail',
+    ]);
+    const byArn = scheduledEvent({
+      ruleArn: 'arn:aws:events:eu-west-1:123456789012:rule/r',
+      region: 'eu-west-1',
+    });
+    assert.deepEqual(byArn.resources, ['arn:aws:events:eu-west-1:123456789012:rule/r']);
+    assert.match(byArn.id, /^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('LocalLambdaRuntime', () => {
+  it('invokes the handler with a JSON copy of the event and returns a JSON copy of its result', async () => {
+    const runtime = new LocalLambdaRuntime();
+    const event = { a: 1, when: new Date(START) };
+    let received: unknown;
+    runtime.register({
+      name: 'echo',
+      timeoutMs: 1_000,
+      handler: async (e: unknown, context: Context) => {
+        received = e;
+        return { requestId: context.awsRequestId, skipped: undefined };
+      },
+    });
+    const invocation = runtime.invoke('echo', event, { requestId: 'req-echo' });
+    assert.deepEqual(await invocation.done, { status: 'ok', result: { requestId: 'req-echo' } });
+    assert.deepEqual(received, { a: 1, when: '2026-11-21T04:46:00.250Z' });
+    assert.notEqual(received, event);
+    assert.equal(runtime.runningCount('echo'), 0);
+  });
+
+  it('runs a middy handler, whose early-timeout sees the context deadline', async () => {
+    // Declared apart, as a functions/ module exports them.
+    const middyOk = middy<{ v: number }, unknown>().handler(async (event, context) => ({
+      v: event.v,
+      fn: context.functionName,
+    }));
+    const middyEarly = middy<unknown, unknown>({
+      timeoutEarlyInMillis: 150,
+      timeoutEarlyResponse: () => 'gave up early',
+    }).handler(() => new Promise(() => {}));
+    const runtime = new LocalLambdaRuntime();
+    runtime.register({ name: 'middy-ok', timeoutMs: 1_000, handler: middyOk });
+    runtime.register({ name: 'middy-early', timeoutMs: 200, handler: middyEarly });
+    assert.deepEqual(await runtime.invoke('middy-ok', { v: 1 }).done, {
+      status: 'ok',
+      result: { v: 1, fn: 'middy-ok' },
+    });
+    assert.deepEqual(await runtime.invoke('middy-early', {}).done, { status: 'ok', result: 'gave up early' });
+  });
+
+  it('reports a thrown error as status error', async () => {
+    const runtime = new LocalLambdaRuntime();
+    runtime.register({
+      name: 'fails',
+      timeoutMs: 1_000,
+      handler: async () => {
+        throw new RangeError('bad pod key');
+      },
+    });
+    const result = await runtime.invoke('fails', {}).done;
+    assert.equal(result.status, 'error');
+    assert.ok(result.status === 'error' && result.error instanceof RangeError);
+  });
+
+  it('runs several invocations of one function at once', async () => {
+    const runtime = new LocalLambdaRuntime();
+    const gate = gatedHandler();
+    runtime.register({ name: 'pod-sync', timeoutMs: 5_000, handler: gate.handler });
+    const invocations = [1, 2, 3].map((n) => runtime.invoke('pod-sync', { n }));
+    await until(() => gate.seen.length === 3);
+    assert.equal(runtime.runningCount('pod-sync'), 3);
+    assert.equal(new Set(gate.seen.map((s) => s.context.awsRequestId)).size, 3);
+    gate.open();
+    const results = await Promise.all(invocations.map((i) => i.done));
+    assert.deepEqual(
+      results.map((r) => r.status === 'ok' && r.result),
+      invocations.map((i, k) => ({ n: k + 1, requestId: i.requestId })),
+    );
+    assert.equal(runtime.runningCount('pod-sync'), 0);
+  });
+
+  it('times out at the deadline: the caller sees timeout, the signal aborts, guarded dependencies refuse', async () => {
+    const clock = steppedClock();
+    const runtime = new LocalLambdaRuntime({ clock });
+    const writes: string[] = [];
+    const store = guardDependency({ write: async (what: string) => void writes.push(what) });
+    let signal: AbortSignal | undefined;
+    let afterAbort: unknown;
+    let proceed: () => void = () => {};
+    runtime.register({
+      name: 'heartbeat',
+      timeoutMs: 60_000,
+      handler: async (_event: unknown, context: Context) => {
+        signal = invocationSignal(context);
+        await store.write('before');
+        await new Promise<void>((resolve) => {
+          proceed = resolve;
+        });
+        afterAbort = await store.write('after').catch((error: unknown) => error);
+        return 'late result';
+      },
+    });
+    const invocation = runtime.invoke('heartbeat', scheduledEvent({ time: clock.now() }));
+    await until(() => writes.length === 1);
+    await clock.advance(59_999);
+    assert.equal(runtime.runningCount('heartbeat'), 1);
+    assert.equal(signal?.aborted, false);
+    await clock.advance(1);
+    const result = await invocation.done;
+    assert.equal(result.status, 'timeout');
+    assert.ok(result.status === 'timeout' && result.error instanceof LambdaTimeoutError);
+    assert.equal(result.status === 'timeout' && result.error.message, 'Task timed out after 60.00 seconds');
+    assert.equal(signal?.aborted, true);
+    assert.equal(invocation.context.getRemainingTimeInMillis(), 0);
+    assert.equal(runtime.runningCount('heartbeat'), 0);
+    // The handler runs on, as a promise cannot be killed, but its writes are cut off.
+    proceed();
+    await until(() => afterAbort !== undefined);
+    assert.ok(afterAbort instanceof InvocationAbortedError);
+    assert.deepEqual(writes, ['before']);
+    // Outside any invocation the dependency still works (test assertions, setup).
+    await store.write('test setup');
+    assert.deepEqual(writes, ['before', 'test setup']);
+  });
+
+  it('times out on the real clock too', async () => {
+    const runtime = new LocalLambdaRuntime();
+    runtime.register({
+      name: 'slow',
+      timeoutMs: 50,
+      handler: (_event: unknown, context: Context) =>
+        new Promise((resolve) =>
+          invocationSignal(context)?.addEventListener('abort', () => resolve('stopped')),
+        ),
+    });
+    const invocation = runtime.invoke('slow', {});
+    assert.equal((await invocation.done).status, 'timeout');
+    assert.equal(invocation.signal.aborted, true);
+  });
+
+  it('crashes one invocation while the others of the same function go on', async () => {
+    const clock = steppedClock();
+    const runtime = new LocalLambdaRuntime({ clock });
+    const gate = gatedHandler();
+    runtime.register({ name: 'pod-sync', timeoutMs: 30_000, handler: gate.handler });
+    const first = runtime.invoke('pod-sync', { n: 1 });
+    const second = runtime.invoke('pod-sync', { n: 2 });
+    const third = runtime.invoke('pod-sync', { n: 3 }, { crashAfterMs: 1_000 });
+    await until(() => gate.seen.length === 3);
+    first.crash();
+    assert.equal((await first.done).status, 'crashed');
+    assert.ok(first.signal.aborted && first.signal.reason instanceof SandboxCrashedError);
+    assert.equal(second.signal.aborted, false);
+    await clock.advance(1_000);
+    assert.equal((await third.done).status, 'crashed');
+    assert.equal(runtime.runningCount('pod-sync'), 1);
+    gate.open();
+    assert.deepEqual(await second.done, { status: 'ok', result: { n: 2, requestId: second.requestId } });
+    first.crash();
+    assert.equal((await first.done).status, 'crashed');
+    assert.equal(clock.sleepers(), 0, 'finished invocations leave no timers behind');
+  });
+
+  it('turns invocations into an event-bus target that resolves with the result and rejects on timeout', async () => {
+    const runtime = new LocalLambdaRuntime();
+    runtime.register({ name: 'ok', timeoutMs: 1_000, handler: async (e: { v: number }) => e.v * 2 });
+    runtime.register({ name: 'slow', timeoutMs: 20, handler: () => new Promise(() => {}) });
+    assert.equal(await runtime.asTarget('ok')({ v: 21 }), 42);
+    await assert.rejects(runtime.asTarget('slow')({}), LambdaTimeoutError);
+    assert.throws(() => runtime.asTarget('missing'), /no function registered as missing/);
+  });
+
+  it('fires a schedule every rate with scheduled events, and stopAll stops it and waits', async () => {
+    const clock = steppedClock();
+    const seen: { time: string; resources: string[] }[] = [];
+    const results: string[] = [];
+    const runtime = new LocalLambdaRuntime({ clock, onResult: (_i, r) => results.push(r.status) });
+    runtime.register({
+      name: 'heartbeat',
+      timeoutMs: 55_000,
+      handler: async (event: { time: string; resources: string[] }) => void seen.push(event),
+    });
+    runtime.schedule('heartbeat', { rateMs: 60_000 });
+    await clock.advance(59_000);
+    assert.equal(seen.length, 0);
+    await clock.advance(1_000);
+    await clock.advance(60_000);
+    await until(() => seen.length === 2);
+    assert.deepEqual(
+      seen.map((e) => e.time),
+      ['2026-11-21T04:47:00Z', '2026-11-21T04:48:00Z'],
+    );
+    assert.deepEqual(seen[0]?.resources, ['arn:aws:events:us-east-1:000000000000:rule/heartbeat-schedule']);
+    await runtime.stopAll();
+    await clock.advance(120_000);
+    assert.equal(seen.length, 2);
+    assert.deepEqual(results, ['ok', 'ok']);
+    assert.equal(clock.sleepers(), 0);
+  });
+
+  it('stopAll with abortRunning crashes what is still running', async () => {
+    const runtime = new LocalLambdaRuntime();
+    runtime.register({ name: 'stuck', timeoutMs: 900_000, handler: () => new Promise(() => {}) });
+    const invocation = runtime.invoke('stuck', {});
+    await runtime.stopAll({ abortRunning: true });
+    assert.equal((await invocation.done).status, 'crashed');
+  });
+
+  it('rejects unknown functions and bad timeouts', () => {
+    const runtime = new LocalLambdaRuntime();
+    assert.throws(() => runtime.invoke('nope', {}), /no function registered as nope/);
+    assert.throws(() => runtime.register({ name: 'x', timeoutMs: 0, handler: async () => {} }), RangeError);
+  });
+});
+
+describe('LocalLambdaRuntime in child-process mode', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svk-runtime-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const module = join(dir, 'handler.ts');
+  writeFileSync(
+    module,
+    `import type { Context } from 'aws-lambda';
+export const handler = async (event: { mode: string }, context: Context) => {
+  if (event.mode === 'hang') return new Promise(() => {});
+  if (event.mode === 'throw') throw new TypeError('bad input');
+  if (event.mode === 'exit') process.exit(3);
+  return { pid: process.pid, remaining: context.getRemainingTimeInMillis() > 0, env: process.env.SVK_TEST_VALUE };
+};
+`,
+  );
+
+  it('runs the handler in a separate process, and kills it on crash and timeout', async () => {
+    const runtime = new LocalLambdaRuntime();
+    runtime.register({
+      name: 'child',
+      mode: 'child-process',
+      module,
+      timeoutMs: 20_000,
+      env: { SVK_TEST_VALUE: 'v' },
+    });
+    runtime.register({ name: 'child-short', mode: 'child-process', module, timeoutMs: 1_000 });
+    const [ok, thrown, exited] = await Promise.all(
+      ['ok', 'throw', 'exit'].map((mode) => runtime.invoke('child', { mode }).done),
+    );
+    assert.equal(ok?.status, 'ok');
+    const result =
+      ok?.status === 'ok' ? (ok.result as { pid: number; remaining: boolean; env: string }) : undefined;
+    assert.notEqual(result?.pid, process.pid);
+    assert.equal(result?.remaining, true);
+    assert.equal(result?.env, 'v');
+    assert.ok(thrown?.status === 'error' && thrown.error instanceof Error);
+    assert.equal(thrown.error.name, 'TypeError');
+    assert.equal(thrown.error.message, 'bad input');
+    assert.ok(exited?.status === 'error' && exited.error instanceof Error);
+    assert.equal(exited.error.name, 'Runtime.ExitError');
+
+    const hung = runtime.invoke('child', { mode: 'hang' });
+    const timedOut = runtime.invoke('child-short', { mode: 'hang' });
+    hung.crash();
+    assert.equal((await hung.done).status, 'crashed');
+    assert.equal((await timedOut.done).status, 'timeout');
+    await runtime.stopAll();
+  });
+});
