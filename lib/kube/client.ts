@@ -6,9 +6,16 @@ import {
   ApiException,
   CoordinationV1Api,
   CoreV1Api,
+  createConfiguration,
   KubeConfig,
   KubernetesObjectApi,
+  type RequestContext,
+  type ResponseContext,
+  ServerConfiguration,
 } from '@kubernetes/client-node';
+
+/** Default bound on one API request: a hung connection must not stall a heartbeat. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 
 /** Where a kubeconfig comes from: a file, inline YAML (e.g. from configuration), or the client's default lookup. */
 export type KubeConfigSource = { kubeconfigPath: string } | { kubeconfigYaml: string } | { default: true };
@@ -55,12 +62,34 @@ export interface KubeClients {
   coordination: CoordinationV1Api;
 }
 
-/** Builds the API clients for one kubeconfig. Cheap; build once per cold start and reuse. */
-export function createKubeClients(kc: KubeConfig): KubeClients {
+/**
+ * Builds the API clients for one kubeconfig. Cheap; build once per cold start
+ * and reuse. Every request is aborted after `requestTimeoutMs`: without it, a
+ * connection to an API server that stopped answering hangs until the
+ * invocation's deadline.
+ */
+export function createKubeClients(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeClients {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server)
+    throw new KubeConfigError(`current context "${kc.getCurrentContext()}" names no cluster server`);
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const configuration = createConfiguration({
+    baseServer: new ServerConfiguration(server, {}),
+    authMethods: { default: kc },
+    promiseMiddleware: [
+      {
+        pre: async (request: RequestContext) => {
+          request.setSignal(AbortSignal.timeout(timeoutMs));
+          return request;
+        },
+        post: async (response: ResponseContext) => response,
+      },
+    ],
+  });
   return {
     config: kc,
-    core: kc.makeApiClient(CoreV1Api),
-    coordination: kc.makeApiClient(CoordinationV1Api),
+    core: new CoreV1Api(configuration),
+    coordination: new CoordinationV1Api(configuration),
   };
 }
 
