@@ -1,0 +1,201 @@
+import { randomUUID } from 'node:crypto';
+import { type Clock, systemClock } from '../clock.ts';
+
+/**
+ * The stored state of one lock. `rvn` (record version number) changes on
+ * every write, so a contender can tell a live holder (rvn changing) from a
+ * dead one (rvn unchanged for a whole lease) without comparing clocks across
+ * machines. `epoch` only ever grows: it increases with each new holder and is
+ * the fencing token that leader-only writes are conditioned on.
+ */
+export interface LockRecord {
+  name: string;
+  /** The current holder, absent once released. */
+  owner?: string;
+  epoch: number;
+  rvn: string;
+  /** The lease the holder promised to renew within, in ms. */
+  leaseMs: number;
+  /** Wall-clock time of the last write, for operators only: never used to decide. */
+  updatedAt: string;
+}
+
+/** Proof of holding a lock, passed to renew, release and fenced writes. */
+export interface LockHandle {
+  readonly name: string;
+  readonly owner: string;
+  readonly epoch: number;
+  /** Monotonic time by which the holder must have renewed, or stop acting. */
+  validUntil: number;
+  rvn: string;
+}
+
+/** The lock was taken over, released by someone else, or deleted: the holder must stop acting. */
+export class LockLostError extends Error {
+  override readonly name = 'LockLostError';
+  constructor(
+    readonly lock: string,
+    reason: string,
+  ) {
+    super(`lock ${lock} lost: ${reason}`);
+  }
+}
+
+/** A conditional write lost a race with another writer. */
+export class LockConflictError extends Error {
+  override readonly name = 'LockConflictError';
+}
+
+/**
+ * Storage for lock records. Implementations own only the calls; every write is
+ * conditional and throws LockConflictError when its condition fails.
+ */
+export interface LockStore {
+  get(name: string): Promise<LockRecord | undefined>;
+  /** Creates the record; LockConflictError when it exists. */
+  create(record: LockRecord): Promise<void>;
+  /** Replaces the record when its rvn is still `expectedRvn`. */
+  replaceIfVersion(expectedRvn: string, next: LockRecord): Promise<void>;
+  /** Replaces the record when `owner` still holds it at `epoch`. */
+  replaceIfHeld(owner: string, epoch: number, next: LockRecord): Promise<void>;
+}
+
+export interface LockManagerOptions {
+  store: LockStore;
+  /** Unique per invocation, e.g. the request id plus a random suffix. */
+  owner: string;
+  /** How long a record may stay unchanged before contenders take it over. */
+  leaseMs: number;
+  clock?: Clock;
+}
+
+interface Observation {
+  rvn: string;
+  since: number;
+}
+
+/**
+ * Acquire, renew and release DynamoDB-backed locks with fencing epochs, after
+ * amazon-dynamodb-lock-client: a contender takes a lock over only after it has
+ * itself watched the record stay unchanged for the holder's whole lease,
+ * measured on its own monotonic clock. Clock skew between invocations
+ * therefore never shortens a lease.
+ */
+export class LockManager {
+  readonly owner: string;
+  private readonly store: LockStore;
+  private readonly leaseMs: number;
+  private readonly clock: Clock;
+  private readonly observed = new Map<string, Observation>();
+
+  constructor(options: LockManagerOptions) {
+    this.store = options.store;
+    this.owner = options.owner;
+    this.leaseMs = options.leaseMs;
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /**
+   * One attempt: returns a handle when the lock was free, released, or stale
+   * (unchanged for a whole lease since this manager first saw that version);
+   * undefined while another holder is live.
+   */
+  async tryAcquire(name: string): Promise<LockHandle | undefined> {
+    const current = await this.store.get(name);
+    const now = this.clock.monotonic();
+    if (!current) return this.write(name, 1, () => this.store.create(this.record(name, 1)));
+    if (current.owner === undefined) {
+      return this.write(name, current.epoch + 1, (next) => this.store.replaceIfVersion(current.rvn, next));
+    }
+    const seen = this.observed.get(name);
+    if (!seen || seen.rvn !== current.rvn) {
+      this.observed.set(name, { rvn: current.rvn, since: now });
+      return undefined;
+    }
+    if (now - seen.since < current.leaseMs) return undefined;
+    return this.write(name, current.epoch + 1, (next) => this.store.replaceIfVersion(current.rvn, next));
+  }
+
+  /**
+   * Polls until the lock is acquired, `until` (monotonic ms) passes, or the
+   * signal aborts; returns undefined when not acquired.
+   */
+  async acquire(
+    name: string,
+    options: { pollMs: number; until: number; signal?: AbortSignal },
+  ): Promise<LockHandle | undefined> {
+    for (;;) {
+      if (options.signal?.aborted) return undefined;
+      const handle = await this.tryAcquire(name);
+      if (handle) return handle;
+      const wait = Math.min(options.pollMs, options.until - this.clock.monotonic());
+      if (wait <= 0) return undefined;
+      try {
+        await this.clock.sleep(wait, options.signal);
+      } catch {
+        return undefined;
+      }
+    }
+  }
+
+  /** Extends the lease. @throws LockLostError when the lock is no longer ours. */
+  async renew(handle: LockHandle): Promise<void> {
+    const started = this.clock.monotonic();
+    const next = this.record(handle.name, handle.epoch);
+    try {
+      await this.store.replaceIfHeld(handle.owner, handle.epoch, next);
+    } catch (err) {
+      if (err instanceof LockConflictError) throw new LockLostError(handle.name, 'taken over or released');
+      throw err;
+    }
+    handle.rvn = next.rvn;
+    handle.validUntil = started + this.leaseMs;
+  }
+
+  /**
+   * Hands the lock over at once: the record stays (so the epoch keeps growing)
+   * without an owner. Releasing a lock already lost is not an error.
+   */
+  async release(handle: LockHandle): Promise<void> {
+    const { owner: _owner, ...released } = this.record(handle.name, handle.epoch);
+    try {
+      await this.store.replaceIfHeld(handle.owner, handle.epoch, released);
+    } catch (err) {
+      if (!(err instanceof LockConflictError)) throw err;
+    }
+    handle.validUntil = Number.NEGATIVE_INFINITY;
+  }
+
+  /** True while the handle's lease, counted from its last renewal, has not run out. */
+  isValid(handle: LockHandle): boolean {
+    return this.clock.monotonic() < handle.validUntil;
+  }
+
+  private async write(
+    name: string,
+    epoch: number,
+    put: (next: LockRecord) => Promise<void>,
+  ): Promise<LockHandle | undefined> {
+    const started = this.clock.monotonic();
+    const next = this.record(name, epoch);
+    try {
+      await put(next);
+    } catch (err) {
+      if (err instanceof LockConflictError) return undefined;
+      throw err;
+    }
+    this.observed.delete(name);
+    return { name, owner: this.owner, epoch, rvn: next.rvn, validUntil: started + this.leaseMs };
+  }
+
+  private record(name: string, epoch: number): LockRecord {
+    return {
+      name,
+      owner: this.owner,
+      epoch,
+      rvn: randomUUID(),
+      leaseMs: this.leaseMs,
+      updatedAt: new Date(this.clock.now()).toISOString(),
+    };
+  }
+}

@@ -1,0 +1,254 @@
+import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
+import type { NodeSettings } from '../config/config.ts';
+import { isConflict, isNotFound } from '../kube/client.ts';
+import type { Logger } from '../log/logger.ts';
+import type { NodeProvider, ProviderNodeStatus } from '../provider/provider.ts';
+import { LeaseApiUnavailableError, type NodeLease } from './node-lease.ts';
+import { FIELD_MANAGER, registrationNode, reportFingerprint, statusApplyBody } from './node-object.ts';
+
+export interface NodeControllerOptions {
+  name: string;
+  settings: NodeSettings;
+  provider: NodeProvider;
+  core: CoreV1Api;
+  lease: NodeLease;
+  clock: Clock;
+  log: Logger;
+}
+
+/** What one tick did, for logs, metrics and tests. */
+export interface TickResult {
+  node: string;
+  leaseRenewed: boolean;
+  statusWritten: boolean;
+  pingError?: string;
+  /** API requests this controller and its lease sent so far in this invocation. */
+  requests: number;
+  /** Steps that failed this tick (logged); the next tick tries again. */
+  errors?: string[];
+}
+
+const applyOptions = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
+
+/**
+ * One virtual node, driven by the heartbeat holder: `start` registers the
+ * Node and ensures its Lease; `tick`, every renew interval, pings the
+ * provider, renews the Lease, and writes status when it changed or is due.
+ * Holds only what one invocation learned; a new invocation starts afresh.
+ */
+export class NodeController {
+  readonly name: string;
+  private current: V1Node | undefined;
+  private leaseDisabled = false;
+  private lastStatusAt = Number.NEGATIVE_INFINITY;
+  private lastPingAt = Number.NEGATIVE_INFINITY;
+  private lastFingerprint: string | undefined;
+  private pingError: string | undefined;
+  private report: ProviderNodeStatus | undefined;
+  /** Requests sent to the API server for the Node, for tests and benchmarks. */
+  requests = 0;
+
+  constructor(private readonly options: NodeControllerOptions) {
+    this.name = options.name;
+  }
+
+  /** Registers the Node if missing and writes its status, then ensures the Lease. */
+  async start(signal?: AbortSignal): Promise<void> {
+    await this.probe(signal);
+    try {
+      this.requests++;
+      this.current = await this.options.core.readNode({ name: this.name });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await this.register();
+    }
+    await this.writeStatus();
+    this.options.lease.setNodeUid(this.current?.metadata?.uid);
+    try {
+      await this.options.lease.ensure(
+        signal,
+        this.options.clock.monotonic() + this.options.settings.leaseRenewIntervalMs,
+      );
+    } catch (err) {
+      if (!(err instanceof LeaseApiUnavailableError)) throw err;
+      this.options.log.warn({ err }, 'node leases not supported: falling back to node status heartbeats');
+      this.leaseDisabled = true;
+    }
+  }
+
+  /** One heartbeat: ping when due, renew the lease, write status when changed or due. */
+  async tick(signal?: AbortSignal): Promise<TickResult> {
+    const { clock, settings, log } = this.options;
+    const now = clock.monotonic();
+    if (now - this.lastPingAt >= settings.pingIntervalMs) await this.probe(signal);
+    const errors: string[] = [];
+    // One failing step (API server down, a timeout) is logged and leaves the others to run.
+    const attempt = async <T>(what: string, step: () => Promise<T>, fallback: T): Promise<T> => {
+      try {
+        return await step();
+      } catch (err) {
+        signal?.throwIfAborted();
+        log.warn({ err }, `${what} failed`);
+        errors.push(what);
+        return fallback;
+      }
+    };
+    // The lease first: it is what keeps the node Ready. Backing off on it must
+    // not hold up the next round of the other nodes.
+    const leaseRenewed = this.leaseDisabled
+      ? false
+      : await attempt(
+          'lease renewal',
+          () => this.options.lease.renew(signal, now + settings.leaseRenewIntervalMs),
+          false,
+        );
+    let statusWritten = await attempt('registration check', () => this.checkRegistered(), false);
+    const changed = this.fingerprint() !== this.lastFingerprint;
+    const due =
+      now - this.lastStatusAt >=
+      (this.leaseDisabled ? settings.leaseRenewIntervalMs : settings.statusIntervalMs);
+    if (!statusWritten && (changed || due)) {
+      statusWritten = await attempt(
+        'status update',
+        async () => {
+          await this.writeStatus();
+          return true;
+        },
+        false,
+      );
+    }
+    return {
+      node: this.name,
+      leaseRenewed,
+      statusWritten,
+      requests: this.requests + this.options.lease.requests,
+      ...(this.pingError ? { pingError: this.pingError } : {}),
+      ...(errors.length > 0 ? { errors } : {}),
+    };
+  }
+
+  /**
+   * Whether the Node still exists, read from the API server's watch cache
+   * (resourceVersion 0: no etcd read), so that a deleted Node is registered
+   * again within one renew interval. Returns true when it wrote the status.
+   */
+  private async checkRegistered(): Promise<boolean> {
+    this.requests++;
+    const list = await this.options.core.listNode({
+      fieldSelector: `metadata.name=${this.name}`,
+      resourceVersion: '0',
+    });
+    const found = list.items[0];
+    if (found) {
+      if (found.metadata?.uid !== this.current?.metadata?.uid) {
+        this.current = found;
+        this.options.lease.setNodeUid(found.metadata?.uid);
+      }
+      return false;
+    }
+    this.options.log.warn('node was deleted: registering it again');
+    await this.register();
+    if (this.report) await this.applyStatus(this.report);
+    return this.report !== undefined;
+  }
+
+  /**
+   * Makes sure the Node exists, registering it again when it was deleted, and
+   * points the lease at its uid. Called when the lease went missing.
+   */
+  async ensureRegistered(): Promise<void> {
+    try {
+      this.requests++;
+      this.current = await this.options.core.readNode({ name: this.name });
+      this.options.lease.setNodeUid(this.current.metadata?.uid);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      this.options.log.warn('node was deleted: registering it again');
+      await this.register();
+      if (this.report) await this.applyStatus(this.report);
+    }
+  }
+
+  /** Asks the provider for its ping and node report; a failing ping is remembered, not thrown. */
+  private async probe(signal?: AbortSignal): Promise<void> {
+    const { provider, clock, log } = this.options;
+    this.lastPingAt = clock.monotonic();
+    try {
+      await provider.ping(this.name, signal);
+      if (this.pingError) log.info('provider ping recovered');
+      this.pingError = undefined;
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (message !== this.pingError) log.warn({ err }, 'provider ping failed: node turns Ready=False');
+      this.pingError = message;
+    }
+    try {
+      this.report = await provider.nodeStatus(this.name, signal);
+    } catch (err) {
+      // Keep the last report; a provider that cannot report is also not ready.
+      const message = err instanceof Error ? err.message : String(err);
+      this.pingError ??= `node status unavailable: ${message}`;
+      log.warn({ err }, 'provider node status failed');
+    }
+  }
+
+  private fingerprint(): string | undefined {
+    return this.report ? reportFingerprint(this.report, this.pingError) : undefined;
+  }
+
+  private async register(): Promise<void> {
+    const { core, settings, log } = this.options;
+    try {
+      this.requests++;
+      this.current = await core.createNode({
+        body: registrationNode(this.name, settings),
+        fieldManager: FIELD_MANAGER,
+      });
+      log.info({ uid: this.current.metadata?.uid }, 'registered node');
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      // Created meanwhile by another actor: use theirs.
+      this.requests++;
+      this.current = await core.readNode({ name: this.name });
+    }
+    this.options.lease.setNodeUid(this.current?.metadata?.uid);
+  }
+
+  /**
+   * Server-side apply of the status with our field manager: other writers'
+   * conditions survive, conditions we stop reporting go. When the Node was
+   * deleted meanwhile, it is registered again and the write retried.
+   */
+  private async writeStatus(): Promise<void> {
+    if (!this.report) throw new Error(`no provider report for node ${this.name}`);
+    try {
+      await this.applyStatus(this.report);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      this.options.log.warn('node was deleted: registering it again');
+      this.current = undefined;
+      await this.register();
+      await this.applyStatus(this.report);
+    }
+  }
+
+  private async applyStatus(report: ProviderNodeStatus): Promise<void> {
+    const { core, settings, clock } = this.options;
+    const body = statusApplyBody({
+      name: this.name,
+      settings,
+      report,
+      ...(this.pingError ? { pingError: this.pingError } : {}),
+      ...(this.current ? { current: this.current } : {}),
+      now: new Date(clock.now()),
+    });
+    this.requests++;
+    this.current = await core.patchNodeStatus(
+      { name: this.name, body, fieldManager: FIELD_MANAGER, force: true },
+      applyOptions,
+    );
+    this.lastStatusAt = clock.monotonic();
+    this.lastFingerprint = reportFingerprint(report, this.pingError);
+  }
+}

@@ -1,0 +1,204 @@
+import { type CoordinationV1Api, type CoreV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
+import { isConflict, isNotFound } from '../kube/client.ts';
+import type { Logger } from '../log/logger.ts';
+
+export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
+/** Immediate, successive retries of one renewal before waiting for the next interval (kubelet: 5). */
+export const MAX_UPDATE_RETRIES = 5;
+/** Ensure-lease backoff: 100 ms doubling up to 7 s (kubelet). */
+export const ENSURE_BACKOFF_START_MS = 100;
+export const ENSURE_BACKOFF_MAX_MS = 7_000;
+
+/** The Lease API is not served by this cluster: fall back to status-only heartbeats. */
+export class LeaseApiUnavailableError extends Error {
+  override readonly name = 'LeaseApiUnavailableError';
+}
+
+export interface NodeLeaseOptions {
+  core: CoreV1Api;
+  coordination: CoordinationV1Api;
+  nodeName: string;
+  durationSeconds: number;
+  clock: Clock;
+  log: Logger;
+  /**
+   * Called before a lease that went missing is recreated. The garbage
+   * collector deletes the lease when its owner Node is deleted, so the node
+   * controller re-registers the Node here, and the new lease points at it.
+   */
+  beforeRecreate?: () => Promise<void>;
+}
+
+/**
+ * The node's Lease in kube-node-lease, renewed by the heartbeat holder. Keeps
+ * the last lease it wrote, so a renewal is one request; a conflict re-reads,
+ * NotFound recreates. The owner reference points at the Node's current uid
+ * and is repaired on each renewal until it does.
+ */
+export class NodeLease {
+  private lease: V1Lease | undefined;
+  private nodeUid: string | undefined;
+  /** Requests sent to the API server, for tests and benchmarks. */
+  requests = 0;
+
+  constructor(private readonly options: NodeLeaseOptions) {}
+
+  /** Tells the lease which Node uid to own it; a new uid (re-registration) is written on the next renewal. */
+  setNodeUid(uid: string | undefined): void {
+    this.nodeUid = uid;
+  }
+
+  /**
+   * Creates the lease if needed, retrying with exponential backoff until it
+   * exists, the signal aborts, or (when given) monotonic time `until` would
+   * pass before the next try. Returns true when this call created it.
+   * @throws LeaseApiUnavailableError when the cluster has no Lease API; the
+   * last error when `until` passes.
+   */
+  async ensure(signal?: AbortSignal, until = Number.POSITIVE_INFINITY): Promise<boolean> {
+    let sleep = ENSURE_BACKOFF_START_MS;
+    for (;;) {
+      try {
+        return await this.ensureOnce();
+      } catch (err) {
+        if (err instanceof LeaseApiUnavailableError) throw err;
+        signal?.throwIfAborted();
+        sleep = Math.min(2 * sleep, ENSURE_BACKOFF_MAX_MS);
+        if (this.options.clock.monotonic() + sleep >= until) throw err;
+        this.options.log.warn({ err, retryInMs: sleep }, 'failed to ensure node lease exists');
+        await this.options.clock.sleep(sleep, signal);
+      }
+    }
+  }
+
+  /**
+   * Renews the lease: ensures it (backing off no later than `until`), then up
+   * to MAX_UPDATE_RETRIES immediate updates. Returns true on success; false
+   * means the next interval retries.
+   */
+  async renew(signal?: AbortSignal, until?: number): Promise<boolean> {
+    if (!this.lease && (await this.ensure(signal, until))) return true;
+    for (let attempt = 0; attempt < MAX_UPDATE_RETRIES; attempt++) {
+      signal?.throwIfAborted();
+      try {
+        await this.update();
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) {
+          // Deleted, by a user or by the garbage collector after the Node went: recreate.
+          this.lease = undefined;
+          await this.options.beforeRecreate?.();
+          if (await this.ensure(signal, until)) return true;
+          continue;
+        }
+        if (isConflict(err)) {
+          await this.reread();
+          continue;
+        }
+        this.options.log.warn({ err, attempt: attempt + 1 }, 'failed to update node lease');
+      }
+    }
+    this.options.log.error(
+      { attempts: MAX_UPDATE_RETRIES },
+      'failed to update node lease; retrying at the next renew interval',
+    );
+    return false;
+  }
+
+  /** The renewTime of the last lease we wrote, in epoch ms. */
+  lastRenewTime(): number | undefined {
+    const t = this.lease?.spec?.renewTime;
+    return t ? new Date(t).getTime() : undefined;
+  }
+
+  private async ensureOnce(): Promise<boolean> {
+    const { coordination, nodeName } = this.options;
+    try {
+      this.requests++;
+      this.lease = await coordination.readNamespacedLease({
+        name: nodeName,
+        namespace: NODE_LEASE_NAMESPACE,
+      });
+      return false;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    try {
+      this.requests++;
+      this.lease = await coordination.createNamespacedLease({
+        namespace: NODE_LEASE_NAMESPACE,
+        body: await this.desired(undefined),
+      });
+      return true;
+    } catch (err) {
+      // NotFound on create: the namespace or the whole coordination API is missing.
+      if (isNotFound(err))
+        throw new LeaseApiUnavailableError(`cannot create lease ${nodeName}: ${String(err)}`);
+      throw err;
+    }
+  }
+
+  private async update(): Promise<void> {
+    const { coordination, nodeName } = this.options;
+    this.requests++;
+    this.lease = await coordination.replaceNamespacedLease({
+      name: nodeName,
+      namespace: NODE_LEASE_NAMESPACE,
+      body: await this.desired(this.lease),
+    });
+  }
+
+  private async reread(): Promise<void> {
+    const { coordination, nodeName } = this.options;
+    try {
+      this.requests++;
+      this.lease = await coordination.readNamespacedLease({
+        name: nodeName,
+        namespace: NODE_LEASE_NAMESPACE,
+      });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      this.lease = undefined;
+    }
+  }
+
+  private async desired(base: V1Lease | undefined): Promise<V1Lease> {
+    const { nodeName, durationSeconds, clock } = this.options;
+    const lease: V1Lease = structuredClone(
+      base ?? {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: nodeName, namespace: NODE_LEASE_NAMESPACE },
+        spec: { holderIdentity: nodeName, leaseDurationSeconds: durationSeconds },
+      },
+    );
+    lease.spec = { ...lease.spec, renewTime: new V1MicroTime(clock.now()) };
+    const owner = lease.metadata?.ownerReferences?.[0];
+    if (!owner || owner.uid !== this.nodeUid) {
+      const uid = this.nodeUid ?? (await this.readNodeUid());
+      if (uid) {
+        this.nodeUid = uid;
+        lease.metadata = {
+          ...lease.metadata,
+          ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid }],
+        };
+      }
+    }
+    return lease;
+  }
+
+  private async readNodeUid(): Promise<string | undefined> {
+    try {
+      this.requests++;
+      const node = await this.options.core.readNode({ name: this.options.nodeName });
+      return node.metadata?.uid;
+    } catch (err) {
+      this.options.log.warn(
+        { err },
+        'cannot read node for the lease owner reference; retrying at the next renewal',
+      );
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DynamoDbLockStore, fencedWrite, lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
+import { LockLostError, LockManager } from '../../lib/lock/lock.ts';
+import { freshTable, uniqueName, waitFor } from '../support/kube.ts';
+
+describe('DynamoDB locks against DynamoDB Local', () => {
+  it('two contenders at once: exactly one holds, at epoch 1', async () => {
+    const { table } = await freshTable();
+    const store = new DynamoDbLockStore(table);
+    const name = uniqueName('lock');
+    const contenders = ['a', 'b', 'c'].map((owner) => new LockManager({ store, owner, leaseMs: 5_000 }));
+    const handles = await Promise.all(contenders.map((c) => c.tryAcquire(name)));
+    const held = handles.filter((h) => h !== undefined);
+    assert.equal(held.length, 1);
+    assert.equal(held[0]?.epoch, 1);
+    assert.equal((await table.get(lockKey(name)))?.owner, held[0]?.owner);
+  });
+
+  it('a frozen holder is taken over after one lease, and its renewal and fenced write are rejected', async () => {
+    const { table } = await freshTable();
+    const store = new DynamoDbLockStore(table);
+    const name = uniqueName('lock');
+    const frozen = new LockManager({ store, owner: 'frozen', leaseMs: 1_500 });
+    const contender = new LockManager({ store, owner: 'contender', leaseMs: 1_500 });
+    const old = await frozen.tryAcquire(name);
+    assert.ok(old);
+    await fencedWrite(table, old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'frozen' } }]);
+
+    // The holder stops renewing (frozen); the contender polls until it may take over.
+    const started = Date.now();
+    const taken = await contender.acquire(name, { pollMs: 200, until: performance.now() + 10_000 });
+    assert.ok(taken, 'the contender took the lock over');
+    assert.ok(Date.now() - started >= 1_500, 'not before one whole lease');
+    assert.equal(taken.epoch, 2);
+    assert.equal(frozen.isValid(old), false, 'the frozen holder knows its lease ran out');
+
+    // The old holder wakes up and tries to act.
+    await assert.rejects(frozen.renew(old), LockLostError);
+    await assert.rejects(
+      fencedWrite(table, old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'stale' } }]),
+      LockLostError,
+    );
+    assert.equal(
+      (await table.get({ pk: `status#${name}`, sk: 'status' }))?.writer,
+      'frozen',
+      'nothing written',
+    );
+    await fencedWrite(table, taken, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'contender' } }]);
+    assert.equal((await table.get({ pk: `status#${name}`, sk: 'status' }))?.writer, 'contender');
+  });
+
+  it('a live holder keeps its lock against a polling contender', async () => {
+    const { table } = await freshTable();
+    const store = new DynamoDbLockStore(table);
+    const name = uniqueName('lock');
+    const holder = new LockManager({ store, owner: 'holder', leaseMs: 1_500 });
+    const contender = new LockManager({ store, owner: 'contender', leaseMs: 1_500 });
+    const handle = await holder.tryAcquire(name);
+    assert.ok(handle);
+    const keep = setInterval(() => holder.renew(handle).catch(() => undefined), 400);
+    try {
+      const got = await contender.acquire(name, { pollMs: 200, until: performance.now() + 5_000 });
+      assert.equal(got, undefined);
+    } finally {
+      clearInterval(keep);
+    }
+    await holder.release(handle);
+    const after = await waitFor(() => contender.tryAcquire(name), {
+      timeoutMs: 2_000,
+      what: 'the released lock',
+    });
+    assert.equal(after.epoch, 2, 'release keeps the epoch growing');
+  });
+});

@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import type { V1Lease, V1Node } from '@kubernetes/client-node';
+import { createKubeClients, isNotFound, type KubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
+import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
+import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
+import { createTable } from '../../lib/state/table-definition.ts';
+import { type TestEnv, testEnv } from './env.ts';
+
+/** A name no other test (or earlier run against the same cluster) uses. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Cluster-admin clients: for setting up and asserting, never for the code under test. */
+export function adminClients(env: TestEnv = testEnv()): KubeClients {
+  return createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }));
+}
+
+/**
+ * Polls `probe` until it returns a value other than undefined/false, or
+ * throws when `timeoutMs` passes, with the last value or error in the message.
+ */
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  options: { timeoutMs: number; intervalMs?: number; what: string },
+): Promise<T> {
+  const deadline = Date.now() + options.timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+      last = value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(
+        `timed out after ${options.timeoutMs} ms waiting for ${options.what}; last: ${String(last)}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 250));
+  }
+}
+
+/** A new table in DynamoDB Local: each test is its own deployment, with its own locks. */
+export async function freshTable(env: TestEnv = testEnv()): Promise<{ name: string; table: StateTable }> {
+  const name = uniqueName('svk');
+  const { client, doc } = createDynamoDbClient({
+    endpoint: env.dynamodb.endpoint,
+    region: env.dynamodb.region,
+  });
+  await createTable(client, name);
+  return { name, table: new StateTable(doc, name) };
+}
+
+/** The environment a function of this test deployment runs with. */
+export function functionEnv(tableName: string, overrides: Record<string, string>, env: TestEnv = testEnv()) {
+  return {
+    SVK_KUBECONFIG: env.kube.kubeletKubeconfig,
+    SVK_DYNAMODB_ENDPOINT: env.dynamodb.endpoint,
+    AWS_REGION: env.dynamodb.region,
+    SVK_TABLE_NAME: tableName,
+    SVK_LOG_LEVEL: process.env.SVK_TEST_LOG_LEVEL ?? 'warn',
+    ...overrides,
+  };
+}
+
+export async function readNode(kube: KubeClients, name: string): Promise<V1Node | undefined> {
+  try {
+    return await kube.core.readNode({ name });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+export async function readLease(kube: KubeClients, name: string): Promise<V1Lease | undefined> {
+  try {
+    return await kube.coordination.readNamespacedLease({ name, namespace: NODE_LEASE_NAMESPACE });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+export function readyStatus(node: V1Node | undefined): string | undefined {
+  return node?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+}
+
+export function leaseAgeMs(lease: V1Lease | undefined, now = Date.now()): number | undefined {
+  const renew = lease?.spec?.renewTime;
+  return renew ? now - new Date(renew).getTime() : undefined;
+}
+
+export interface Sample {
+  at: number;
+  ready: string | undefined;
+  leaseAgeMs: number | undefined;
+}
+
+/** Samples the node's Ready status and its lease age every second until stopped. */
+export function sampleNode(
+  kube: KubeClients,
+  name: string,
+): { samples: Sample[]; stop(): Promise<Sample[]> } {
+  const samples: Sample[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const started = Date.now();
+      const [node, lease] = await Promise.all([readNode(kube, name), readLease(kube, name)]);
+      samples.push({ at: started, ready: readyStatus(node), leaseAgeMs: leaseAgeMs(lease, started) });
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 1_000 - (Date.now() - started))));
+    }
+  })();
+  return {
+    samples,
+    stop: async () => {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+export async function deleteNodeAndLease(kube: KubeClients, name: string): Promise<void> {
+  await kube.core.deleteNode({ name }).catch(() => undefined);
+  await kube.coordination
+    .deleteNamespacedLease({ name, namespace: NODE_LEASE_NAMESPACE })
+    .catch(() => undefined);
+}
