@@ -93,7 +93,7 @@ export class NodeLease {
           continue;
         }
         if (isConflict(err)) {
-          await this.reread();
+          this.lease = await this.read();
           continue;
         }
         this.options.log.warn({ err, attempt: attempt + 1 }, 'failed to update node lease');
@@ -106,24 +106,10 @@ export class NodeLease {
     return false;
   }
 
-  /** The renewTime of the last lease we wrote, in epoch ms. */
-  lastRenewTime(): number | undefined {
-    const t = this.lease?.spec?.renewTime;
-    return t ? new Date(t).getTime() : undefined;
-  }
-
   private async ensureOnce(): Promise<boolean> {
     const { coordination, nodeName } = this.options;
-    try {
-      this.requests++;
-      this.lease = await coordination.readNamespacedLease({
-        name: nodeName,
-        namespace: NODE_LEASE_NAMESPACE,
-      });
-      return false;
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    this.lease = await this.read();
+    if (this.lease) return false;
     try {
       this.requests++;
       this.lease = await coordination.createNamespacedLease({
@@ -149,17 +135,15 @@ export class NodeLease {
     });
   }
 
-  private async reread(): Promise<void> {
+  /** The lease as stored, or undefined when it does not exist. */
+  private async read(): Promise<V1Lease | undefined> {
     const { coordination, nodeName } = this.options;
     try {
       this.requests++;
-      this.lease = await coordination.readNamespacedLease({
-        name: nodeName,
-        namespace: NODE_LEASE_NAMESPACE,
-      });
+      return await coordination.readNamespacedLease({ name: nodeName, namespace: NODE_LEASE_NAMESPACE });
     } catch (err) {
-      if (!isNotFound(err)) throw err;
-      this.lease = undefined;
+      if (isNotFound(err)) return undefined;
+      throw err;
     }
   }
 
