@@ -79,6 +79,15 @@ export interface StartControlPlaneOptions {
   scheduler?: boolean;
   /** Deadline for each component to become ready (default 120 s; a noisy 2-core machine needs headroom). */
   readyTimeoutMs?: number;
+  /**
+   * Extra kube-apiserver flags, appended after ours (so a repeated single-valued
+   * flag overrides ours) and kept across {@link ControlPlane.stopApiServer} and
+   * {@link ControlPlane.startApiServer}. For clusters shaped unlike the default,
+   * e.g. `--runtime-config=coordination.k8s.io/v1=false,coordination.k8s.io/v1beta1=false`
+   * for one without the Lease API. A flag the API server rejects fails the start
+   * with its log tail.
+   */
+  apiServerArgs?: string[];
 }
 
 /**
@@ -247,6 +256,7 @@ export async function startControlPlane(options: StartControlPlaneOptions): Prom
       '--endpoint-reconciler-type=none',
       '--allow-privileged=true',
       '--profiling=false',
+      ...(options.apiServerArgs ?? []),
     ],
     // 1.20 does not end open watches on SIGTERM: with the controller-manager and scheduler still
     // watching (stopApiServer), it would wait --request-timeout (60 s) for them. It holds no state.

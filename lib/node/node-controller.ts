@@ -105,9 +105,10 @@ export class NodeController {
         );
     let statusWritten = await attempt('registration check', () => this.checkRegistered(), false);
     const changed = this.fingerprint() !== this.lastFingerprint;
-    const due =
-      now - this.lastStatusAt >=
-      (this.leaseDisabled ? settings.leaseRenewIntervalMs : settings.statusIntervalMs);
+    // Without leases the status write is the heartbeat, so it goes out every tick like the renewal
+    // it replaces. Measuring one renew interval from the last write instead would skip every other
+    // tick: that write ended after the previous tick began, so the gap is always a bit short.
+    const due = this.leaseDisabled || now - this.lastStatusAt >= settings.statusIntervalMs;
     if (!statusWritten && (changed || due)) {
       statusWritten = await attempt(
         'status update',
@@ -118,6 +119,9 @@ export class NodeController {
         false,
       );
     }
+    // Due times count from the tick that wrote, not from when the write ended:
+    // ticks are exactly one renew interval apart, a write ends a bit later.
+    if (statusWritten) this.lastStatusAt = now;
     return {
       node: this.name,
       leaseRenewed,
