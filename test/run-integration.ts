@@ -18,7 +18,8 @@ import { createTable } from '../lib/state/table-definition.ts';
 import type { TestEnv } from './support/env.ts';
 
 const root = new URL('..', import.meta.url).pathname;
-const runDir = join(root, '.local', 'test-run');
+// One folder per run, so that concurrent runs (several engineers, or CI) never share state.
+const runDir = join(root, '.local', `test-run-${process.pid}`);
 const patterns = process.argv.slice(2);
 const files = patterns.length > 0 ? patterns : ['test/integration/**/*.test.ts'];
 
@@ -107,6 +108,8 @@ async function main(): Promise<number> {
 main()
   .then(async (code) => {
     await stopAll();
+    // Component logs stay for a failed run.
+    if (code === 0) rmSync(runDir, { recursive: true, force: true });
     process.exit(code);
   })
   .catch(async (err: unknown) => {

@@ -1,3 +1,5 @@
+import type { V1Pod } from '@kubernetes/client-node';
+
 /**
  * The provider boundary: what a backend (the mock today, Fargate or an HTTP
  * plugin later) implements so that virtual nodes and their pods run on it.
@@ -38,4 +40,45 @@ export interface NodeProvider {
   ping(nodeName: string, signal?: AbortSignal): Promise<void>;
   /** The node's capacity, conditions and info. Called every ping interval; a change is written at once. */
   nodeStatus(nodeName: string, signal?: AbortSignal): Promise<ProviderNodeStatus>;
+}
+
+/** The provider does not have this pod. Callers treat it as "already gone" where that is the goal. */
+export class ProviderNotFoundError extends Error {
+  override readonly name = 'ProviderNotFoundError';
+}
+
+export function isProviderNotFound(err: unknown): err is ProviderNotFoundError {
+  return err instanceof ProviderNotFoundError;
+}
+
+/**
+ * The pod part of a provider: what virtual-kubelet's PodLifecycleHandler is.
+ * Every call may run in a different Lambda invocation, concurrently with
+ * others, and be retried: implementations keep their state outside the
+ * process and make every call safe to repeat.
+ *
+ * Pods passed in are full Kubernetes Pods as read from the API server, with
+ * env from ConfigMaps, Secrets and the downward API already resolved.
+ * Returned objects must not be mutated by callers.
+ */
+export interface PodProvider {
+  /**
+   * Starts the pod. Idempotent: creating a pod the provider already has with
+   * the same uid succeeds and starts nothing twice. A different uid under the
+   * same namespace/name means a new pod: the old one is replaced.
+   */
+  createPod(pod: V1Pod, signal?: AbortSignal): Promise<void>;
+  /** Applies a changed spec/metadata to a pod the provider has. ProviderNotFoundError when it has none. */
+  updatePod(pod: V1Pod, signal?: AbortSignal): Promise<void>;
+  /**
+   * Stops and removes the pod. May be called many times for the same pod;
+   * ProviderNotFoundError when the provider does not have it (callers treat
+   * that as done). Only deletes when the uid matches, so a new pod with the
+   * same name is never hit by a late delete of the old one.
+   */
+  deletePod(pod: V1Pod, signal?: AbortSignal): Promise<void>;
+  /** The pod as the provider runs it (its status current), or undefined. */
+  getPod(namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined>;
+  /** Every pod the provider runs on `nodeName`, statuses current. */
+  listPods(nodeName: string, signal?: AbortSignal): Promise<V1Pod[]>;
 }
