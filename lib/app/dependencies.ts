@@ -4,7 +4,8 @@ import { createKubeClients, type KubeClients, loadKubeConfig } from '../kube/cli
 import { createLogger, type Logger } from '../log/logger.ts';
 import { MockNodeProvider } from '../provider/mock/mock-node.ts';
 import { DynamoDbMockNodeStore } from '../provider/mock/mock-node-store.ts';
-import type { NodeProvider } from '../provider/provider.ts';
+import { MockPodProvider } from '../provider/mock/mock-pods.ts';
+import type { NodeProvider, PodProvider } from '../provider/provider.ts';
 import { createDynamoDbClient, StateTable } from '../state/dynamodb.ts';
 
 /** Everything a function builds once per cold start and reuses across invocations. */
@@ -15,6 +16,7 @@ export interface Dependencies {
   kube: KubeClients;
   table: StateTable;
   provider: NodeProvider;
+  pods: PodProvider;
 }
 
 /** Kubelet version the virtual nodes report. */
@@ -49,5 +51,10 @@ export function buildDependencies(
     kubeletVersion: KUBELET_VERSION,
     clock,
   });
-  return { config, clock, log, kube, table, provider };
+  const pods = new MockPodProvider({
+    table,
+    clock,
+    ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
+  });
+  return { config, clock, log, kube, table, provider, pods };
 }
