@@ -1,8 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Invocation } from '../invocation.ts';
-import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
-import { LockManager } from '../lock/lock.ts';
 import { type HeartbeatOptions, type HeartbeatResult, runHeartbeat } from './heartbeat.ts';
 import { NodeController } from './node-controller.ts';
 import { NodeLease } from './node-lease.ts';
@@ -19,13 +16,6 @@ export function heartbeat(
 ): Promise<HeartbeatResult> {
   const { config, clock, kube, table, provider } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
-  const locks = new LockManager({
-    store: new DynamoDbLockStore(table),
-    // Unique per invocation, also when a warm sandbox runs several at once.
-    owner: `${invocation.requestId}/${randomUUID().slice(0, 8)}`,
-    leaseMs: config.lock.leaseMs,
-    clock,
-  });
   const controllers = config.nodeNames.map((name) => {
     const nodeLog = log.child({ node: name });
     let controller: NodeController | undefined;
@@ -50,15 +40,16 @@ export function heartbeat(
     return controller;
   });
   return runHeartbeat({
-    locks,
+    table,
     controllers,
     clock,
     log,
+    invocation,
     renewIntervalMs: config.node.leaseRenewIntervalMs,
+    lockLeaseMs: config.lock.leaseMs,
     lockPollMs: config.lock.pollMs,
     maxParallel: config.heartbeat.maxParallel,
-    stopAt: invocation.deadline - config.heartbeat.stopBeforeDeadlineMs,
-    signal: invocation.signal,
+    stopBeforeDeadlineMs: config.heartbeat.stopBeforeDeadlineMs,
     ...hooks,
   });
 }
