@@ -7,10 +7,9 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { createHeartbeatHandler } from '../functions/heartbeat.ts';
 import { controlPlaneBinariesPresent, startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
-import { LocalLambdaRuntime } from '../lib/local/lambda-runtime.ts';
+import { LocalDeployment } from '../lib/local/local-deployment.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 
@@ -61,17 +60,23 @@ async function main(): Promise<void> {
     AWS_REGION: 'local',
     SVK_TABLE_NAME: TABLE,
   };
-  const runtime = new LocalLambdaRuntime({
-    onResult: (invocation, result) =>
-      say(`${invocation.functionName} ${invocation.requestId.slice(0, 8)} ended: ${result.status}`),
+  const deployment = new LocalDeployment({
+    env,
+    // pod-sync runs once per pod event: only its failures are worth a line.
+    onResult: (invocation, result) => {
+      if (invocation.functionName !== 'pod-sync' || result.status !== 'ok') {
+        say(`${invocation.functionName} ${invocation.requestId.slice(0, 8)} ended: ${result.status}`);
+      }
+    },
   });
-  stops.push(() => runtime.stopAll({ abortRunning: true }));
-  runtime.register({ name: 'heartbeat', handler: createHeartbeatHandler(env), timeoutMs: 130_000 });
-  runtime.schedule('heartbeat', { rateMs: 60_000, startImmediately: true });
+  stops.push(() => deployment.stop({ abortRunning: true }));
+  deployment.start();
 
   say(`DynamoDB Local: ${dynamo.endpoint} (table ${TABLE}, data in ${join(dir, 'dynamodb')})`);
   say(`kube-apiserver: ${controlPlane.server}`);
-  say(`running: heartbeat every minute for node(s) ${process.env.SVK_NODE_NAMES ?? 'virtual-kubelet'}`);
+  say(
+    `running: heartbeat, pod-watch and pod-status every minute, pod-sync on pod events, for node(s) ${process.env.SVK_NODE_NAMES ?? 'virtual-kubelet'}`,
+  );
   say(`try: kubectl --kubeconfig ${controlPlane.adminKubeconfig} get nodes -o wide`);
   say('Ctrl-C stops everything');
 }

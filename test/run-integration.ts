@@ -88,6 +88,7 @@ async function main(): Promise<number> {
     dynamodb: { endpoint: dynamo.endpoint, tableName, region },
     controlPlaneDir: controlPlane.dir,
     controlUrl: `http://127.0.0.1:${(control.address() as AddressInfo).port}`,
+    etcdUrl: `http://127.0.0.1:${controlPlane.ports.etcdClient}`,
   };
   const envFile = join(runDir, 'env.json');
   writeFileSync(envFile, JSON.stringify(env, null, 2));

@@ -47,7 +47,39 @@ export interface Config {
     /** How often a waiting contender re-reads the lock record. */
     pollMs: number;
   };
+  pods: {
+    /**
+     * How long a pod-sync invocation's claim on a pod (taken before it calls
+     * the provider) keeps others waiting; after it, a crashed claimant is
+     * taken over. Must exceed the slowest provider create/update.
+     */
+    claimMs: number;
+    /** pod-status polls the provider and writes changed statuses this often. */
+    statusIntervalMs: number;
+    /** pod-status looks for dangling provider pods when it takes over, then this often. */
+    danglingIntervalMs: number;
+    /** Status writes, force deletes and dangling deletes in flight at once. */
+    maxParallel: number;
+    /** The pod-status loop stops this long before the invocation's deadline to hand over cleanly. */
+    statusStopBeforeDeadlineMs: number;
+  };
   dynamodb: { tableName: string; endpoint?: string; region: string };
+  events: {
+    /** Name or ARN of the EventBridge bus pod events are published to. */
+    busName: string;
+  };
+  podWatch: {
+    /** Nodes watched at once by one invocation; the others wait for a free slot or another invocation. */
+    maxParallel: number;
+    /** The watcher stops this long before the invocation's deadline to publish, save its bookmark and hand over. */
+    stopBeforeDeadlineMs: number;
+    /** Longest single watch request; the API server sends a bookmark 2 s before it ends. */
+    watchTimeoutSeconds: number;
+    /** How long a received event may wait for others to fill a batch of 10. */
+    flushMs: number;
+    /** Minimum time between two bookmark writes of one node (always written at the end). */
+    bookmarkIntervalMs: number;
+  };
   kube: { kubeconfigPath?: string; requestTimeoutMs: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** The release of this code, used by the reconciler's gating. */
@@ -198,12 +230,30 @@ const envSchema = z.object({
   SVK_HEARTBEAT_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
   SVK_LOCK_LEASE_SECONDS: wholeNumber(15, 2, 600),
   SVK_LOCK_POLL_MS: wholeNumber(1000, 50, 60000),
+  SVK_POD_CLAIM_SECONDS: wholeNumber(30, 5, 900),
+  SVK_POD_STATUS_INTERVAL_SECONDS: wholeNumber(5, 1, 60),
+  SVK_POD_DANGLING_INTERVAL_SECONDS: wholeNumber(300, 10, 86400),
+  SVK_POD_MAX_PARALLEL: wholeNumber(16, 1, 256),
+  SVK_POD_STATUS_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
   SVK_TABLE_NAME: z
     .string()
     .trim()
     .min(3, 'must be a DynamoDB table name')
     .default('serverless-virtual-kubelet'),
   SVK_DYNAMODB_ENDPOINT: z.url({ message: 'must be a URL' }).optional(),
+  SVK_EVENT_BUS_NAME: z
+    .string()
+    .trim()
+    .regex(
+      /^([/.\-_A-Za-z0-9]{1,256}|arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[/.\-_A-Za-z0-9]{1,256})$/,
+      'must be an EventBridge event bus name or ARN',
+    )
+    .default('default'),
+  SVK_POD_WATCH_MAX_PARALLEL: wholeNumber(16, 1, 256),
+  SVK_POD_WATCH_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
+  SVK_POD_WATCH_TIMEOUT_SECONDS: wholeNumber(60, 5, 600),
+  SVK_POD_WATCH_FLUSH_MS: wholeNumber(200, 0, 10000),
+  SVK_POD_WATCH_BOOKMARK_INTERVAL_MS: wholeNumber(1000, 0, 60000),
   AWS_REGION: z.string().trim().min(1).default('us-east-1'),
   SVK_KUBECONFIG: z.string().trim().min(1, 'must be a path').optional(),
   SVK_KUBE_REQUEST_TIMEOUT_MS: wholeNumber(5000, 100, 120000),
@@ -288,10 +338,25 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       stopBeforeDeadlineMs: e.SVK_HEARTBEAT_STOP_BEFORE_DEADLINE_MS,
     },
     lock: { leaseMs: e.SVK_LOCK_LEASE_SECONDS * 1000, pollMs: e.SVK_LOCK_POLL_MS },
+    pods: {
+      claimMs: e.SVK_POD_CLAIM_SECONDS * 1000,
+      statusIntervalMs: e.SVK_POD_STATUS_INTERVAL_SECONDS * 1000,
+      danglingIntervalMs: e.SVK_POD_DANGLING_INTERVAL_SECONDS * 1000,
+      maxParallel: e.SVK_POD_MAX_PARALLEL,
+      statusStopBeforeDeadlineMs: e.SVK_POD_STATUS_STOP_BEFORE_DEADLINE_MS,
+    },
     dynamodb: {
       tableName: e.SVK_TABLE_NAME,
       ...(e.SVK_DYNAMODB_ENDPOINT ? { endpoint: e.SVK_DYNAMODB_ENDPOINT } : {}),
       region: e.AWS_REGION,
+    },
+    events: { busName: e.SVK_EVENT_BUS_NAME },
+    podWatch: {
+      maxParallel: e.SVK_POD_WATCH_MAX_PARALLEL,
+      stopBeforeDeadlineMs: e.SVK_POD_WATCH_STOP_BEFORE_DEADLINE_MS,
+      watchTimeoutSeconds: e.SVK_POD_WATCH_TIMEOUT_SECONDS,
+      flushMs: e.SVK_POD_WATCH_FLUSH_MS,
+      bookmarkIntervalMs: e.SVK_POD_WATCH_BOOKMARK_INTERVAL_MS,
     },
     kube: {
       ...(e.SVK_KUBECONFIG ? { kubeconfigPath: e.SVK_KUBECONFIG } : {}),

@@ -12,6 +12,7 @@ import {
   type RequestContext,
   type ResponseContext,
   ServerConfiguration,
+  Watch,
 } from '@kubernetes/client-node';
 
 /** Default bound on one API request: a hung connection must not stall a heartbeat. */
@@ -136,4 +137,59 @@ export function isGone(err: unknown): boolean {
 /** 403: the identity is authenticated but RBAC (or admission) refuses the request. */
 export function isForbidden(err: unknown): boolean {
   return apiStatusCode(err) === 403;
+}
+
+/** Query parameters of a watch request (`watch=true` is added). */
+export type WatchQuery = Record<string, string | number | boolean | undefined>;
+
+/**
+ * Streams one watch request on `path` (e.g. `/api/v1/pods`), calling
+ * `onEvent` synchronously and in order for each event (`ADDED`, `MODIFIED`,
+ * `DELETED`, `BOOKMARK`, or `ERROR` with a Status object). Resolves when the
+ * server ends the stream (at `timeoutSeconds`) or `signal` aborts; no event is
+ * delivered after that. Rejects when the request fails: apiStatusCode() of the
+ * error is the HTTP status when the server refused the watch.
+ */
+export function watchStream(
+  kc: KubeConfig,
+  path: string,
+  query: WatchQuery,
+  onEvent: (type: string, object: unknown) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    let controller: AbortController | undefined;
+    let settled = false;
+    const settle = (err: unknown) => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      controller?.abort();
+      // Aborting makes the client report an AbortError: that is our stop, not a failure.
+      if (err && !signal.aborted) reject(err);
+      else resolve();
+    };
+    const onAbort = () => settle(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    new Watch(kc)
+      .watch(
+        path,
+        query,
+        (type: string, object: unknown) => {
+          if (!settled) onEvent(type, object);
+        },
+        (err: unknown) => settle(err),
+      )
+      .then(
+        (c) => {
+          controller = c;
+          if (settled) c.abort();
+        },
+        (err: unknown) => settle(err),
+      );
+  });
 }

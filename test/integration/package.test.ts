@@ -70,6 +70,38 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.equal(rules[0]?.Properties.ScheduleExpression, 'rate(1 minute)');
   });
 
+  it('schedules pod-watch and pod-status every minute, and triggers pod-sync from the pod event rule', () => {
+    for (const name of ['PodWatchLambdaFunction', 'PodStatusLambdaFunction', 'PodSyncLambdaFunction']) {
+      assert.equal(resources[name]?.Properties.Runtime, 'nodejs22.x', name);
+    }
+    const rules = Object.values(resources).filter((r) => r.Type === 'AWS::Events::Rule');
+    const scheduled = (fn: string) =>
+      rules.filter((r) => JSON.stringify(r.Properties.Targets).includes(fn) && r.Properties.ScheduleExpression);
+    assert.equal(scheduled('PodWatchLambdaFunction').length, 1);
+    assert.equal(scheduled('PodStatusLambdaFunction').length, 1);
+    const syncRule = rules.find((r) => JSON.stringify(r.Properties.Targets).includes('PodSyncLambdaFunction'));
+    assert.ok(syncRule, 'a rule targets pod-sync');
+    assert.deepEqual(syncRule.Properties.EventPattern, {
+      source: ['serverless-virtual-kubelet.pod-watch'],
+      'detail-type': ['PodChanged'],
+    });
+    assert.deepEqual(syncRule.Properties.EventBusName, { 'Fn::GetAtt': ['PodEventBus', 'Name'] });
+    const target = (syncRule.Properties.Targets as Array<Record<string, unknown>>)[0];
+    assert.deepEqual(target?.DeadLetterConfig, { Arn: { 'Fn::GetAtt': ['PodSyncDeadLetterQueue', 'Arn'] } });
+    assert.deepEqual(target?.RetryPolicy, { MaximumEventAgeInSeconds: 3600, MaximumRetryAttempts: 20 });
+  });
+
+  it('sends pod-sync failures after Lambda retries to the dead-letter queue', () => {
+    const config = Object.values(resources).find(
+      (r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && JSON.stringify(r.Properties).includes('PodSync'),
+    );
+    assert.ok(config, 'an EventInvokeConfig for pod-sync');
+    assert.equal(config.Properties.MaximumRetryAttempts, 2);
+    assert.deepEqual(config.Properties.DestinationConfig, {
+      OnFailure: { Destination: { 'Fn::GetAtt': ['PodSyncDeadLetterQueue', 'Arn'] } },
+    });
+  });
+
   it('bundles the heartbeat as one ESM file', () => {
     const listing = readFileSync(join(out, 'heartbeat.zip')).toString('latin1');
     assert.match(listing, /functions\/heartbeat\.mjs/);

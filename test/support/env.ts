@@ -26,6 +26,8 @@ export interface TestEnv {
   controlPlaneDir: string;
   /** The orchestrator's control channel: POST /apiserver/stop and /apiserver/start. */
   controlUrl: string;
+  /** http URL of etcd's client port (its v3 JSON gateway), e.g. to compact it. */
+  etcdUrl: string;
 }
 
 /** Reads the environment described by the JSON file named in SVK_TEST_ENV. */

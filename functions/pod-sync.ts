@@ -1,0 +1,22 @@
+import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
+import { buildDependencies, type Dependencies } from '../lib/app/dependencies.ts';
+import { loadConfig } from '../lib/config/config.ts';
+import { invocationOf } from '../lib/invocation.ts';
+import { podSync } from '../lib/pod/pod-sync.ts';
+
+/**
+ * Triggered by the pod event rule: reconciles the one pod key an event names.
+ * A malformed event fails with InvalidEventError (to the dead-letter queue);
+ * a pod that cannot be reconciled yet fails with PodSyncRetryError (retried).
+ * `env` is read once, at the first invocation (cold start).
+ */
+export function createPodSyncHandler(env: Record<string, string | undefined> = process.env) {
+  let deps: Dependencies | undefined;
+  return middy(async (event: unknown, context: Context) => {
+    deps ??= buildDependencies(loadConfig(env), { functionName: context.functionName });
+    return podSync(deps, invocationOf(context, deps.clock), event);
+  });
+}
+
+export const handler = createPodSyncHandler();

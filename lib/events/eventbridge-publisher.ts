@@ -1,0 +1,39 @@
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { PodEventPublisher, type PodEventPublisherOptions } from './publisher.ts';
+
+/**
+ * The EventBridge adapter: the only module that imports the EventBridge SDK.
+ * It supplies the PutEvents call; batching, validation and resending the
+ * failed entries are the publisher's (publisher.ts).
+ */
+
+export interface EventBridgePublisherOptions extends Omit<PodEventPublisherOptions, 'send' | 'busName'> {
+  /** Name or ARN of the bus the pod-sync rule listens on (SVK_EVENT_BUS_NAME). */
+  busName: string;
+  /** Defaults to the SDK's own resolution (AWS_REGION in Lambda). */
+  region?: string;
+  /** An endpoint URL other than AWS's, e.g. a VPC endpoint. */
+  endpoint?: string;
+  /** Per HTTP request, so a stuck call cannot eat the watcher's time. Default 5 s. */
+  requestTimeoutMs?: number;
+  /** A client built elsewhere; the options above are then ignored. */
+  client?: EventBridgeClient;
+}
+
+/** Builds the client once per cold start; the SDK retries throttled and failed requests itself (standard mode). */
+export function createEventBridgePublisher(options: EventBridgePublisherOptions): PodEventPublisher {
+  const { busName, region, endpoint, requestTimeoutMs, client: given, ...rest } = options;
+  const client =
+    given ??
+    new EventBridgeClient({
+      ...(region !== undefined ? { region } : {}),
+      ...(endpoint !== undefined ? { endpoint } : {}),
+      maxAttempts: 3,
+      requestHandler: { requestTimeout: requestTimeoutMs ?? 5_000 },
+    });
+  return new PodEventPublisher({
+    ...rest,
+    busName,
+    send: (entries) => client.send(new PutEventsCommand({ Entries: entries })),
+  });
+}

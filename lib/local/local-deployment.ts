@@ -1,0 +1,72 @@
+import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
+import { createPodStatusHandler } from '../../functions/pod-status.ts';
+import { createPodSyncHandler } from '../../functions/pod-sync.ts';
+import { createPodWatchHandler } from '../../functions/pod-watch.ts';
+import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts';
+import { LocalEventBus } from './event-bus.ts';
+import type { InvocationResult, Invocation as RuntimeInvocation } from './lambda-function.ts';
+import { LocalLambdaRuntime } from './lambda-runtime.ts';
+import { createLocalBusPublisher } from './local-bus-publisher.ts';
+
+export interface LocalDeploymentOptions {
+  /** The functions' environment (their configuration). */
+  env: Record<string, string | undefined>;
+  /** Schedule of heartbeat, pod-watch and pod-status; 60 s as in serverless.yml. */
+  rateMs?: number;
+  /** Timeout of the scheduled functions; 130 s as in serverless.yml. */
+  timeoutMs?: number;
+  /** Deliveries of a pod event that pod-sync fails before it is dead-lettered (EventBridge and Lambda retry). */
+  syncRetries?: number;
+  syncRetryDelayMs?: number;
+  onResult?: (invocation: RuntimeInvocation, result: InvocationResult) => void;
+}
+
+/**
+ * The whole deployment of serverless.yml in one process: the scheduled
+ * functions on their schedules, and pod-sync behind a rule on an in-process
+ * event bus that pod-watch publishes to. Used by `npm start` and the
+ * pipeline tests.
+ */
+export class LocalDeployment {
+  readonly runtime: LocalLambdaRuntime;
+  readonly bus: LocalEventBus;
+  private readonly schedules: Array<{ stop(): void }> = [];
+  private readonly rateMs: number;
+
+  constructor(options: LocalDeploymentOptions) {
+    const timeoutMs = options.timeoutMs ?? 130_000;
+    this.rateMs = options.rateMs ?? 60_000;
+    this.runtime = new LocalLambdaRuntime(options.onResult ? { onResult: options.onResult } : {});
+    this.bus = new LocalEventBus({
+      retries: options.syncRetries ?? 5,
+      retryDelayMs: options.syncRetryDelayMs ?? 2_000,
+    });
+    const heartbeat = createHeartbeatHandler(options.env);
+    const podWatch = createPodWatchHandler(options.env, { publisher: createLocalBusPublisher(this.bus) });
+    const podSync = createPodSyncHandler(options.env);
+    const podStatus = createPodStatusHandler(options.env);
+    this.runtime.register({ name: 'heartbeat', handler: heartbeat, timeoutMs });
+    this.runtime.register({ name: 'pod-watch', handler: podWatch, timeoutMs });
+    this.runtime.register({ name: 'pod-status', handler: podStatus, timeoutMs });
+    this.runtime.register({ name: 'pod-sync', handler: podSync, timeoutMs: 60_000 });
+    this.bus.addRule({
+      name: 'pod-sync',
+      pattern: { source: [POD_EVENT_SOURCE], 'detail-type': [POD_EVENT_DETAIL_TYPE] },
+      target: this.runtime.asTarget('pod-sync'),
+    });
+  }
+
+  /** Starts the schedules, each firing at once and then every rate. */
+  start(functions: readonly string[] = ['heartbeat', 'pod-watch', 'pod-status']): void {
+    for (const name of functions) {
+      this.schedules.push(this.runtime.schedule(name, { rateMs: this.rateMs, startImmediately: true }));
+    }
+  }
+
+  /** Stops the schedules; running invocations are crashed when `abortRunning`, else awaited. */
+  async stop(options: { abortRunning?: boolean } = {}): Promise<void> {
+    for (const s of this.schedules.splice(0)) s.stop();
+    await this.runtime.stopAll(options);
+    await this.bus.whenIdle();
+  }
+}

@@ -1,0 +1,143 @@
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
+import type { Logger } from '../log/logger.ts';
+import { isProviderNotFound, type PodProvider } from '../provider/provider.ts';
+import { mapSettledLimit } from '../util/map-limit.ts';
+import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
+
+/**
+ * Seed 001's deleteDanglingPods, per node and with uids: provider pods whose
+ * pod the API server no longer has (same namespace/name *and* uid) are
+ * deleted in the provider; known-pod records whose pod is gone are cleaned up
+ * the way pod-sync would (provider delete, forget), so a lost DELETED event
+ * leaves nothing behind.
+ *
+ * Order matters: records, then the provider's list, then the API server's
+ * (a consistent list from etcd). Anything a record or the provider has
+ * existed in the API server before these reads began, because pod-sync
+ * creates both only after reading the pod; so if the later API list lacks it,
+ * it was deleted, and deleting it is never a race with its creation.
+ */
+
+export interface DanglingPodCleanerOptions {
+  core: CoreV1Api;
+  provider: PodProvider;
+  knownPods: KnownPodStore;
+  clock: Clock;
+  log: Logger;
+  maxParallel: number;
+  /** Page size of the API server list. Default 500. */
+  pageSize?: number;
+}
+
+/** What one pass over one node did. */
+export interface DanglingResult {
+  node: string;
+  apiPods: number;
+  providerPods: number;
+  /** Provider pods deleted because the API server does not have them. */
+  deleted: number;
+  /** Records forgotten because their pod is gone. */
+  forgotten: number;
+  failed: number;
+}
+
+const key = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
+const podKeyOf = (p: V1Pod) => `${p.metadata?.namespace ?? ''}/${p.metadata?.name ?? ''}`;
+
+/** Every pod bound to `node`, across namespaces, all pages. */
+export async function listNodePods(core: CoreV1Api, node: string, pageSize = 500): Promise<V1Pod[]> {
+  const pods: V1Pod[] = [];
+  let next: string | undefined;
+  do {
+    const page = await core.listPodForAllNamespaces({
+      fieldSelector: `spec.nodeName=${node}`,
+      limit: pageSize,
+      ...(next ? { _continue: next } : {}),
+    });
+    pods.push(...page.items);
+    next = page.metadata?._continue || undefined;
+  } while (next);
+  return pods;
+}
+
+export class DanglingPodCleaner {
+  constructor(private readonly options: DanglingPodCleanerOptions) {}
+
+  async cleanNode(node: string, signal?: AbortSignal): Promise<DanglingResult> {
+    const { core, provider, knownPods, clock, log, maxParallel } = this.options;
+    const records = await knownPods.list(node);
+    const providerPods = await provider.listPods(node, signal);
+    const apiPods = await listNodePods(core, node, this.options.pageSize);
+    const apiUids = new Map(apiPods.map((p) => [podKeyOf(p), p.metadata?.uid]));
+    const result: DanglingResult = {
+      node,
+      apiPods: apiPods.length,
+      providerPods: providerPods.length,
+      deleted: 0,
+      forgotten: 0,
+      failed: 0,
+    };
+
+    const failed = (fields: Record<string, unknown>, err: unknown, what: string) => {
+      result.failed++;
+      if (!signal?.aborted) log.warn({ ...fields, node, err }, `dangling cleanup: ${what} failed`);
+    };
+
+    const dangling = providerPods.filter((p) => apiUids.get(podKeyOf(p)) !== p.metadata?.uid);
+    const deletedKeys = new Set<string>();
+    await mapSettledLimit(dangling, maxParallel, async (pod) => {
+      const fields = { pod: podKeyOf(pod), uid: pod.metadata?.uid };
+      try {
+        signal?.throwIfAborted();
+        await this.deleteInProvider(pod, signal);
+        deletedKeys.add(podKeyOf(pod));
+        result.deleted++;
+        log.info({ ...fields, node }, 'deleted dangling pod in provider');
+      } catch (err) {
+        failed(fields, err, 'provider delete');
+      }
+    });
+
+    const gone = records.filter((r) => apiUids.get(key(r)) !== r.uid && !isClaimLive(r.claim, clock.now()));
+    await mapSettledLimit(gone, maxParallel, async (record) => {
+      const fields = { pod: key(record), uid: record.uid };
+      try {
+        signal?.throwIfAborted();
+        if (!deletedKeys.has(key(record))) {
+          const current = await provider.getPod(record.namespace, record.name, signal);
+          if (current?.metadata?.uid === record.uid) {
+            await this.deleteInProvider(current, signal);
+            result.deleted++;
+          }
+        }
+        if (await this.forget(record)) {
+          result.forgotten++;
+          log.info({ ...fields, node }, 'forgot known pod whose pod is gone');
+        }
+      } catch (err) {
+        failed(fields, err, 'forget');
+      }
+    });
+    return result;
+  }
+
+  private async deleteInProvider(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.options.provider.deletePod(pod, signal);
+    } catch (err) {
+      if (!isProviderNotFound(err)) throw err;
+    }
+  }
+
+  /** False when someone (pod-sync) changed the record since it was read: they own it now. */
+  private async forget(record: KnownPod): Promise<boolean> {
+    try {
+      await this.options.knownPods.delete(record);
+      return true;
+    } catch (err) {
+      if (!(err instanceof KnownPodConflictError)) throw err;
+      return false;
+    }
+  }
+}

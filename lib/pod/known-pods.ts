@@ -1,0 +1,341 @@
+import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
+
+/**
+ * What virtual-kubelet keeps in its knownPods map, in DynamoDB: one record per
+ * pod on one of our nodes, at pk `pods#<node>`, sk `<namespace>/<name>`.
+ *
+ * `version` orders pod-sync's writes: every write that changes what pod-sync
+ * decides from (claim, applied hash, force-delete time, forget) is conditional
+ * on the version it read and bumps it, so concurrent, duplicate or reordered
+ * pod-sync invocations of the same key cannot lose each other's updates.
+ * Completing or releasing a claim is conditional on the claim's token instead,
+ * and pod-status's `statusHash` is conditional on the uid only and leaves the
+ * version alone, so the status loop never makes a pod-sync invocation retry.
+ */
+export interface KnownPod {
+  node: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  /** Hash of the spec and metadata last applied in the provider (status and resourceVersion ignored); absent until applied. */
+  appliedHash?: string;
+  /** A pod-sync invocation is calling the provider for this pod (see {@link KnownPodClaim}). */
+  claim?: KnownPodClaim;
+  /** Hash of the pod status we last wrote to the API server. */
+  statusHash?: string;
+  /**
+   * ISO time after which the pod is force-deleted from the API server (grace
+   * period over). Set only after the provider was told to delete the pod, so
+   * it also means "provider delete done" for this deletionTimestamp.
+   */
+  forceDeleteAt?: string;
+  /** Optimistic-concurrency version, 1 on create. */
+  version: number;
+}
+
+/**
+ * A pod-sync invocation's exclusive right to call the provider's create or
+ * update for one pod. Taken (conditional on the record's version) before the
+ * call and turned into `appliedHash` after it, so that of several deliveries
+ * of the same change only one calls the provider; the others wait for it.
+ * A claimant that crashed is taken over once `until` has passed.
+ */
+export interface KnownPodClaim {
+  /** Unique per claim: completing or releasing it requires this token. */
+  token: string;
+  /** Who holds it (request id), for logs. */
+  owner: string;
+  /** The spec/metadata hash being applied. */
+  hash: string;
+  /** ISO wall-clock time after which others may take the claim over. */
+  until: string;
+}
+
+/** What identifies a record: its node, its key and the uid of the pod it is about. */
+export type KnownPodIdentity = Pick<KnownPod, 'node' | 'namespace' | 'name' | 'uid'>;
+
+/** Another writer changed the record since it was read: re-read and reconcile again. */
+export class KnownPodConflictError extends Error {
+  override readonly name = 'KnownPodConflictError';
+}
+
+export function knownPodKey(node: string, namespace: string, name: string): { pk: string; sk: string } {
+  return { pk: `pods#${node}`, sk: `${namespace}/${name}` };
+}
+
+/** gsi1 partition of records with a force-delete due, sorted by due time. */
+export const FORCE_DELETE_INDEX_PARTITION = 'force-delete';
+
+function forceDeleteSortKey(pod: KnownPodIdentity, forceDeleteAt: string): string {
+  return `${forceDeleteAt}#${pod.node}#${pod.namespace}/${pod.name}`;
+}
+
+/** True while another invocation's claim keeps everyone else from calling the provider. */
+export function isClaimLive(claim: KnownPodClaim | undefined, nowMs: number): claim is KnownPodClaim {
+  return claim !== undefined && Date.parse(claim.until) > nowMs;
+}
+
+function toItem(pod: KnownPod): StoredItem {
+  return {
+    ...knownPodKey(pod.node, pod.namespace, pod.name),
+    ...pod,
+    ...(pod.forceDeleteAt
+      ? { gsi1pk: FORCE_DELETE_INDEX_PARTITION, gsi1sk: forceDeleteSortKey(pod, pod.forceDeleteAt) }
+      : {}),
+  };
+}
+
+function isClaim(value: unknown): value is KnownPodClaim {
+  if (typeof value !== 'object' || value === null) return false;
+  const c = value as Record<string, unknown>;
+  return (
+    typeof c.token === 'string' &&
+    typeof c.owner === 'string' &&
+    typeof c.hash === 'string' &&
+    typeof c.until === 'string'
+  );
+}
+
+function fromItem(item: StoredItem): KnownPod {
+  const { node, namespace, name, uid, appliedHash, claim, statusHash, forceDeleteAt, version } = item;
+  if (
+    typeof node !== 'string' ||
+    typeof namespace !== 'string' ||
+    typeof name !== 'string' ||
+    typeof uid !== 'string' ||
+    typeof version !== 'number' ||
+    (claim !== undefined && !isClaim(claim))
+  ) {
+    throw new Error(`known-pod record ${item.pk} ${item.sk} is malformed`);
+  }
+  return {
+    node,
+    namespace,
+    name,
+    uid,
+    version,
+    ...(typeof appliedHash === 'string' ? { appliedHash } : {}),
+    ...(claim
+      ? { claim: { token: claim.token, owner: claim.owner, hash: claim.hash, until: claim.until } }
+      : {}),
+    ...(typeof statusHash === 'string' ? { statusHash } : {}),
+    ...(typeof forceDeleteAt === 'string' ? { forceDeleteAt } : {}),
+  };
+}
+
+const VERSION = { '#v': 'version' };
+
+/** `current` unchanged since it was read, or no record when there was none. */
+function unchangedSince(current: KnownPod | undefined, identity: KnownPodIdentity) {
+  return current === undefined
+    ? { expression: 'attribute_not_exists(pk)' }
+    : {
+        expression: '#v = :v AND #uid = :uid',
+        names: { ...VERSION, '#uid': 'uid' },
+        values: { ':v': current.version, ':uid': identity.uid },
+      };
+}
+
+/** The known-pod records in the state table. */
+export class KnownPodStore {
+  constructor(private readonly table: StateTable) {}
+
+  async get(node: string, namespace: string, name: string): Promise<KnownPod | undefined> {
+    const item = await this.table.get(knownPodKey(node, namespace, name));
+    return item ? fromItem(item) : undefined;
+  }
+
+  /** Every known pod of `node`. */
+  async list(node: string): Promise<KnownPod[]> {
+    return (await this.table.query(`pods#${node}`)).map(fromItem);
+  }
+
+  /**
+   * Writes `next` whole if the stored record still has `expectedVersion`
+   * (undefined: must not exist yet); the stored version becomes
+   * expectedVersion + 1. Overwrites `statusHash` with whatever `next` says:
+   * prefer the targeted writes below.
+   * @throws KnownPodConflictError when another writer got there first.
+   */
+  async put(next: Omit<KnownPod, 'version'>, expectedVersion: number | undefined): Promise<KnownPod> {
+    const record: KnownPod = { ...next, version: (expectedVersion ?? 0) + 1 };
+    await this.conditional(record, () =>
+      this.table.put(toItem(record), {
+        condition:
+          expectedVersion === undefined
+            ? { expression: 'attribute_not_exists(pk)' }
+            : { expression: '#v = :v', names: VERSION, values: { ':v': expectedVersion } },
+      }),
+    );
+    return record;
+  }
+
+  /**
+   * Takes the claim to call the provider for `identity`: creates the record
+   * when `current` is undefined, else requires it unchanged (same version and
+   * uid). Replaces an expired claim.
+   * @throws KnownPodConflictError when another writer got there first.
+   */
+  claim(current: KnownPod | undefined, identity: KnownPodIdentity, claim: KnownPodClaim): Promise<KnownPod> {
+    return this.update(
+      identity,
+      {
+        expression: `SET ${IDENTITY_SET}, #claim = :claim, #v = :next`,
+        names: { ...IDENTITY_NAMES, '#claim': 'claim', ...VERSION },
+        values: { ...identityValues(identity), ':claim': { ...claim }, ':next': (current?.version ?? 0) + 1 },
+      },
+      unchangedSince(current, identity),
+    );
+  }
+
+  /**
+   * Records that the claim's hash is now applied in the provider and drops the
+   * claim, if `token` still holds it.
+   * @throws KnownPodConflictError when the claim was taken over or the record forgotten.
+   */
+  completeClaim(pod: KnownPod, token: string, appliedHash: string): Promise<KnownPod> {
+    return this.update(
+      pod,
+      {
+        expression: 'SET #applied = :applied, #v = #v + :one REMOVE #claim',
+        names: { '#applied': 'appliedHash', '#claim': 'claim', ...VERSION },
+        values: { ':applied': appliedHash, ':one': 1 },
+      },
+      heldBy(token),
+    );
+  }
+
+  /**
+   * Drops the claim without applying anything (the provider call failed), if
+   * `token` still holds it.
+   * @throws KnownPodConflictError when the claim was taken over or the record forgotten.
+   */
+  releaseClaim(pod: KnownPod, token: string): Promise<KnownPod> {
+    return this.update(
+      pod,
+      {
+        expression: 'SET #v = #v + :one REMOVE #claim',
+        names: { '#claim': 'claim', ...VERSION },
+        values: { ':one': 1 },
+      },
+      heldBy(token),
+    );
+  }
+
+  /**
+   * Records that the provider was told to delete the pod and when its grace
+   * period ends, which puts the record on the force-delete index. Creates the
+   * record when `current` is undefined, else requires it unchanged. Drops an
+   * (expired) claim.
+   * @throws KnownPodConflictError when another writer got there first.
+   */
+  markTerminating(
+    current: KnownPod | undefined,
+    identity: KnownPodIdentity,
+    forceDeleteAt: string,
+  ): Promise<KnownPod> {
+    return this.update(
+      identity,
+      {
+        expression: `SET ${IDENTITY_SET}, #due = :due, #gpk = :gpk, #gsk = :gsk, #v = :next REMOVE #claim`,
+        names: {
+          ...IDENTITY_NAMES,
+          '#due': 'forceDeleteAt',
+          '#gpk': 'gsi1pk',
+          '#gsk': 'gsi1sk',
+          '#claim': 'claim',
+          ...VERSION,
+        },
+        values: {
+          ...identityValues(identity),
+          ':due': forceDeleteAt,
+          ':gpk': FORCE_DELETE_INDEX_PARTITION,
+          ':gsk': forceDeleteSortKey(identity, forceDeleteAt),
+          ':next': (current?.version ?? 0) + 1,
+        },
+      },
+      unchangedSince(current, identity),
+    );
+  }
+
+  /**
+   * Records the hash of the status last written for this uid. Leaves the
+   * version alone: it says nothing pod-sync decides from.
+   * @throws KnownPodConflictError when the record is gone or is about another uid.
+   */
+  async recordStatus(pod: KnownPodIdentity, statusHash: string): Promise<void> {
+    await this.update(
+      pod,
+      {
+        expression: 'SET #status = :status',
+        names: { '#status': 'statusHash' },
+        values: { ':status': statusHash },
+      },
+      { expression: '#uid = :uid', names: { '#uid': 'uid' }, values: { ':uid': pod.uid } },
+    );
+  }
+
+  /** Forgets the pod if the record still has `expectedVersion`. @throws KnownPodConflictError otherwise. */
+  async delete(pod: KnownPod): Promise<void> {
+    await this.conditional(pod, () =>
+      this.table.delete(knownPodKey(pod.node, pod.namespace, pod.name), {
+        condition: { expression: '#v = :v', names: VERSION, values: { ':v': pod.version } },
+      }),
+    );
+  }
+
+  /**
+   * Records whose force-delete is due at or before `now` (ISO), oldest first,
+   * across all nodes. Read from an index, so possibly a moment stale: act on
+   * them with conditional writes only.
+   */
+  async dueForceDeletes(now: string, limit = 100): Promise<KnownPod[]> {
+    const items = await this.table.query(FORCE_DELETE_INDEX_PARTITION, {
+      index: 'gsi1',
+      sk: { op: '<=', value: `${now}#\uffff` },
+      limit,
+    });
+    return items.map(fromItem);
+  }
+
+  private async update(
+    pod: KnownPodIdentity,
+    update: { expression: string; names: Record<string, string>; values: Record<string, unknown> },
+    condition: { expression: string; names?: Record<string, string>; values?: Record<string, unknown> },
+  ): Promise<KnownPod> {
+    let item: StoredItem | undefined;
+    await this.conditional(pod, async () => {
+      item = await this.table.update(knownPodKey(pod.node, pod.namespace, pod.name), update, { condition });
+    });
+    if (!item) throw new Error(`update of known pod ${pod.namespace}/${pod.name} returned nothing`);
+    return fromItem(item);
+  }
+
+  private async conditional(pod: KnownPodIdentity, write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (err) {
+      if (isConditionFailed(err)) {
+        throw new KnownPodConflictError(`${pod.namespace}/${pod.name} on ${pod.node} changed concurrently`, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+  }
+}
+
+const IDENTITY_SET = '#node = :node, #ns = :ns, #name = :name, #uid = :uid';
+const IDENTITY_NAMES = { '#node': 'node', '#ns': 'namespace', '#name': 'name', '#uid': 'uid' };
+
+function identityValues(identity: KnownPodIdentity): Record<string, string> {
+  return { ':node': identity.node, ':ns': identity.namespace, ':name': identity.name, ':uid': identity.uid };
+}
+
+function heldBy(token: string) {
+  return {
+    expression: '#claim.#token = :token',
+    names: { '#claim': 'claim', '#token': 'token' },
+    values: { ':token': token },
+  };
+}

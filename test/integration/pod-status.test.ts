@@ -1,0 +1,232 @@
+/**
+ * The pod-status function against the real API server, DynamoDB Local and the
+ * real mock provider, through the local Lambda runtime; pods reach the
+ * provider through the real pod-sync function. Short invocations (6 s, a
+ * round every second) stand in for the production minute.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { createPodStatusHandler } from '../../functions/pod-status.ts';
+import { createPodSyncHandler } from '../../functions/pod-sync.ts';
+import { systemClock } from '../../lib/clock.ts';
+import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../../lib/events/pod-event.ts';
+import { isNotFound } from '../../lib/kube/client.ts';
+import { LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
+import { KnownPodStore } from '../../lib/pod/known-pods.ts';
+import type { PodStatusResult } from '../../lib/pod/pod-status-entry.ts';
+import type { SyncResult } from '../../lib/pod/pod-sync.ts';
+import {
+  MOCK_EXIT_CODE_ANNOTATION,
+  MOCK_FINISH_AFTER_ANNOTATION,
+} from '../../lib/provider/mock/mock-pod-plan.ts';
+import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
+import type { StateTable } from '../../lib/state/dynamodb.ts';
+import { testEnv } from '../support/env.ts';
+import { adminClients, freshTable, functionEnv, uniqueName, waitFor } from '../support/kube.ts';
+
+const env = testEnv();
+const admin = adminClients(env);
+const namespace = uniqueName('pod-status');
+const node = uniqueName('vk-status');
+const otherNode = uniqueName('not-ours');
+
+let table: StateTable;
+let knownPods: KnownPodStore;
+let provider: MockPodProvider;
+let runtime: LocalLambdaRuntime;
+
+before(async () => {
+  await admin.core.createNamespace({ body: { metadata: { name: namespace } } });
+  await admin.core.createNode({ body: { metadata: { name: node } } });
+  await waitFor(
+    () =>
+      admin.core
+        .readNamespacedServiceAccount({ name: 'default', namespace })
+        .then(() => true)
+        .catch(() => false),
+    { timeoutMs: 30_000, what: `service account ${namespace}/default` },
+  );
+  const fresh = await freshTable(env);
+  table = fresh.table;
+  knownPods = new KnownPodStore(table);
+  provider = new MockPodProvider({ table, clock: systemClock });
+  const fnEnv = functionEnv(
+    fresh.name,
+    {
+      SVK_NODE_NAMES: node,
+      SVK_POD_STATUS_INTERVAL_SECONDS: '1',
+      SVK_POD_STATUS_STOP_BEFORE_DEADLINE_MS: '1000',
+      SVK_LOCK_POLL_MS: '250',
+    },
+    env,
+  );
+  runtime = new LocalLambdaRuntime();
+  runtime.register({ name: 'pod-sync', timeoutMs: 30_000, handler: createPodSyncHandler(fnEnv) });
+  runtime.register({ name: 'pod-status', timeoutMs: 6_000, handler: createPodStatusHandler(fnEnv) });
+});
+
+after(async () => {
+  await runtime?.stopAll({ abortRunning: true });
+  const pods = await admin.core.listNamespacedPod({ namespace }).catch(() => ({ items: [] as V1Pod[] }));
+  await Promise.all(
+    pods.items.map((p) =>
+      admin.core
+        .deleteNamespacedPod({ namespace, name: p.metadata?.name ?? '', gracePeriodSeconds: 0 })
+        .catch(() => undefined),
+    ),
+  );
+  await admin.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  await admin.core.deleteNode({ name: node }).catch(() => undefined);
+});
+
+async function createPod(
+  name: string,
+  options: { restartPolicy?: string; annotations?: Record<string, string>; grace?: number } = {},
+): Promise<V1Pod> {
+  return admin.core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name, namespace, ...(options.annotations ? { annotations: options.annotations } : {}) },
+      spec: {
+        nodeName: node,
+        tolerations: [{ operator: 'Exists' }],
+        restartPolicy: options.restartPolicy ?? 'Always',
+        terminationGracePeriodSeconds: options.grace ?? 30,
+        automountServiceAccountToken: false,
+        containers: [{ name: 'app', image: 'busybox:1.36' }],
+      },
+    },
+  });
+}
+
+async function readPod(name: string): Promise<V1Pod | undefined> {
+  try {
+    return await admin.core.readNamespacedPod({ namespace, name });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Delivers a pod event for `name` to pod-sync, as the bus would. */
+async function sync(name: string, type: 'ADDED' | 'MODIFIED' = 'ADDED'): Promise<SyncResult> {
+  const pod = await readPod(name);
+  const result = await runtime.invoke('pod-sync', {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': POD_EVENT_DETAIL_TYPE,
+    source: POD_EVENT_SOURCE,
+    account: '000000000000',
+    time: new Date().toISOString(),
+    region: 'us-east-1',
+    resources: [],
+    detail: {
+      v: 1,
+      type,
+      node,
+      namespace,
+      name,
+      uid: pod?.metadata?.uid ?? 'gone',
+      resourceVersion: pod?.metadata?.resourceVersion ?? '0',
+    },
+  }).done;
+  assert.equal(result.status, 'ok', result.status === 'ok' ? '' : String(result.error));
+  return (result as { result: SyncResult }).result;
+}
+
+/** One whole pod-status invocation (about 5 s of rounds). */
+async function statusInvocation(): Promise<PodStatusResult> {
+  const result = await runtime.invoke('pod-status', scheduledEvent()).done;
+  assert.equal(result.status, 'ok', result.status === 'ok' ? '' : String(result.error));
+  return (result as { result: PodStatusResult }).result;
+}
+
+describe('pod-status', () => {
+  it('writes the provider status: Running, then Succeeded, or Failed with the exit code', async () => {
+    await createPod('runs');
+    await createPod('finishes', { annotations: { [MOCK_FINISH_AFTER_ANNOTATION]: '2' } });
+    await createPod('fails', {
+      restartPolicy: 'Never',
+      annotations: { [MOCK_FINISH_AFTER_ANNOTATION]: '1', [MOCK_EXIT_CODE_ANNOTATION]: '3' },
+    });
+    for (const name of ['runs', 'finishes', 'fails']) assert.equal((await sync(name)).outcome, 'created');
+    const result = await statusInvocation();
+    assert.equal(result.role, 'holder');
+    assert.ok(result.rounds >= 3, `rounds ${result.rounds}`);
+
+    const runs = await readPod('runs');
+    assert.equal(runs?.status?.phase, 'Running');
+    assert.ok(runs?.status?.podIP);
+    assert.ok(runs?.status?.containerStatuses?.[0]?.state?.running);
+    assert.equal(runs?.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+    assert.equal(runs?.status?.qosClass, 'BestEffort', 'the qosClass the API server set is kept');
+    assert.equal((await readPod('finishes'))?.status?.phase, 'Succeeded');
+    const fails = await readPod('fails');
+    assert.equal(fails?.status?.phase, 'Failed');
+    assert.equal(fails?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 3);
+
+    // Nothing changed in the provider: a whole further invocation writes nothing.
+    const before = runs?.metadata?.resourceVersion;
+    await statusInvocation();
+    assert.equal((await readPod('runs'))?.metadata?.resourceVersion, before);
+  });
+
+  it('reports a pod the provider lost as Failed/NotFound, as virtual-kubelet does', async () => {
+    await createPod('lost');
+    await sync('lost');
+    await statusInvocation();
+    const running = await readPod('lost');
+    assert.equal(running?.status?.phase, 'Running');
+    assert.ok(running);
+    await provider.deletePod(running);
+    await statusInvocation();
+    const lost = await readPod('lost');
+    assert.equal(lost?.status?.phase, 'Failed');
+    assert.equal(lost?.status?.reason, 'NotFound');
+    assert.equal(lost?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, -137);
+    assert.equal((await sync('lost', 'MODIFIED')).outcome, 'skipped-terminal');
+  });
+
+  it('a terminating pod: terminated status once the provider is done, gone after its grace period', async () => {
+    await createPod('leaving', { grace: 3 });
+    await sync('leaving');
+    await statusInvocation();
+    await admin.core.deleteNamespacedPod({ namespace, name: 'leaving', gracePeriodSeconds: 3 });
+    assert.equal((await sync('leaving', 'MODIFIED')).outcome, 'deleted-in-provider');
+    await statusInvocation();
+    // Reported terminated (pod-sync would force-delete it on that event), and the grace period ended meanwhile.
+    assert.equal(await readPod('leaving'), undefined);
+    assert.equal(await knownPods.get(node, namespace, 'leaving'), undefined);
+  });
+
+  it('deletes dangling provider pods of our nodes only, and forgets records of pods that are gone', async () => {
+    const ghost = (name: string, nodeName: string): V1Pod => ({
+      metadata: { namespace, name, uid: randomUUID() },
+      spec: { nodeName, containers: [{ name: 'app', image: 'busybox:1.36' }] },
+    });
+    await provider.createPod(ghost('ghost', node));
+    await provider.createPod(ghost('elsewhere', otherNode));
+    await knownPods.put(
+      { node, namespace, name: 'forgotten', uid: randomUUID(), appliedHash: 'h' },
+      undefined,
+    );
+    await statusInvocation();
+    assert.ok(
+      (await mockPodRecord(table, namespace, 'ghost'))?.deletedAt !== undefined,
+      'dangling pod deleted',
+    );
+    assert.equal(
+      (await mockPodRecord(table, namespace, 'elsewhere'))?.deletedAt,
+      undefined,
+      'other node untouched',
+    );
+    assert.equal(await knownPods.get(node, namespace, 'forgotten'), undefined);
+  });
+
+  it('one holder at a time', async () => {
+    const results = await Promise.all([statusInvocation(), statusInvocation()]);
+    assert.deepEqual(results.map((r) => r.role).sort(), ['holder', 'standby']);
+  });
+});

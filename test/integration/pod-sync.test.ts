@@ -1,0 +1,693 @@
+/**
+ * The pod-sync function against the real API server, DynamoDB Local and the
+ * real mock provider, invoked through the local Lambda runtime by the
+ * in-process EventBridge bus (the envelope AWS delivers).
+ *
+ * Pods are created by the admin directly bound (spec.nodeName) to a fake Node
+ * that nothing else acts on, tolerating every taint. pod-sync is the only
+ * actor on them here; where a scenario needs a pod status (a "running" pod),
+ * it runs one round of the real pod-status code with the kubelet's identity.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import type { CoreV1Event, V1Container, V1Pod } from '@kubernetes/client-node';
+import { createPodSyncHandler } from '../../functions/pod-sync.ts';
+import { systemClock } from '../../lib/clock.ts';
+import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE, type PodEventDetail } from '../../lib/events/pod-event.ts';
+import { createKubeClients, isNotFound, loadKubeConfig } from '../../lib/kube/client.ts';
+import { LocalEventBus } from '../../lib/local/event-bus.ts';
+import { type InvocationResult, LocalLambdaRuntime } from '../../lib/local/lambda-runtime.ts';
+import { createLogger } from '../../lib/log/logger.ts';
+import { KnownPodStore } from '../../lib/pod/known-pods.ts';
+import { kubeEnvSources } from '../../lib/pod/pod-env.ts';
+import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
+import { podSpecHash } from '../../lib/pod/pod-hash.ts';
+import { PodStatusSyncer } from '../../lib/pod/pod-status.ts';
+import { PodReconciler, PodSyncRetryError, type SyncResult } from '../../lib/pod/pod-sync.ts';
+import { MOCK_FAIL_CREATE_ANNOTATION } from '../../lib/provider/mock/mock-pod-plan.ts';
+import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
+import type { PodProvider } from '../../lib/provider/provider.ts';
+import type { StateTable } from '../../lib/state/dynamodb.ts';
+import { testEnv } from '../support/env.ts';
+import { adminClients, freshTable, functionEnv, uniqueName, waitFor } from '../support/kube.ts';
+
+const env = testEnv();
+const admin = adminClients(env);
+const kubelet = createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.kubeletKubeconfig }));
+const namespace = uniqueName('pod-sync');
+const node = uniqueName('vk-sync');
+const otherNode = uniqueName('not-ours');
+const log = createLogger({ level: process.env.SVK_TEST_LOG_LEVEL ?? 'warn' });
+
+let table: StateTable;
+let knownPods: KnownPodStore;
+let provider: MockPodProvider;
+let runtime: LocalLambdaRuntime;
+let bus: LocalEventBus;
+const results: Array<{ key?: string; result: InvocationResult }> = [];
+
+before(async () => {
+  await admin.core.createNamespace({ body: { metadata: { name: namespace } } });
+  for (const name of [node, otherNode]) await admin.core.createNode({ body: { metadata: { name } } });
+  await waitFor(
+    () =>
+      admin.core
+        .readNamespacedServiceAccount({ name: 'default', namespace })
+        .then(() => true)
+        .catch(() => false),
+    { timeoutMs: 30_000, what: `service account ${namespace}/default` },
+  );
+  const fresh = await freshTable(env);
+  table = fresh.table;
+  knownPods = new KnownPodStore(table);
+  provider = new MockPodProvider({ table, clock: systemClock });
+  runtime = new LocalLambdaRuntime({
+    onResult: (_invocation, result) => {
+      const value = result.status === 'ok' ? (result.result as SyncResult) : undefined;
+      results.push({ ...(value ? { key: value.key } : {}), result });
+    },
+  });
+  runtime.register({
+    name: 'pod-sync',
+    timeoutMs: 30_000,
+    handler: createPodSyncHandler(
+      functionEnv(fresh.name, { SVK_NODE_NAMES: node, SVK_POD_CLAIM_SECONDS: '10' }, env),
+    ),
+  });
+  bus = new LocalEventBus();
+  bus.addRule({
+    name: 'pod-sync',
+    pattern: { source: [POD_EVENT_SOURCE], 'detail-type': [POD_EVENT_DETAIL_TYPE] },
+    target: runtime.asTarget('pod-sync'),
+  });
+});
+
+beforeEach(() => {
+  bus.duplicate = 1;
+  bus.reorder = 'none';
+  bus.retries = 0;
+  bus.retryDelayMs = 0;
+});
+
+after(async () => {
+  await runtime?.stopAll({ abortRunning: true });
+  const pods = await admin.core.listNamespacedPod({ namespace }).catch(() => ({ items: [] as V1Pod[] }));
+  await Promise.all(
+    pods.items.map((p) =>
+      admin.core
+        .deleteNamespacedPod({ namespace, name: p.metadata?.name ?? '', gracePeriodSeconds: 0 })
+        .catch(() => undefined),
+    ),
+  );
+  await admin.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  for (const name of [node, otherNode]) await admin.core.deleteNode({ name }).catch(() => undefined);
+});
+
+interface PodOptions {
+  nodeName?: string;
+  grace?: number;
+  restartPolicy?: string;
+  annotations?: Record<string, string>;
+  container?: Partial<V1Container>;
+}
+
+async function createPod(name: string, options: PodOptions = {}): Promise<V1Pod> {
+  return admin.core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: {
+        name,
+        namespace,
+        labels: { app: 'sync-test' },
+        ...(options.annotations ? { annotations: options.annotations } : {}),
+      },
+      spec: {
+        nodeName: options.nodeName ?? node,
+        tolerations: [{ operator: 'Exists' }],
+        terminationGracePeriodSeconds: options.grace ?? 30,
+        restartPolicy: options.restartPolicy ?? 'Always',
+        automountServiceAccountToken: false,
+        containers: [{ name: 'app', image: 'nginx:1.25', ...options.container }],
+      },
+    },
+  });
+}
+
+async function readPod(name: string): Promise<V1Pod | undefined> {
+  try {
+    return await admin.core.readNamespacedPod({ namespace, name });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+function detail(pod: V1Pod, type: PodEventDetail['type'] = 'ADDED'): PodEventDetail {
+  return {
+    v: 1,
+    type,
+    node: pod.spec?.nodeName ?? node,
+    namespace,
+    name: pod.metadata?.name ?? '',
+    uid: pod.metadata?.uid ?? '',
+    resourceVersion: pod.metadata?.resourceVersion ?? '0',
+  };
+}
+
+/** Publishes the details (one PutEvents call) and waits for every delivery, retries included. */
+async function publish(
+  ...details: PodEventDetail[]
+): Promise<Array<{ key?: string; result: InvocationResult }>> {
+  const from = results.length;
+  const response = await bus.putEvents(
+    details.map((d) => ({
+      Source: POD_EVENT_SOURCE,
+      DetailType: POD_EVENT_DETAIL_TYPE,
+      Detail: JSON.stringify(d),
+    })),
+  );
+  assert.equal(response.FailedEntryCount, 0);
+  await bus.whenIdle();
+  return results.slice(from);
+}
+
+function outcomes(delivered: Array<{ result: InvocationResult }>): string[] {
+  return delivered.map((d) =>
+    d.result.status === 'ok' ? (d.result.result as SyncResult).outcome : d.result.status,
+  );
+}
+
+/** The error of the first delivery, which must have failed. */
+function failure(delivered: Array<{ result: InvocationResult }>): Error {
+  const result = delivered[0]?.result;
+  assert.ok(result && result.status !== 'ok', 'expected a failed invocation');
+  assert.ok(result.error instanceof Error);
+  return result.error;
+}
+
+async function eventsOf(uid: string): Promise<CoreV1Event[]> {
+  return (await admin.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.uid=${uid}` }))
+    .items;
+}
+
+/** One pod-status round with the kubelet's identity: writes the provider's status (Running for the mock). */
+async function statusRound(): Promise<void> {
+  const syncer = new PodStatusSyncer({
+    core: kubelet.core,
+    provider,
+    knownPods,
+    clock: systemClock,
+    log,
+    maxParallel: 4,
+  });
+  await syncer.syncNode(node);
+}
+
+describe('pod-sync', () => {
+  it('creates an unknown pod once and records the version used', async () => {
+    const pod = await createPod('create-once');
+    const delivered = await publish(detail(pod));
+    assert.deepEqual(outcomes(delivered), ['created']);
+    const provided = await mockPodRecord(table, namespace, 'create-once');
+    assert.equal(provided?.uid, pod.metadata?.uid);
+    assert.equal(provided?.creates, 1);
+    const record = await knownPods.get(node, namespace, 'create-once');
+    assert.equal(record?.uid, pod.metadata?.uid);
+    assert.equal(record?.appliedHash, podSpecHash((await readPod('create-once')) ?? pod));
+    assert.equal(record?.claim, undefined);
+    const events = await eventsOf(pod.metadata?.uid ?? '');
+    assert.ok(events.some((e) => e.reason === 'ProviderCreateSuccess' && e.type === 'Normal'));
+
+    // Delivered again later: nothing more happens.
+    assert.deepEqual(outcomes(await publish(detail(pod, 'MODIFIED'))), ['skipped-unchanged']);
+    assert.equal((await mockPodRecord(table, namespace, 'create-once'))?.creates, 1);
+  });
+
+  it('every event delivered twice: one provider create', async () => {
+    const pod = await createPod('twice');
+    bus.duplicate = 2;
+    const delivered = await publish(detail(pod));
+    assert.equal(delivered.length, 2);
+    assert.deepEqual(outcomes(delivered).sort(), ['created', 'skipped-unchanged']);
+    assert.equal((await mockPodRecord(table, namespace, 'twice'))?.creates, 1);
+  });
+
+  it('three concurrent deliveries: one provider create, the others wait and skip', async () => {
+    const pods = await Promise.all(['conc-a', 'conc-b', 'conc-c'].map((n) => createPod(n)));
+    bus.duplicate = 3;
+    const delivered = await publish(...pods.map((p) => detail(p)));
+    assert.equal(delivered.length, 9);
+    for (const p of pods) {
+      const name = p.metadata?.name ?? '';
+      const mine = delivered.filter((d) => d.key === `${namespace}/${name}`);
+      assert.deepEqual(outcomes(mine).sort(), ['created', 'skipped-unchanged', 'skipped-unchanged'], name);
+      assert.equal((await mockPodRecord(table, namespace, name))?.creates, 1, name);
+    }
+  });
+
+  it('a batch delivered in reverse order: same provider calls as in order (one create, no update)', async () => {
+    const first = await createPod('reordered');
+    const labelled = await admin.core.patchNamespacedPod(
+      { namespace, name: 'reordered', body: [{ op: 'add', path: '/metadata/labels/tier', value: 'web' }] },
+      // JSON patch: the client's default content type for patch bodies that are arrays.
+    );
+    bus.hold();
+    await bus.putEvents(
+      [detail(first, 'ADDED'), detail(labelled, 'MODIFIED')].map((d) => ({
+        Source: POD_EVENT_SOURCE,
+        DetailType: POD_EVENT_DETAIL_TYPE,
+        Detail: JSON.stringify(d),
+      })),
+    );
+    const from = results.length;
+    bus.release({ order: 'reverse' });
+    await bus.whenIdle();
+    assert.deepEqual(outcomes(results.slice(from)).sort(), ['created', 'skipped-unchanged']);
+    const provided = await mockPodRecord(table, namespace, 'reordered');
+    assert.equal(provided?.creates, 1);
+    assert.equal(provided?.updates, 0);
+    assert.equal((await knownPods.get(node, namespace, 'reordered'))?.appliedHash, podSpecHash(labelled));
+  });
+
+  it('a changed spec is applied with one update', async () => {
+    const pod = await createPod('updated');
+    await publish(detail(pod));
+    const changed = await admin.core.patchNamespacedPod({
+      namespace,
+      name: 'updated',
+      body: [{ op: 'replace', path: '/spec/containers/0/image', value: 'nginx:1.26' }],
+    });
+    bus.duplicate = 2;
+    assert.deepEqual(outcomes(await publish(detail(changed, 'MODIFIED'))).sort(), [
+      'skipped-unchanged',
+      'updated',
+    ]);
+    const provided = await mockPodRecord(table, namespace, 'updated');
+    assert.equal(provided?.creates, 1);
+    assert.equal(provided?.updates, 1);
+    assert.equal(provided?.containers[0]?.image, 'nginx:1.26');
+    assert.ok((await eventsOf(pod.metadata?.uid ?? '')).some((e) => e.reason === 'ProviderUpdateSuccess'));
+  });
+
+  it('delete with a 30 s grace period: provider told at once, force delete scheduled for the end of the grace period', async () => {
+    const pod = await createPod('graceful', { grace: 30 });
+    await publish(detail(pod));
+    await statusRound();
+    assert.equal((await readPod('graceful'))?.status?.phase, 'Running');
+
+    await admin.core.deleteNamespacedPod({ namespace, name: 'graceful', gracePeriodSeconds: 30 });
+    const terminating = await readPod('graceful');
+    const deletionTimestamp = terminating?.metadata?.deletionTimestamp;
+    assert.ok(deletionTimestamp && terminating);
+    const started = Date.now();
+    bus.duplicate = 2;
+    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))).sort(), [
+      'deleted-in-provider',
+      'skipped-deleting',
+    ]);
+    const provided = await mockPodRecord(table, namespace, 'graceful');
+    assert.ok(provided?.deletedAt !== undefined, 'the provider deleted the pod');
+    assert.equal(provided?.deletes, 1);
+    assert.ok(provided.deletedAt - started < 10_000, 'at once, not after the grace period');
+    const record = await knownPods.get(node, namespace, 'graceful');
+    // The API server sets deletionTimestamp = delete time + grace: that is when the force delete is due.
+    assert.equal(record?.forceDeleteAt, new Date(deletionTimestamp).toISOString());
+    assert.ok(Date.parse(record?.forceDeleteAt ?? '') - started > 20_000);
+    assert.ok(await readPod('graceful'), 'the API object stays for now');
+    assert.ok((await eventsOf(pod.metadata?.uid ?? '')).some((e) => e.reason === 'ProviderDeleteSuccess'));
+
+    // The provider reports the pod gone: pod-status writes a terminated status, so the next sync force-deletes.
+    await statusRound();
+    const stopped = await readPod('graceful');
+    assert.equal(stopped?.status?.phase, 'Succeeded');
+    bus.duplicate = 1;
+    assert.deepEqual(outcomes(await publish(detail(stopped ?? terminating, 'MODIFIED'))), ['force-deleted']);
+    assert.equal(await readPod('graceful'), undefined);
+    assert.equal(await knownPods.get(node, namespace, 'graceful'), undefined);
+    assert.ok(Date.now() - started < 20_000, 'gone before the grace period ended');
+    assert.deepEqual(outcomes(await publish(detail(terminating, 'DELETED'))), ['absent']);
+  });
+
+  it('terminating and never started: force-deleted from the API server at once', async () => {
+    const pod = await createPod('never-started', { annotations: {} });
+    await admin.core.deleteNamespacedPod({ namespace, name: 'never-started', gracePeriodSeconds: 30 });
+    const terminating = (await readPod('never-started')) ?? pod;
+    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['force-deleted']);
+    assert.equal(await readPod('never-started'), undefined);
+    assert.equal(
+      await mockPodRecord(table, namespace, 'never-started'),
+      undefined,
+      'never created in the provider',
+    );
+  });
+
+  it('the grace period ends: pod-status force-deletes with the UID precondition', async () => {
+    const pod = await createPod('grace-over', { grace: 2 });
+    await publish(detail(pod));
+    await statusRound();
+    await admin.core.deleteNamespacedPod({ namespace, name: 'grace-over', gracePeriodSeconds: 2 });
+    const terminating = (await readPod('grace-over')) ?? pod;
+    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['deleted-in-provider']);
+    const syncer = new PodStatusSyncer({
+      core: kubelet.core,
+      provider,
+      knownPods,
+      clock: systemClock,
+      log,
+      maxParallel: 4,
+    });
+    await waitFor(async () => (await syncer.forceDeleteDue([node])) > 0, {
+      timeoutMs: 15_000,
+      what: 'the force delete to fall due',
+    });
+    assert.equal(await readPod('grace-over'), undefined);
+    assert.equal(await knownPods.get(node, namespace, 'grace-over'), undefined);
+  });
+
+  it('a new pod under the same name: the old one is deleted in the provider, the new one created', async () => {
+    const old = await createPod('reborn');
+    await publish(detail(old));
+    await admin.core.deleteNamespacedPod({ namespace, name: 'reborn', gracePeriodSeconds: 0 });
+    const fresh = await createPod('reborn');
+    assert.notEqual(fresh.metadata?.uid, old.metadata?.uid);
+    // The old pod's DELETED event arrives after the new pod exists, and in the same batch.
+    bus.reorder = 'reverse';
+    const delivered = await publish(detail(old, 'DELETED'), detail(fresh, 'ADDED'));
+    assert.ok(outcomes(delivered).includes('created'));
+    const provided = await mockPodRecord(table, namespace, 'reborn');
+    assert.equal(provided?.uid, fresh.metadata?.uid);
+    assert.equal(provided?.deletedAt, undefined, 'the new pod keeps running');
+    assert.equal(provided?.creates, 1);
+    assert.equal((await knownPods.get(node, namespace, 'reborn'))?.uid, fresh.metadata?.uid);
+  });
+
+  it('a pod on another node is never touched', async () => {
+    const pod = await createPod('elsewhere', { nodeName: otherNode });
+    const delivered = await publish({ ...detail(pod), node });
+    assert.deepEqual(outcomes(delivered), ['not-ours']);
+    assert.equal(await mockPodRecord(table, namespace, 'elsewhere'), undefined);
+    assert.equal(await knownPods.get(node, namespace, 'elsewhere'), undefined);
+    assert.equal(await knownPods.get(otherNode, namespace, 'elsewhere'), undefined);
+    assert.deepEqual(await eventsOf(pod.metadata?.uid ?? ''), []);
+    const after = await readPod('elsewhere');
+    assert.equal(after?.metadata?.resourceVersion, pod.metadata?.resourceVersion, 'the pod was not written');
+  });
+
+  it('a missing ConfigMap leaves the pod Pending with an Event, and is retried until it exists', async () => {
+    const pod = await createPod('needs-config', {
+      container: {
+        env: [{ name: 'MODE', valueFrom: { configMapKeyRef: { name: 'late-config', key: 'mode' } } }],
+      },
+    });
+    const first = await publish(detail(pod));
+    const error = failure(first);
+    assert.equal(error.name, 'PodSyncRetryError');
+    assert.match(error.message, /configmap "late-config" not found/);
+    assert.equal((await readPod('needs-config'))?.status?.phase, 'Pending');
+    assert.equal(await mockPodRecord(table, namespace, 'needs-config'), undefined);
+    assert.equal(await knownPods.get(node, namespace, 'needs-config'), undefined);
+    const warning = (await eventsOf(pod.metadata?.uid ?? '')).find(
+      (e) => e.reason === 'MandatoryConfigMapNotFound',
+    );
+    assert.equal(warning?.type, 'Warning');
+    assert.match(warning?.message ?? '', /late-config/);
+
+    // EventBridge retries; the ConfigMap appears meanwhile.
+    bus.retries = 40;
+    bus.retryDelayMs = 250;
+    const from = results.length;
+    const putting = bus.putEvents([
+      { Source: POD_EVENT_SOURCE, DetailType: POD_EVENT_DETAIL_TYPE, Detail: JSON.stringify(detail(pod)) },
+    ]);
+    await putting;
+    await waitFor(() => results.length > from, { timeoutMs: 10_000, what: 'a failed retry' });
+    await admin.core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: 'late-config' }, data: { mode: 'fast' } },
+    });
+    await bus.whenIdle();
+    assert.equal(outcomes(results.slice(from)).at(-1), 'created');
+    assert.equal((await mockPodRecord(table, namespace, 'needs-config'))?.creates, 1);
+  });
+
+  it('a provider create failure with restartPolicy Never: Failed/ProviderFailed and an Event', async () => {
+    const pod = await createPod('refused', {
+      restartPolicy: 'Never',
+      annotations: { [MOCK_FAIL_CREATE_ANNOTATION]: 'no capacity left' },
+    });
+    assert.deepEqual(outcomes(await publish(detail(pod))), ['create-failed']);
+    const failed = await readPod('refused');
+    assert.equal(failed?.status?.phase, 'Failed');
+    assert.equal(failed?.status?.reason, 'ProviderFailed');
+    assert.equal(failed?.status?.message, 'no capacity left');
+    const event = (await eventsOf(pod.metadata?.uid ?? '')).find((e) => e.reason === 'ProviderCreateFailed');
+    assert.equal(event?.message, 'no capacity left');
+    const record = await knownPods.get(node, namespace, 'refused');
+    assert.equal(record?.appliedHash, undefined);
+    assert.equal(record?.claim, undefined, 'the claim was released');
+    // Failed is final: later events skip it.
+    assert.deepEqual(outcomes(await publish(detail(pod, 'MODIFIED'))), ['skipped-terminal']);
+  });
+
+  it('a provider create failure with restartPolicy Always: Pending/ProviderFailed and retried', async () => {
+    const pod = await createPod('refused-retry', {
+      annotations: { [MOCK_FAIL_CREATE_ANNOTATION]: 'try later' },
+    });
+    const delivered = await publish(detail(pod));
+    assert.equal(failure(delivered).name, 'PodSyncRetryError');
+    const pending = await readPod('refused-retry');
+    assert.equal(pending?.status?.phase, 'Pending');
+    assert.equal(pending?.status?.reason, 'ProviderFailed');
+  });
+});
+
+describe('pod-sync rejects malformed events, writing nothing', () => {
+  let target: V1Pod;
+  before(async () => {
+    target = await createPod('malformed-target');
+  });
+
+  function envelope(overrides: Record<string, unknown> = {}, detailOverrides: Record<string, unknown> = {}) {
+    return {
+      version: '0',
+      id: 'e1',
+      'detail-type': POD_EVENT_DETAIL_TYPE,
+      source: POD_EVENT_SOURCE,
+      account: '000000000000',
+      time: new Date().toISOString(),
+      region: 'us-east-1',
+      resources: [],
+      detail: { ...detail(target), ...detailOverrides },
+      ...overrides,
+    };
+  }
+
+  async function rejects(event: unknown, message: RegExp): Promise<void> {
+    const result = await runtime.invoke('pod-sync', event).done;
+    assert.equal(result.status, 'error');
+    const error = (result as { error: Error }).error;
+    assert.equal(error.name, 'InvalidEventError');
+    assert.match(error.message, message);
+    assert.equal(
+      await mockPodRecord(table, namespace, 'malformed-target'),
+      undefined,
+      'nothing in the provider',
+    );
+    assert.equal(await knownPods.get(node, namespace, 'malformed-target'), undefined, 'no known-pod record');
+    assert.deepEqual(await eventsOf(target.metadata?.uid ?? ''), [], 'no Kubernetes event');
+  }
+
+  it('a missing field', async () => {
+    const event = envelope();
+    const { name: _name, ...withoutName } = event.detail;
+    await rejects({ ...event, detail: withoutName }, /detail\.name/);
+  });
+
+  it('a wrong-typed field', async () => {
+    await rejects(envelope({}, { resourceVersion: 42 }), /detail\.resourceVersion/);
+  });
+
+  it('an unknown detail-type', async () => {
+    await rejects(envelope({ 'detail-type': 'PodExploded' }), /detail-type/);
+  });
+
+  it('an oversized event', async () => {
+    await rejects(envelope({}, { padding: 'x'.repeat(100 * 1024) }), /larger than any pod event/);
+  });
+
+  it('the same event well-formed is acted on (the target is a real pod)', async () => {
+    const result = await runtime.invoke('pod-sync', envelope()).done;
+    assert.equal(result.status, 'ok');
+    assert.equal((result as { result: SyncResult }).result.outcome, 'created');
+  });
+});
+
+/**
+ * The real mock provider with a gate: the next call of one kind stops inside
+ * the provider until the test opens it, as a slow or frozen invocation would.
+ */
+class GatedProvider implements PodProvider {
+  readonly calls: string[] = [];
+  private gates = new Map<string, { entered: () => void; opened: Promise<void> }>();
+
+  constructor(private readonly inner: PodProvider) {}
+
+  /** Stops the next `op` call; `entered` resolves once it is stopped inside the provider. */
+  gateNext(op: 'create' | 'update' | 'delete'): { entered: Promise<void>; open(): void } {
+    let entered = () => {};
+    let open = () => {};
+    const enteredPromise = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    this.gates.set(op, { entered, opened });
+    return { entered: enteredPromise, open };
+  }
+
+  private async pass(op: string): Promise<void> {
+    this.calls.push(op);
+    const gate = this.gates.get(op);
+    if (!gate) return;
+    this.gates.delete(op);
+    gate.entered();
+    // A frozen invocation ignores its abort signal, so the gate does too.
+    await gate.opened;
+  }
+
+  async createPod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+    await this.pass('create');
+    return this.inner.createPod(pod, signal);
+  }
+  async updatePod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+    await this.pass('update');
+    return this.inner.updatePod(pod, signal);
+  }
+  async deletePod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+    await this.pass('delete');
+    return this.inner.deletePod(pod, signal);
+  }
+  getPod(namespace: string, name: string, signal?: AbortSignal) {
+    return this.inner.getPod(namespace, name, signal);
+  }
+  listPods(nodeName: string, signal?: AbortSignal) {
+    return this.inner.listPods(nodeName, signal);
+  }
+}
+
+/** The real store, counting reads: a reconcile that reads twice is waiting for a claim. */
+class CountingStore extends KnownPodStore {
+  gets = 0;
+  override get(n: string, ns: string, name: string) {
+    this.gets++;
+    return super.get(n, ns, name);
+  }
+}
+
+describe('pod-sync claim protocol (two reconciles of one key, one stopped inside the provider)', () => {
+  function reconciler(p: PodProvider, options: { claimMs?: number; store?: KnownPodStore } = {}) {
+    return new PodReconciler({
+      core: kubelet.core,
+      provider: p,
+      knownPods: options.store ?? knownPods,
+      events: new KubePodEventRecorder({ core: kubelet.core, clock: systemClock, log }),
+      envSources: kubeEnvSources(kubelet.core),
+      nodes: [node],
+      clock: systemClock,
+      log,
+      owner: uniqueName('req'),
+      claimMs: options.claimMs ?? 10_000,
+      waitUntil: systemClock.monotonic() + 20_000,
+    });
+  }
+
+  it('a delivery arriving during a create waits for it, then skips', async () => {
+    await createPod('claim-wait');
+    const gated = new GatedProvider(provider);
+    const gate = gated.gateNext('create');
+    const first = reconciler(gated).reconcile(namespace, 'claim-wait');
+    await gate.entered;
+    const store = new CountingStore(table);
+    const second = reconciler(gated, { store }).reconcile(namespace, 'claim-wait');
+    await waitFor(() => store.gets >= 2, { timeoutMs: 10_000, what: 'the second reconcile to wait' });
+    gate.open();
+    assert.equal((await first).outcome, 'created');
+    const waited = await second;
+    assert.equal(waited.outcome, 'skipped-unchanged');
+    assert.deepEqual(waited.steps, ['wait', 'skip:unchanged']);
+    assert.deepEqual(gated.calls, ['create']);
+    assert.equal((await mockPodRecord(table, namespace, 'claim-wait'))?.creates, 1);
+  });
+
+  it('a claimant frozen inside createPod is taken over once its claim expires; the pod starts once', async () => {
+    await createPod('claim-crash');
+    const frozen = new GatedProvider(provider);
+    const gate = frozen.gateNext('create');
+    const first = reconciler(frozen, { claimMs: 1_500 }).reconcile(namespace, 'claim-crash');
+    const firstSettled = first.then(
+      (r) => r,
+      (err: unknown) => err,
+    );
+    await gate.entered;
+    const taker = new GatedProvider(provider);
+    const second = await reconciler(taker).reconcile(namespace, 'claim-crash');
+    assert.equal(second.outcome, 'created');
+    assert.equal(second.steps[0], 'wait');
+    assert.deepEqual(taker.calls, ['create']);
+    assert.equal((await mockPodRecord(table, namespace, 'claim-crash'))?.creates, 1);
+    assert.equal((await knownPods.get(node, namespace, 'claim-crash'))?.claim, undefined);
+
+    // The frozen one wakes up late: its call was cut off at its claim's end, and nothing is done twice.
+    gate.open();
+    const late = await firstSettled;
+    assert.ok(late instanceof PodSyncRetryError, String(late));
+    assert.equal((await mockPodRecord(table, namespace, 'claim-crash'))?.creates, 1);
+    assert.ok((await knownPods.get(node, namespace, 'claim-crash'))?.appliedHash);
+  });
+
+  it('a newer spec arriving while an older one is applied is applied right after it', async () => {
+    await createPod('claim-newer');
+    const gated = new GatedProvider(provider);
+    const gate = gated.gateNext('create');
+    const first = reconciler(gated).reconcile(namespace, 'claim-newer');
+    await gate.entered;
+    const changed = await admin.core.patchNamespacedPod({
+      namespace,
+      name: 'claim-newer',
+      body: [{ op: 'replace', path: '/spec/containers/0/image', value: 'nginx:1.27' }],
+    });
+    const store = new CountingStore(table);
+    const second = reconciler(gated, { store }).reconcile(namespace, 'claim-newer');
+    await waitFor(() => store.gets >= 2, { timeoutMs: 10_000, what: 'the second reconcile to wait' });
+    gate.open();
+    assert.equal((await first).outcome, 'created');
+    const updated = await second;
+    assert.deepEqual(updated.steps, ['wait', 'apply:update']);
+    assert.deepEqual(gated.calls, ['create', 'update']);
+    const provided = await mockPodRecord(table, namespace, 'claim-newer');
+    assert.equal(provided?.containers[0]?.image, 'nginx:1.27');
+    assert.equal((await knownPods.get(node, namespace, 'claim-newer'))?.appliedHash, podSpecHash(changed));
+  });
+
+  it('a delete arriving during a create waits for it, then deletes what was created', async () => {
+    await createPod('claim-delete');
+    const gated = new GatedProvider(provider);
+    const gate = gated.gateNext('create');
+    const first = reconciler(gated).reconcile(namespace, 'claim-delete');
+    await gate.entered;
+    await admin.core.deleteNamespacedPod({ namespace, name: 'claim-delete', gracePeriodSeconds: 0 });
+    const store = new CountingStore(table);
+    const second = reconciler(gated, { store }).reconcile(namespace, 'claim-delete');
+    await waitFor(() => store.gets >= 2, { timeoutMs: 10_000, what: 'the delete to wait' });
+    gate.open();
+    assert.equal((await first).outcome, 'created');
+    const deleted = await second;
+    assert.deepEqual(deleted.steps, ['wait', 'forget-stale', 'delete-orphan']);
+    assert.equal(deleted.outcome, 'absent');
+    const provided = await mockPodRecord(table, namespace, 'claim-delete');
+    assert.ok(provided?.deletedAt !== undefined, 'deleted in the provider');
+    assert.equal(provided?.creates, 1);
+    assert.equal(await knownPods.get(node, namespace, 'claim-delete'), undefined);
+  });
+});

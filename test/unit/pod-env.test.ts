@@ -1,0 +1,249 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import {
+  EnvResolveError,
+  type EnvSources,
+  expandEnv,
+  fieldValue,
+  isEnvVarName,
+  parseQuantity,
+  resolvePodEnv,
+} from '../../lib/pod/pod-env.ts';
+
+/** ConfigMaps and Secrets as plain objects; `broken` names fail to read. */
+function sources(
+  configMaps: Record<string, Record<string, string>>,
+  secrets: Record<string, Record<string, string>> = {},
+  broken: string[] = [],
+): EnvSources & { reads: string[] } {
+  const reads: string[] = [];
+  return {
+    reads,
+    configMap: async (ns, name) => {
+      reads.push(`cm:${ns}/${name}`);
+      if (broken.includes(name)) throw new Error('connection refused');
+      return configMaps[name];
+    },
+    secret: async (ns, name) => {
+      reads.push(`secret:${ns}/${name}`);
+      if (broken.includes(name)) throw new Error('connection refused');
+      return secrets[name];
+    },
+  };
+}
+
+function pod(container: Partial<V1Container>, extra: Partial<V1Pod> = {}): V1Pod {
+  return {
+    metadata: {
+      namespace: 'ns',
+      name: 'web-1',
+      uid: 'uid-1',
+      labels: { app: 'web' },
+      annotations: { team: 'a' },
+    },
+    spec: {
+      nodeName: 'vk-1',
+      serviceAccountName: 'sa',
+      containers: [{ name: 'c', image: 'nginx', ...container }],
+    },
+    status: { podIP: '10.1.2.3' },
+    ...extra,
+  };
+}
+
+function envOf(resolved: V1Pod, index = 0): Record<string, string | undefined> {
+  return Object.fromEntries(
+    (resolved.spec?.containers[index]?.env ?? []).map(
+      (e) => [e.name, e.value] as [string, string | undefined],
+    ),
+  );
+}
+
+describe('env resolution', () => {
+  it('resolves ConfigMap and Secret keys, envFrom with prefix, and overrides envFrom with env', async () => {
+    const input = pod({
+      envFrom: [{ configMapRef: { name: 'cfg' } }, { secretRef: { name: 'sec' }, prefix: 'S_' }],
+      env: [
+        { name: 'MODE', value: 'override' },
+        { name: 'KEY', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'MODE' } } },
+        { name: 'PASS', valueFrom: { secretKeyRef: { name: 'sec', key: 'password' } } },
+      ],
+    });
+    const src = sources({ cfg: { MODE: 'fromcm', OTHER: 'x' } }, { sec: { password: 'hunter2' } });
+    const { pod: resolved, warnings } = await resolvePodEnv(input, src);
+    assert.deepEqual(envOf(resolved), {
+      MODE: 'override',
+      OTHER: 'x',
+      S_password: 'hunter2',
+      KEY: 'fromcm',
+      PASS: 'hunter2',
+    });
+    assert.equal(resolved.spec?.containers[0]?.envFrom, undefined);
+    assert.deepEqual(warnings, []);
+    // Each object read once per resolution.
+    assert.deepEqual(src.reads, ['cm:ns/cfg', 'secret:ns/sec']);
+    // The input is left alone.
+    assert.equal(input.spec?.containers[0]?.envFrom?.length, 2);
+  });
+
+  it('resolves the downward API', async () => {
+    const input = pod({
+      env: [
+        { name: 'NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+        { name: 'NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+        { name: 'UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
+        { name: 'APP', valueFrom: { fieldRef: { fieldPath: "metadata.labels['app']" } } },
+        { name: 'TEAM', valueFrom: { fieldRef: { fieldPath: "metadata.annotations['team']" } } },
+        { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+        { name: 'SA', valueFrom: { fieldRef: { fieldPath: 'spec.serviceAccountName' } } },
+        { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+        { name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
+      ],
+    });
+    const { pod: resolved } = await resolvePodEnv(input, sources({}), { hostIp: '192.168.0.9' });
+    assert.deepEqual(envOf(resolved), {
+      NAME: 'web-1',
+      NS: 'ns',
+      UID: 'uid-1',
+      APP: 'web',
+      TEAM: 'a',
+      NODE: 'vk-1',
+      SA: 'sa',
+      POD_IP: '10.1.2.3',
+      HOST_IP: '192.168.0.9',
+    });
+    assert.equal(fieldValue(input, 'metadata.labels'), 'app="web"');
+    assert.throws(() => fieldValue(input, 'spec.schedulerName'), EnvResolveError);
+  });
+
+  it('resolves resourceFieldRef with divisors, and node allocatable for a missing limit', async () => {
+    const input = pod({
+      resources: { limits: { cpu: '1500m', memory: '1Gi' }, requests: { cpu: '250m' } },
+      env: [
+        { name: 'CPU_LIMIT', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
+        { name: 'CPU_REQ_M', valueFrom: { resourceFieldRef: { resource: 'requests.cpu', divisor: '1m' } } },
+        { name: 'MEM_MI', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
+        {
+          name: 'STORAGE',
+          valueFrom: { resourceFieldRef: { resource: 'limits.ephemeral-storage', divisor: '1Gi' } },
+        },
+        { name: 'MEM_REQ', valueFrom: { resourceFieldRef: { resource: 'requests.memory' } } },
+      ],
+    });
+    const { pod: resolved } = await resolvePodEnv(input, sources({}), {
+      allocatable: { 'ephemeral-storage': '100Gi' },
+    });
+    assert.deepEqual(envOf(resolved), {
+      CPU_LIMIT: '2',
+      CPU_REQ_M: '250',
+      MEM_MI: '1024',
+      STORAGE: '100',
+      MEM_REQ: '0',
+    });
+    assert.deepEqual(parseQuantity('0.1'), { num: 1n, den: 10n });
+    assert.deepEqual(parseQuantity('1e3'), { num: 1000n, den: 1n });
+    assert.equal(parseQuantity('lots'), undefined);
+  });
+
+  it('expands $(VAR) like Kubernetes', async () => {
+    const lookup = (n: string) => ({ A: 'x', B: 'y' })[n];
+    assert.equal(expandEnv('$(A)-$(B)', lookup), 'x-y');
+    assert.equal(expandEnv('$(MISSING)', lookup), '$(MISSING)');
+    assert.equal(expandEnv('$$(A)', lookup), '$(A)');
+    assert.equal(expandEnv('cost $5 $(A', lookup), 'cost $5 $(A');
+    assert.equal(expandEnv('end$', lookup), 'end$');
+    const { pod: resolved } = await resolvePodEnv(
+      pod({
+        env: [
+          { name: 'BASE', value: '/srv' },
+          { name: 'PATH_X', value: '$(BASE)/bin:$(LATER)' },
+          { name: 'LATER', value: 'late' },
+          { name: 'EMPTY', value: '' },
+        ],
+      }),
+      sources({}),
+    );
+    assert.deepEqual(envOf(resolved), {
+      BASE: '/srv',
+      PATH_X: '/srv/bin:$(LATER)',
+      LATER: 'late',
+      EMPTY: '',
+    });
+  });
+
+  it('skips optional references with warnings, and invalid envFrom keys', async () => {
+    const { pod: resolved, warnings } = await resolvePodEnv(
+      pod({
+        envFrom: [{ configMapRef: { name: 'gone', optional: true } }, { configMapRef: { name: 'cfg' } }],
+        env: [
+          { name: 'A', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'nokey', optional: true } } },
+          { name: 'B', valueFrom: { secretKeyRef: { name: 'nosecret', key: 'k', optional: true } } },
+        ],
+      }),
+      sources({ cfg: { 'good.key': '1', '1bad': '2' } }),
+    );
+    assert.deepEqual(envOf(resolved), { 'good.key': '1' });
+    assert.deepEqual(
+      warnings.map((w) => w.reason),
+      [
+        'OptionalConfigMapNotFound',
+        'InvalidEnvironmentVariableNames',
+        'OptionalConfigMapKeyNotFound',
+        'OptionalSecretNotFound',
+      ],
+    );
+    assert.match(warnings[1]?.message ?? '', /keys \[1bad\] from configmap ns\/cfg were skipped/);
+  });
+
+  it('fails on a missing mandatory ConfigMap, key or Secret, naming it', async () => {
+    const cases: Array<[Partial<V1Container>, string, RegExp]> = [
+      [
+        { envFrom: [{ configMapRef: { name: 'app-config' } }] },
+        'MandatoryConfigMapNotFound',
+        /configmap "app-config" not found/,
+      ],
+      [
+        { env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'missing' } } }] },
+        'MandatoryConfigMapKeyNotFound',
+        /configmap "cfg" doesn't contain the "missing" key required by pod web-1/,
+      ],
+      [
+        { env: [{ name: 'X', valueFrom: { secretKeyRef: { name: 'db', key: 'password' } } }] },
+        'MandatorySecretNotFound',
+        /secret "db" not found/,
+      ],
+      [
+        { env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'flaky', key: 'k' } } }] },
+        'FailedToReadMandatoryConfigMap',
+        /failed to read configmap "flaky": connection refused/,
+      ],
+    ];
+    for (const [container, reason, message] of cases) {
+      await assert.rejects(
+        resolvePodEnv(pod(container), sources({ cfg: {} }, {}, ['flaky'])),
+        (err: unknown) => {
+          assert.ok(err instanceof EnvResolveError);
+          assert.equal(err.reason, reason);
+          assert.match(err.message, message);
+          return true;
+        },
+      );
+    }
+  });
+
+  it('resolves init containers too', async () => {
+    const input = pod({ env: [{ name: 'A', value: '1' }] });
+    if (input.spec)
+      input.spec.initContainers = [{ name: 'init', envFrom: [{ configMapRef: { name: 'cfg' } }] }];
+    const { pod: resolved } = await resolvePodEnv(input, sources({ cfg: { K: 'v' } }));
+    assert.deepEqual(resolved.spec?.initContainers?.[0]?.env, [{ name: 'K', value: 'v' }]);
+  });
+
+  it('knows valid variable names', () => {
+    assert.ok(isEnvVarName('A_b.c-1'));
+    assert.ok(!isEnvVarName('1A'));
+    assert.ok(!isEnvVarName('A B'));
+    assert.ok(!isEnvVarName(''));
+  });
+});

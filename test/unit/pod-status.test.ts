@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import {
+  CONTAINER_NOT_FOUND_EXIT_CODE,
+  lostStatus,
+  mergeStatus,
+  providerFailedStatus,
+  running,
+  terminatedStatus,
+} from '../../lib/pod/pod-status.ts';
+
+const started = new Date('2024-01-01T00:00:00Z');
+const runningContainer = (name: string): V1ContainerStatus => ({
+  name,
+  image: 'i',
+  imageID: 'i',
+  ready: true,
+  restartCount: 0,
+  containerID: `mock://${name}`,
+  state: { running: { startedAt: started } },
+});
+const waiting = (name: string): V1ContainerStatus => ({
+  name,
+  image: 'i',
+  imageID: '',
+  ready: false,
+  restartCount: 0,
+  state: { waiting: { reason: 'ContainerCreating' } },
+});
+const terminated = (name: string): V1ContainerStatus => ({
+  name,
+  image: 'i',
+  imageID: 'i',
+  ready: false,
+  restartCount: 0,
+  state: { terminated: { exitCode: 0 } },
+});
+
+describe('running() (seed 001)', () => {
+  it('is false without container statuses', () => {
+    assert.equal(running(undefined), false);
+    assert.equal(running({}), false);
+    assert.equal(running({ containerStatuses: [] }), false);
+  });
+  it('is true when some container is neither waiting nor terminated', () => {
+    assert.equal(running({ containerStatuses: [terminated('a'), runningContainer('b')] }), true);
+    // A state with none of the three set counts as running, as in the seed.
+    assert.equal(running({ containerStatuses: [{ ...waiting('a'), state: {} }] }), true);
+  });
+  it('is false when every container waits or terminated', () => {
+    assert.equal(running({ containerStatuses: [terminated('a'), waiting('b')] }), false);
+  });
+});
+
+describe('status writes', () => {
+  const current: V1PodStatus = {
+    phase: 'Pending',
+    qosClass: 'BestEffort',
+    conditions: [
+      { type: 'PodScheduled', status: 'True' },
+      { type: 'example.com/gate', status: 'True' },
+      { type: 'Ready', status: 'True' },
+    ],
+  };
+
+  it('merge keeps foreign conditions and qosClass, drops kubelet conditions the provider does not report', () => {
+    const merged = mergeStatus(current, {
+      phase: 'Running',
+      conditions: [{ type: 'ContainersReady', status: 'True' }],
+    });
+    assert.equal(merged.phase, 'Running');
+    assert.equal(merged.qosClass, 'BestEffort');
+    assert.deepEqual(
+      merged.conditions?.map((c) => c.type),
+      ['ContainersReady', 'PodScheduled', 'example.com/gate'],
+    );
+  });
+
+  it('merge lets the provider override a condition type it reports', () => {
+    const merged = mergeStatus(current, {
+      phase: 'Running',
+      conditions: [{ type: 'PodScheduled', status: 'False' }],
+    });
+    assert.deepEqual(
+      merged.conditions?.filter((c) => c.type === 'PodScheduled'),
+      [{ type: 'PodScheduled', status: 'False' }],
+    );
+  });
+
+  it('lost: Failed/NotFound, running containers terminated with -137', () => {
+    const status = lostStatus(
+      { phase: 'Running', containerStatuses: [runningContainer('a'), terminated('b')] },
+      5_500,
+    );
+    assert.equal(status.phase, 'Failed');
+    assert.equal(status.reason, 'NotFound');
+    assert.equal(status.message, 'The pod status was not found and may have been deleted from the provider');
+    const [a, b] = status.containerStatuses ?? [];
+    assert.equal(a?.state?.terminated?.exitCode, CONTAINER_NOT_FOUND_EXIT_CODE);
+    assert.equal(a?.state?.terminated?.startedAt, started);
+    assert.equal(a?.state?.running, undefined);
+    assert.deepEqual(a?.state?.terminated?.finishedAt, new Date(5_000));
+    assert.deepEqual(b?.state, { terminated: { exitCode: 0 } });
+  });
+
+  it('terminated: Succeeded/Terminated, every container terminated, earlier terminations kept', () => {
+    const status = terminatedStatus(
+      { phase: 'Running', containerStatuses: [runningContainer('a'), terminated('b')] },
+      1_000,
+    );
+    assert.equal(status.phase, 'Succeeded');
+    assert.equal(status.reason, 'Terminated');
+    assert.equal(running(status), false);
+    assert.equal(status.containerStatuses?.[0]?.state?.terminated?.reason, 'Terminated');
+    assert.deepEqual(status.containerStatuses?.[1]?.state, { terminated: { exitCode: 0 } });
+  });
+
+  it('provider failure: Failed when restartPolicy is Never, else Pending, reason ProviderFailed', () => {
+    const pod = (restartPolicy: string): V1Pod => ({
+      spec: { restartPolicy, containers: [] },
+      status: { phase: 'Pending', qosClass: 'BestEffort' },
+    });
+    assert.deepEqual(providerFailedStatus(pod('Never'), 'boom'), {
+      phase: 'Failed',
+      qosClass: 'BestEffort',
+      reason: 'ProviderFailed',
+      message: 'boom',
+    });
+    assert.equal(providerFailedStatus(pod('Always'), 'boom').phase, 'Pending');
+    assert.equal(providerFailedStatus(pod('OnFailure'), 'boom').phase, 'Pending');
+  });
+});
