@@ -76,10 +76,14 @@ describe('serverless package (offline, no AWS credentials)', () => {
     }
     const rules = Object.values(resources).filter((r) => r.Type === 'AWS::Events::Rule');
     const scheduled = (fn: string) =>
-      rules.filter((r) => JSON.stringify(r.Properties.Targets).includes(fn) && r.Properties.ScheduleExpression);
+      rules.filter(
+        (r) => JSON.stringify(r.Properties.Targets).includes(fn) && r.Properties.ScheduleExpression,
+      );
     assert.equal(scheduled('PodWatchLambdaFunction').length, 1);
     assert.equal(scheduled('PodStatusLambdaFunction').length, 1);
-    const syncRule = rules.find((r) => JSON.stringify(r.Properties.Targets).includes('PodSyncLambdaFunction'));
+    const syncRule = rules.find((r) =>
+      JSON.stringify(r.Properties.Targets).includes('PodSyncLambdaFunction'),
+    );
     assert.ok(syncRule, 'a rule targets pod-sync');
     assert.deepEqual(syncRule.Properties.EventPattern, {
       source: ['serverless-virtual-kubelet.pod-watch'],
