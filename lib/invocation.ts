@@ -19,7 +19,7 @@ export interface Invocation {
 
 /** Reads the invocation's id, deadline and abort signal from a Lambda context. */
 export function invocationOf(context: Context, clock: Clock): Invocation {
-  const remaining = Math.max(0, context.getRemainingTimeInMillis());
+  const remaining = Math.max(0, Math.floor(context.getRemainingTimeInMillis()));
   const timeout = AbortSignal.timeout(remaining);
   const local: unknown = (context as Context & Record<symbol, unknown>)[INVOCATION_SIGNAL];
   return {

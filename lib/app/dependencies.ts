@@ -38,6 +38,7 @@ export function buildDependencies(
     loadKubeConfig(
       config.kube.kubeconfigPath ? { kubeconfigPath: config.kube.kubeconfigPath } : { default: true },
     ),
+    { requestTimeoutMs: config.kube.requestTimeoutMs },
   );
   const { doc } = createDynamoDbClient({
     ...(config.dynamodb.endpoint ? { endpoint: config.dynamodb.endpoint } : {}),

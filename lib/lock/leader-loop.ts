@@ -74,16 +74,22 @@ export async function runAsLeader(options: LeaderLoopOptions, work: LeaderWork):
   let rounds = 0;
   let stopped: LeaderLoopResult['stopped'] = 'deadline';
   try {
-    await work.start?.(stop, handle);
+    // The work itself is cut off at the stop time too: a round that would run
+    // past it must not keep the holder from handing over before the deadline.
+    const untilStop = AbortSignal.any([
+      stop,
+      AbortSignal.timeout(Math.max(0, Math.floor(stopAt - clock.monotonic()))),
+    ]);
+    await work.start?.(untilStop, handle);
     for (;;) {
-      if (stop.aborted || !locks.isValid(handle)) break;
+      if (untilStop.aborted || !locks.isValid(handle)) break;
       const started = clock.monotonic();
-      await work.round(stop, rounds + 1, handle);
+      await work.round(untilStop, rounds + 1, handle);
       rounds++;
       const next = started + intervalMs;
       if (next >= stopAt) break;
       try {
-        await clock.sleep(next - clock.monotonic(), stop);
+        await clock.sleep(next - clock.monotonic(), untilStop);
       } catch {
         break;
       }

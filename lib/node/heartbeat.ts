@@ -29,8 +29,8 @@ export type HeartbeatResult = LeaderLoopResult;
 /**
  * One scheduled heartbeat invocation: as the holder of the heartbeat lock
  * (see runAsLeader for the hand-over between overlapping invocations), it
- * registers every node and ensures its lease, then ticks every node each
- * renew interval with bounded parallelism.
+ * ticks every node each renew interval with bounded parallelism; a node's
+ * first tick registers it and ensures its lease.
  */
 export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult> {
   const { controllers, log, maxParallel } = options;
@@ -48,23 +48,13 @@ export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult
       stopBeforeDeadlineMs: options.stopBeforeDeadlineMs,
     },
     {
-      // A node that fails to start is retried by its ticks.
-      start: async (stop) => {
-        settledValues(
-          await mapSettledLimit(controllers, maxParallel, (c) => c.start(stop)),
-          names,
-          log,
-          stop,
-          'node start failed; retrying on the next tick',
-        );
-      },
       round: async (stop) => {
         const results = settledValues(
           await mapSettledLimit(controllers, maxParallel, (c) => c.tick(stop)),
           names,
           log,
           stop,
-          'node heartbeat failed',
+          'node heartbeat failed; retrying on the next tick',
         );
         options.onTick?.(results);
       },

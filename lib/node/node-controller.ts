@@ -41,6 +41,7 @@ export class NodeController {
   readonly name: string;
   private current: V1Node | undefined;
   private leaseDisabled = false;
+  private started = false;
   private lastStatusAt = Number.NEGATIVE_INFINITY;
   private lastPingAt = Number.NEGATIVE_INFINITY;
   private lastFingerprint: string | undefined;
@@ -53,7 +54,7 @@ export class NodeController {
     this.name = options.name;
   }
 
-  /** Registers the Node if missing and writes its status, then ensures the Lease. */
+  /** Registers the Node if missing, ensures its Lease, then writes its status. */
   async start(signal?: AbortSignal): Promise<void> {
     await this.probe(signal);
     try {
@@ -63,7 +64,7 @@ export class NodeController {
       if (!isNotFound(err)) throw err;
       await this.register();
     }
-    await this.writeStatus();
+    // The lease before the status: a node must not report Ready without one.
     this.options.lease.setNodeUid(this.current?.metadata?.uid);
     try {
       await this.options.lease.ensure(
@@ -75,11 +76,18 @@ export class NodeController {
       this.options.log.warn({ err }, 'node leases not supported: falling back to node status heartbeats');
       this.leaseDisabled = true;
     }
+    await this.writeStatus();
   }
 
   /** One heartbeat: ping when due, renew the lease, write status when changed or due. */
   async tick(signal?: AbortSignal): Promise<TickResult> {
     const { clock, settings, log } = this.options;
+    // A new holder starts each node in its first tick, so that the node's
+    // lease is renewed right after its own start, not after every node's.
+    if (!this.started) {
+      await this.start(signal);
+      this.started = true;
+    }
     const now = clock.monotonic();
     if (now - this.lastPingAt >= settings.pingIntervalMs) await this.probe(signal);
     const errors: string[] = [];
