@@ -27,6 +27,7 @@ import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pod
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import {
   adminClients,
+  createTestNamespace,
   deleteNodeAndLease,
   freshTable,
   functionEnv,
@@ -54,22 +55,11 @@ function podSpec(extra: Partial<V1PodSpec> = {}): V1PodSpec {
   };
 }
 
-/** A namespace whose default service account has its token (1.20 admission needs it), so pods can be admitted. */
+/** A namespace of this file, removed afterwards. */
 async function namespace(prefix: string): Promise<string> {
   const name = uniqueName(prefix);
   namespaces.push(name);
-  await admin.core.createNamespace({ body: { metadata: { name } } });
-  await waitFor(
-    async () => {
-      try {
-        const sa = await admin.core.readNamespacedServiceAccount({ name: 'default', namespace: name });
-        return (sa.secrets?.length ?? 0) > 0;
-      } catch {
-        return undefined;
-      }
-    },
-    { timeoutMs: 30_000, what: `the token of service account default in ${name}` },
-  );
+  await createTestNamespace(admin, name);
   return name;
 }
 

@@ -24,7 +24,14 @@ import {
 import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { testEnv } from '../support/env.ts';
-import { adminClients, freshTable, functionEnv, uniqueName, waitFor } from '../support/kube.ts';
+import {
+  adminClients,
+  createTestNamespace,
+  deleteTestNamespace,
+  freshTable,
+  functionEnv,
+  uniqueName,
+} from '../support/kube.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
@@ -38,16 +45,8 @@ let provider: MockPodProvider;
 let runtime: LocalLambdaRuntime;
 
 before(async () => {
-  await admin.core.createNamespace({ body: { metadata: { name: namespace } } });
   await admin.core.createNode({ body: { metadata: { name: node } } });
-  await waitFor(
-    () =>
-      admin.core
-        .readNamespacedServiceAccount({ name: 'default', namespace })
-        .then(() => true)
-        .catch(() => false),
-    { timeoutMs: 30_000, what: `service account ${namespace}/default` },
-  );
+  await createTestNamespace(admin, namespace);
   const fresh = await freshTable(env);
   table = fresh.table;
   knownPods = new KnownPodStore(table);
@@ -69,15 +68,7 @@ before(async () => {
 
 after(async () => {
   await runtime?.stopAll({ abortRunning: true });
-  const pods = await admin.core.listNamespacedPod({ namespace }).catch(() => ({ items: [] as V1Pod[] }));
-  await Promise.all(
-    pods.items.map((p) =>
-      admin.core
-        .deleteNamespacedPod({ namespace, name: p.metadata?.name ?? '', gracePeriodSeconds: 0 })
-        .catch(() => undefined),
-    ),
-  );
-  await admin.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  await deleteTestNamespace(admin, namespace);
   await admin.core.deleteNode({ name: node }).catch(() => undefined);
 });
 

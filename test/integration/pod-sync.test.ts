@@ -29,7 +29,15 @@ import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pod
 import type { PodProvider } from '../../lib/provider/provider.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { testEnv } from '../support/env.ts';
-import { adminClients, freshTable, functionEnv, uniqueName, waitFor } from '../support/kube.ts';
+import {
+  adminClients,
+  createTestNamespace,
+  deleteTestNamespace,
+  freshTable,
+  functionEnv,
+  uniqueName,
+  waitFor,
+} from '../support/kube.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
@@ -47,16 +55,8 @@ let bus: LocalEventBus;
 const results: Array<{ key?: string; result: InvocationResult }> = [];
 
 before(async () => {
-  await admin.core.createNamespace({ body: { metadata: { name: namespace } } });
   for (const name of [node, otherNode]) await admin.core.createNode({ body: { metadata: { name } } });
-  await waitFor(
-    () =>
-      admin.core
-        .readNamespacedServiceAccount({ name: 'default', namespace })
-        .then(() => true)
-        .catch(() => false),
-    { timeoutMs: 30_000, what: `service account ${namespace}/default` },
-  );
+  await createTestNamespace(admin, namespace);
   const fresh = await freshTable(env);
   table = fresh.table;
   knownPods = new KnownPodStore(table);
@@ -91,15 +91,7 @@ beforeEach(() => {
 
 after(async () => {
   await runtime?.stopAll({ abortRunning: true });
-  const pods = await admin.core.listNamespacedPod({ namespace }).catch(() => ({ items: [] as V1Pod[] }));
-  await Promise.all(
-    pods.items.map((p) =>
-      admin.core
-        .deleteNamespacedPod({ namespace, name: p.metadata?.name ?? '', gracePeriodSeconds: 0 })
-        .catch(() => undefined),
-    ),
-  );
-  await admin.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  await deleteTestNamespace(admin, namespace);
   for (const name of [node, otherNode]) await admin.core.deleteNode({ name }).catch(() => undefined);
 });
 

@@ -26,7 +26,15 @@ import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { type PodWatchResult, podWatchLockName } from '../../lib/pod/pod-watch.ts';
 import { WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
 import { testEnv } from '../support/env.ts';
-import { adminClients, freshTable, functionEnv, uniqueName, waitFor } from '../support/kube.ts';
+import {
+  adminClients,
+  createTestNamespace,
+  deleteTestNamespace,
+  freshTable,
+  functionEnv,
+  uniqueName,
+  waitFor,
+} from '../support/kube.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
@@ -35,31 +43,14 @@ const nodes: string[] = [];
 const runtimes: LocalLambdaRuntime[] = [];
 
 before(async () => {
-  await admin.core.createNamespace({ body: { metadata: { name: namespace } } });
-  // Pod admission needs the namespace's default service account, which the controller-manager creates.
-  await waitFor(
-    () =>
-      admin.core
-        .readNamespacedServiceAccount({ name: 'default', namespace })
-        .then(() => true)
-        .catch(() => false),
-    { timeoutMs: 30_000, what: `service account ${namespace}/default` },
-  );
+  await createTestNamespace(admin, namespace);
 });
 
 after(async () => {
   await Promise.all(runtimes.map((r) => r.stopAll({ abortRunning: true })));
   await fetch(`${env.controlUrl}/apiserver/start`, { method: 'POST' }).catch(() => undefined);
   // Nothing runs these pods, so only a forced delete removes them.
-  const pods = await admin.core.listNamespacedPod({ namespace }).catch(() => ({ items: [] as V1Pod[] }));
-  await Promise.all(
-    pods.items.map((p) =>
-      admin.core
-        .deleteNamespacedPod({ namespace, name: p.metadata?.name ?? '', gracePeriodSeconds: 0 })
-        .catch(() => undefined),
-    ),
-  );
-  await admin.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  await deleteTestNamespace(admin, namespace);
   await Promise.all(nodes.map((name) => admin.core.deleteNode({ name }).catch(() => undefined)));
 });
 

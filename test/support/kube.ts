@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { V1Lease, V1Node } from '@kubernetes/client-node';
+import type { V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
 import { createKubeClients, isNotFound, type KubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
 import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
 import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
@@ -129,4 +129,36 @@ export async function deleteNodeAndLease(kube: KubeClients, name: string): Promi
   await kube.coordination
     .deleteNamespacedLease({ name, namespace: NODE_LEASE_NAMESPACE })
     .catch(() => undefined);
+}
+
+/**
+ * Creates a namespace and waits until its default service account has its
+ * token: 1.20's admission refuses pods before that.
+ */
+export async function createTestNamespace(kube: KubeClients, name: string): Promise<void> {
+  await kube.core.createNamespace({ body: { metadata: { name } } });
+  await waitFor(
+    async () => {
+      try {
+        const sa = await kube.core.readNamespacedServiceAccount({ name: 'default', namespace: name });
+        return (sa.secrets?.length ?? 0) > 0;
+      } catch {
+        return undefined;
+      }
+    },
+    { timeoutMs: 30_000, what: `the token of service account default in ${name}` },
+  );
+}
+
+/** Force-deletes every pod of a namespace (nothing may be running them), then the namespace. */
+export async function deleteTestNamespace(kube: KubeClients, name: string): Promise<void> {
+  const pods = await kube.core.listNamespacedPod({ namespace: name }).catch(() => ({ items: [] as V1Pod[] }));
+  await Promise.all(
+    pods.items.map((p) =>
+      kube.core
+        .deleteNamespacedPod({ namespace: name, name: p.metadata?.name ?? '', gracePeriodSeconds: 0 })
+        .catch(() => undefined),
+    ),
+  );
+  await kube.core.deleteNamespace({ name }).catch(() => undefined);
 }
