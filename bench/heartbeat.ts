@@ -28,7 +28,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { type KubeConfig, Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Context } from 'aws-lambda';
 import { createHeartbeatHandler } from '../functions/heartbeat.ts';
 import { createKubeClients, type KubeClients, loadKubeConfig } from '../lib/kube/client.ts';
@@ -40,6 +40,7 @@ import { HEARTBEAT_LOCK, type HeartbeatResult } from '../lib/node/heartbeat.ts';
 import { NODE_LEASE_NAMESPACE } from '../lib/node/node-lease.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
+import { resumingWatch } from './support.ts';
 
 /** Production cadence (serverless.yml): rate(1 minute), timeout 130 s. */
 const RATE_MS = 60_000;
@@ -222,53 +223,6 @@ interface NodeLog {
   /** How often Ready went from True to anything else. */
   leftReady: number;
   ready: boolean;
-}
-
-type WatchEvent = { type: string; object: unknown };
-
-/**
- * A watch that resumes from the last resourceVersion when the server ends it,
- * until stopped. Events of an interrupted stretch may be missed (410 Gone):
- * logged, never hidden.
- */
-async function keepWatching(
-  kc: KubeConfig,
-  path: string,
-  query: Record<string, string>,
-  onEvent: (event: WatchEvent) => void,
-): Promise<{ stop(): void }> {
-  let stopped = false;
-  let resourceVersion: string | undefined;
-  let current: AbortController | undefined;
-  const start = async (): Promise<void> => {
-    current = await new Watch(kc).watch(
-      path,
-      { ...query, allowWatchBookmarks: true, ...(resourceVersion ? { resourceVersion } : {}) },
-      (type, object: unknown) => {
-        const rv = (object as { metadata?: { resourceVersion?: string } } | undefined)?.metadata
-          ?.resourceVersion;
-        if (rv) resourceVersion = rv;
-        if (type === 'ERROR') {
-          log(`watch ${path}: ${JSON.stringify(object)}; relisting`);
-          resourceVersion = undefined;
-          return;
-        }
-        if (type !== 'BOOKMARK') onEvent({ type, object });
-      },
-      (err: unknown) => {
-        if (stopped) return;
-        if (err) log(`watch ${path} ended: ${String(err)}; resuming`);
-        void delay(500).then(() => (stopped ? undefined : start()));
-      },
-    );
-  };
-  await start();
-  return {
-    stop: () => {
-      stopped = true;
-      current?.abort();
-    },
-  };
 }
 
 interface LeaseObject {
@@ -487,21 +441,27 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
 
   const leases = new Map<string, LeaseLog>();
   const nodes = new Map<string, NodeLog>();
-  const leaseWatch = await keepWatching(admin.config, LEASES_PATH, {}, ({ type, object }) => {
-    const lease = object as LeaseObject;
-    const name = lease.metadata?.name;
-    const renew = lease.spec?.renewTime ? Date.parse(lease.spec.renewTime) : Number.NaN;
-    if (!name?.startsWith(prefix) || type === 'DELETED' || Number.isNaN(renew)) return;
-    const entry = leases.get(name) ?? { renewals: [] };
-    leases.set(name, entry);
-    const last = entry.renewals.at(-1);
-    if (last === undefined || renew > last) entry.renewals.push(renew);
-  });
-  const nodeWatch = await keepWatching(
+  const leaseWatch = await resumingWatch(
+    admin.config,
+    LEASES_PATH,
+    {},
+    (type, object) => {
+      const lease = object as LeaseObject;
+      const name = lease.metadata?.name;
+      const renew = lease.spec?.renewTime ? Date.parse(lease.spec.renewTime) : Number.NaN;
+      if (!name?.startsWith(prefix) || type === 'DELETED' || Number.isNaN(renew)) return;
+      const entry = leases.get(name) ?? { renewals: [] };
+      leases.set(name, entry);
+      const last = entry.renewals.at(-1);
+      if (last === undefined || renew > last) entry.renewals.push(renew);
+    },
+    log,
+  );
+  const nodeWatch = await resumingWatch(
     admin.config,
     '/api/v1/nodes',
     { labelSelector: selector },
-    ({ type, object }) => {
+    (type, object) => {
       const node = object as NodeObject;
       const name = node.metadata?.name;
       if (!name || type === 'DELETED') return;
@@ -518,6 +478,7 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
       }
       entry.ready = ready;
     },
+    log,
   );
 
   // Hand-overs: the heartbeat lock's fencing epoch grows by one with each new holder.

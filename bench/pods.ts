@@ -34,7 +34,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { type KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { systemClock } from '../lib/clock.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../lib/events/pod-event.ts';
 import {
@@ -57,6 +57,7 @@ import {
   bump,
   type Distribution,
   diffCounts,
+  diffLatencies,
   distribution,
   dynamoDbOperation,
   fixed,
@@ -67,6 +68,8 @@ import {
   machineSummary,
   markdownTable,
   processCpuSeconds,
+  type RequestLatency,
+  resumingWatch,
   scrapeApiserverRequests,
   startBenchEnvironment,
   sumCounts,
@@ -162,6 +165,8 @@ interface Counters {
   apiserver: Map<string, number>;
   /** CPU seconds: this process and each component. */
   cpu: Map<string, number>;
+  /** Answer times by the same keys as `kube` and `dynamo`. */
+  latencies: Map<string, RequestLatency>;
   at: number;
 }
 
@@ -253,6 +258,7 @@ async function counters(run: Run): Promise<Counters> {
     deadLetters: deployment.bus.deadLetters.length,
     apiserver,
     cpu,
+    latencies: new Map([...observer.kube.latencies(), ...observer.dynamo.latencies()]),
     at: performance.now(),
   };
 }
@@ -268,6 +274,8 @@ interface WindowFigures {
   deadLetters: number;
   apiserver: Record<string, number>;
   cpuSeconds: Record<string, number>;
+  /** Mean and maximum answer time (ms) by `<requester> <kind>`, for the requests of the window. */
+  latencyMs: Record<string, { count: number; mean: number; max: number }>;
 }
 
 function windowFigures(before: Counters, after: Counters, namespace: string): WindowFigures {
@@ -290,6 +298,12 @@ function windowFigures(before: Counters, after: Counters, namespace: string): Wi
     deadLetters: after.deadLetters - before.deadLetters,
     apiserver: Object.fromEntries(diffCounts(after.apiserver, before.apiserver)),
     cpuSeconds,
+    latencyMs: Object.fromEntries(
+      [...diffLatencies(after.latencies, before.latencies)].map(([key, l]) => [
+        key,
+        { count: l.count, mean: l.totalMs / l.count, max: l.maxMs },
+      ]),
+    ),
   };
 }
 
@@ -305,54 +319,6 @@ function byRequester(counts: Record<string, number>, who: string): number {
 // Watching the burst's pods
 
 type PodTimes = { runningAt?: number };
-
-/**
- * Watches `path` until stopped, resuming from the last resourceVersion when
- * the server ends the stream; after a 410 it starts over without one (the
- * server then replays the current objects as ADDED).
- */
-async function resumingWatch(
-  kc: KubeConfig,
-  path: string,
-  onEvent: (type: string, object: unknown) => void,
-): Promise<{ stop(): void }> {
-  let stopped = false;
-  let resourceVersion: string | undefined;
-  let current: AbortController | undefined;
-  const start = async (): Promise<void> => {
-    try {
-      current = await new Watch(kc).watch(
-        path,
-        { allowWatchBookmarks: true, ...(resourceVersion ? { resourceVersion } : {}) },
-        (type, object: unknown) => {
-          if (type === 'ERROR') {
-            log(`watch ${path}: ${JSON.stringify(object)}; starting over`);
-            resourceVersion = undefined;
-            return;
-          }
-          const rv = (object as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
-          if (rv) resourceVersion = rv;
-          if (type !== 'BOOKMARK') onEvent(type, object);
-        },
-        (err: unknown) => restart(err),
-      );
-    } catch (err) {
-      restart(err);
-    }
-  };
-  const restart = (err: unknown) => {
-    if (stopped) return;
-    if (err) log(`watch ${path} ended: ${String(err)}; resuming`);
-    void delay(500).then(() => (stopped ? undefined : start()));
-  };
-  await start();
-  return {
-    stop: () => {
-      stopped = true;
-      current?.abort();
-    },
-  };
-}
 
 // ---------------------------------------------------------------------------
 // One burst
@@ -515,15 +481,21 @@ async function runBurst(run: Run, n: number): Promise<BurstFigures> {
   const boundAt = new Map<string, number>();
   const times = new Map<string, PodTimes>(names.map((name) => [name, {}]));
   let running = 0;
-  const watch = await resumingWatch(admin.config, `/api/v1/namespaces/${namespace}/pods`, (type, object) => {
-    const pod = object as V1Pod;
-    const entry = times.get(pod.metadata?.name ?? '');
-    if (!entry || type === 'DELETED' || entry.runningAt !== undefined) return;
-    if (pod.status?.phase === 'Running') {
-      entry.runningAt = Date.now();
-      running++;
-    }
-  });
+  const watch = await resumingWatch(
+    admin.config,
+    `/api/v1/namespaces/${namespace}/pods`,
+    {},
+    (type, object) => {
+      const pod = object as V1Pod;
+      const entry = times.get(pod.metadata?.name ?? '');
+      if (!entry || type === 'DELETED' || entry.runningAt !== undefined) return;
+      if (pod.status?.phase === 'Running') {
+        entry.runningAt = Date.now();
+        running++;
+      }
+    },
+    log,
+  );
 
   let notReady = 0;
   const progress = setInterval(() => {
@@ -803,10 +775,23 @@ function topEntries(counts: Record<string, number>, pods: number, limit = 12): s
   ].join(', ');
 }
 
-/** Every 30 s of a burst: `seconds: bound/created in provider/Running`. */
+/** The most frequent request kinds of the deployment with their mean and maximum answer times. */
+function latencyText(latencies: WindowFigures['latencyMs'], limit = 6): string {
+  const ours = Object.entries(latencies).filter(([key]) => !key.startsWith(`${BENCH} `));
+  const text = (entries: typeof ours) =>
+    entries.map(([key, l]) => `${key} ${fixed(l.mean, 0)} / ${fixed(l.max, 0)}`).join(', ');
+  const busiest = [...ours].sort((a, b) => b[1].count - a[1].count).slice(0, limit);
+  const slowest = [...ours]
+    .filter(([key]) => !busiest.some(([k]) => k === key) && !key.includes(' WATCH '))
+    .sort((a, b) => b[1].mean - a[1].mean)
+    .slice(0, 3);
+  return `${text(busiest)}; slowest others: ${text(slowest)}`;
+}
+
+/** About every 30 s of a burst: `seconds: bound/created in provider/Running`. */
 function timelineText(timeline: BurstFigures['timeline']): string {
   return timeline
-    .filter(([t]) => t % 30 === 0)
+    .filter((_, i) => (i + 1) % (30_000 / TIMELINE_MS) === 0)
     .map(([t, bound, created, running]) => `${t} s: ${bound}/${created}/${running}`)
     .join(', ');
 }
@@ -966,6 +951,7 @@ function report(bursts: readonly BurstFigures[], baseline: BaselineFigures | und
       `  - apiserver_request_total/pod (all clients): ${topEntries(w.apiserver, n)}`,
       `  - DynamoDB requests/pod by function and operation: ${topEntries(oursDynamo, n)}`,
       `  - invocations/pod: ${topEntries(w.invocations, n)}`,
+      `  - answer times, mean / max (ms), busiest kinds first: ${latencyText(w.latencyMs)}`,
       ...(b.runningSeconds >= 30
         ? [`  - bound/created in provider/Running: ${timelineText(b.timeline)}`]
         : []),

@@ -11,7 +11,8 @@ import type { ClientRequest } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { setTimeout as delay } from 'node:timers/promises';
+import { type KubeConfig, Watch } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../lib/local/control-plane.ts';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 
@@ -126,12 +127,29 @@ function isRequestMessage(message: unknown): message is { request: ClientRequest
  */
 export class HttpRequestCounter {
   private readonly counts = new Map<string, number>();
+  private readonly waits = new Map<string, RequestLatency>();
+  private readonly open = new WeakMap<ClientRequest, { key: string; at: number }>();
 
   constructor(classify: (request: ClientRequest) => string | undefined) {
     subscribe('http.client.request.start', (message) => {
       if (!isRequestMessage(message)) return;
       const key = classify(message.request);
-      if (key !== undefined) bump(this.counts, key);
+      if (key === undefined) return;
+      bump(this.counts, key);
+      this.open.set(message.request, { key, at: performance.now() });
+    });
+    // Published when the response's headers arrive: the server's answer time plus any wait for a socket.
+    subscribe('http.client.response.finish', (message) => {
+      if (!isRequestMessage(message)) return;
+      const started = this.open.get(message.request);
+      if (!started) return;
+      this.open.delete(message.request);
+      const ms = performance.now() - started.at;
+      const entry = this.waits.get(started.key) ?? { count: 0, totalMs: 0, maxMs: 0 };
+      entry.count++;
+      entry.totalMs += ms;
+      entry.maxMs = Math.max(entry.maxMs, ms);
+      this.waits.set(started.key, entry);
     });
   }
 
@@ -139,6 +157,32 @@ export class HttpRequestCounter {
   snapshot(): Map<string, number> {
     return new Map(this.counts);
   }
+
+  /** A copy of the answer times so far, by key. */
+  latencies(): Map<string, RequestLatency> {
+    return new Map([...this.waits].map(([key, l]) => [key, { ...l }]));
+  }
+}
+
+/** Answer times of the requests of one kind that got an answer. */
+export interface RequestLatency {
+  count: number;
+  totalMs: number;
+  maxMs: number;
+}
+
+/** The latencies of the requests answered between two `latencies()` snapshots (max: over the whole run). */
+export function diffLatencies(
+  after: ReadonlyMap<string, RequestLatency>,
+  before: ReadonlyMap<string, RequestLatency>,
+): Map<string, RequestLatency> {
+  const diff = new Map<string, RequestLatency>();
+  for (const [key, a] of after) {
+    const b = before.get(key) ?? { count: 0, totalMs: 0, maxMs: 0 };
+    if (a.count > b.count)
+      diff.set(key, { count: a.count - b.count, totalMs: a.totalMs - b.totalMs, maxMs: a.maxMs });
+  }
+  return diff;
 }
 
 /** The first value of a request header (node-fetch sets headers as arrays). */
@@ -306,4 +350,59 @@ export function machineSummary(): string {
   const list = cpus();
   const model = list[0]?.model.trim() || 'unknown CPU';
   return `${list.length} cores (${model}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM`;
+}
+
+// ---------------------------------------------------------------------------
+// Watching
+
+/**
+ * Watches `path` until stopped, resuming from the last resourceVersion when
+ * the server ends the stream. After a 410 (an ERROR event) it starts over
+ * without one: the server then replays the current objects as ADDED, and
+ * whatever happened in between is missed -- logged, never hidden.
+ */
+export async function resumingWatch(
+  kc: KubeConfig,
+  path: string,
+  query: Record<string, string>,
+  onEvent: (type: string, object: unknown) => void,
+  log: Log,
+): Promise<{ stop(): void }> {
+  let stopped = false;
+  let resourceVersion: string | undefined;
+  let current: AbortController | undefined;
+  const restart = (err: unknown) => {
+    if (stopped) return;
+    if (err) log(`watch ${path} ended: ${String(err)}; resuming`);
+    void delay(500).then(() => (stopped ? undefined : start()));
+  };
+  const start = async (): Promise<void> => {
+    try {
+      current = await new Watch(kc).watch(
+        path,
+        { ...query, allowWatchBookmarks: true, ...(resourceVersion ? { resourceVersion } : {}) },
+        (type, object: unknown) => {
+          if (type === 'ERROR') {
+            log(`watch ${path}: ${JSON.stringify(object)}; starting over`);
+            resourceVersion = undefined;
+            return;
+          }
+          const rv = (object as { metadata?: { resourceVersion?: string } } | undefined)?.metadata
+            ?.resourceVersion;
+          if (rv) resourceVersion = rv;
+          if (type !== 'BOOKMARK') onEvent(type, object);
+        },
+        restart,
+      );
+    } catch (err) {
+      restart(err);
+    }
+  };
+  await start();
+  return {
+    stop: () => {
+      stopped = true;
+      current?.abort();
+    },
+  };
 }

@@ -59,14 +59,15 @@ async function main(): Promise<number> {
   await createTable(client, tableName);
   log(`environment ready in ${((Date.now() - started) / 1000).toFixed(1)}s`);
 
-  // Lets a test stop and restart the shared kube-apiserver (outage scenarios).
+  // Lets a test stop and restart the shared kube-apiserver (outage scenarios), and then the
+  // controllers, so that their informers' outage backoff does not leak into later tests.
+  const actions: Record<string, () => Promise<void>> = {
+    '/apiserver/stop': () => controlPlane.stopApiServer(),
+    '/apiserver/start': () => controlPlane.startApiServer(),
+    '/controllers/restart': () => controlPlane.restartControllers(),
+  };
   const control = createServer((req, res) => {
-    const action =
-      req.url === '/apiserver/stop'
-        ? controlPlane.stopApiServer()
-        : req.url === '/apiserver/start'
-          ? controlPlane.startApiServer()
-          : undefined;
+    const action = req.url ? actions[req.url]?.() : undefined;
     if (!action || req.method !== 'POST') {
       res.writeHead(404).end();
       return;

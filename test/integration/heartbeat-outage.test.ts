@@ -10,7 +10,7 @@ import { buildDependencies } from '../../lib/app/dependencies.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { heartbeat } from '../../lib/node/heartbeat-entry.ts';
 import type { TickResult } from '../../lib/node/node-controller.ts';
-import { testEnv } from '../support/env.ts';
+import { controlPlane, testEnv } from '../support/env.ts';
 import {
   adminClients,
   deleteNodeAndLease,
@@ -26,15 +26,13 @@ import {
 const env = testEnv();
 const admin = adminClients(env);
 
-async function apiServer(action: 'stop' | 'start'): Promise<void> {
-  const res = await fetch(`${env.controlUrl}/apiserver/${action}`, { method: 'POST' });
-  assert.equal(res.status, 204, `apiserver ${action}: ${await res.text()}`);
-}
+const apiServer = (action: 'stop' | 'start') => controlPlane(`apiserver/${action}`, env);
 
 describe('heartbeat across an API server outage', () => {
   const node = uniqueName('outage');
   after(async () => {
     await apiServer('start');
+    await controlPlane('controllers/restart', env);
     await deleteNodeAndLease(admin, node);
   });
 

@@ -25,7 +25,7 @@ import { LockLostError, LockManager } from '../../lib/lock/lock.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { type PodWatchResult, podWatchLockName } from '../../lib/pod/pod-watch.ts';
 import { WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
-import { testEnv } from '../support/env.ts';
+import { controlPlane, testEnv } from '../support/env.ts';
 import {
   adminClients,
   createTestNamespace,
@@ -48,7 +48,8 @@ before(async () => {
 
 after(async () => {
   await Promise.all(runtimes.map((r) => r.stopAll({ abortRunning: true })));
-  await fetch(`${env.controlUrl}/apiserver/start`, { method: 'POST' }).catch(() => undefined);
+  await apiServer('start');
+  await controlPlane('controllers/restart', env);
   // Nothing runs these pods, so only a forced delete removes them.
   await deleteTestNamespace(admin, namespace);
   await Promise.all(nodes.map((name) => admin.core.deleteNode({ name }).catch(() => undefined)));
@@ -496,10 +497,7 @@ async function etcd<T = unknown>(path: string, body: unknown): Promise<T> {
   return (await res.json()) as T;
 }
 
-async function apiServer(action: 'stop' | 'start'): Promise<void> {
-  const res = await fetch(`${env.controlUrl}/apiserver/${action}`, { method: 'POST' });
-  assert.equal(res.status, 204, `apiserver ${action}: ${await res.text()}`);
-}
+const apiServer = (action: 'stop' | 'start') => controlPlane(`apiserver/${action}`, env);
 
 /** How the API server answers a watch of `node`'s pods from `rv`: the ERROR status, or 'ok'. */
 async function watchStatus(node: string, rv: string): Promise<unknown> {

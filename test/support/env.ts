@@ -24,7 +24,7 @@ export interface TestEnv {
   };
   /** Directory holding the control plane's pid files, for tests that stop/start components. */
   controlPlaneDir: string;
-  /** The orchestrator's control channel: POST /apiserver/stop and /apiserver/start. */
+  /** The orchestrator's control channel: POST /apiserver/stop, /apiserver/start, /controllers/restart. */
   controlUrl: string;
   /** http URL of etcd's client port (its v3 JSON gateway), e.g. to compact it. */
   etcdUrl: string;
@@ -37,4 +37,17 @@ export function testEnv(): TestEnv {
     throw new Error('SVK_TEST_ENV is not set: run integration tests through `npm run test:integration`');
   }
   return JSON.parse(readFileSync(path, 'utf8')) as TestEnv;
+}
+
+export type ControlPlaneAction = 'apiserver/stop' | 'apiserver/start' | 'controllers/restart';
+
+/**
+ * Asks the orchestrator to stop or start the shared kube-apiserver, or to
+ * restart the controller-manager and scheduler. A test that stops the API
+ * server restarts both when it is done, so that the controllers' informer
+ * backoff from the outage does not delay how later tests are judged.
+ */
+export async function controlPlane(action: ControlPlaneAction, env: TestEnv = testEnv()): Promise<void> {
+  const res = await fetch(`${env.controlUrl}/${action}`, { method: 'POST' });
+  if (res.status !== 204) throw new Error(`control plane ${action}: ${res.status} ${await res.text()}`);
 }
