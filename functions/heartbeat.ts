@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { buildDependencies, type Dependencies } from '../lib/app/dependencies.ts';
+import { type Dependencies, loadDependencies } from '../lib/app/dependencies.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { invocationOf } from '../lib/invocation.ts';
@@ -14,7 +14,7 @@ import { heartbeat } from '../lib/node/heartbeat-entry.ts';
 export function createHeartbeatHandler(env: Record<string, string | undefined> = process.env) {
   let deps: Dependencies | undefined;
   return middy(async (event: unknown, context: Context) => {
-    deps ??= buildDependencies(loadConfig(env), { functionName: context.functionName });
+    deps ??= await loadDependencies(loadConfig(env), { functionName: context.functionName });
     parseScheduledEvent(event);
     return heartbeat(deps, invocationOf(context, deps.clock));
   });

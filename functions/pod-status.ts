@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { buildDependencies, type Dependencies } from '../lib/app/dependencies.ts';
+import { type Dependencies, loadDependencies } from '../lib/app/dependencies.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { invocationOf } from '../lib/invocation.ts';
@@ -15,7 +15,7 @@ import { podStatus } from '../lib/pod/pod-status-entry.ts';
 export function createPodStatusHandler(env: Record<string, string | undefined> = process.env) {
   let deps: Dependencies | undefined;
   return middy(async (event: unknown, context: Context) => {
-    deps ??= buildDependencies(loadConfig(env), { functionName: context.functionName });
+    deps ??= await loadDependencies(loadConfig(env), { functionName: context.functionName });
     parseScheduledEvent(event);
     return podStatus(deps, invocationOf(context, deps.clock));
   });

@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { buildDependencies, type Dependencies } from '../lib/app/dependencies.ts';
+import { type Dependencies, loadDependencies } from '../lib/app/dependencies.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { invocationOf } from '../lib/invocation.ts';
 import { podSync } from '../lib/pod/pod-sync.ts';
@@ -14,7 +14,7 @@ import { podSync } from '../lib/pod/pod-sync.ts';
 export function createPodSyncHandler(env: Record<string, string | undefined> = process.env) {
   let deps: Dependencies | undefined;
   return middy(async (event: unknown, context: Context) => {
-    deps ??= buildDependencies(loadConfig(env), { functionName: context.functionName });
+    deps ??= await loadDependencies(loadConfig(env), { functionName: context.functionName });
     return podSync(deps, invocationOf(context, deps.clock), event);
   });
 }

@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { buildDependencies, type Dependencies } from '../lib/app/dependencies.ts';
+import { type Dependencies, loadDependencies } from '../lib/app/dependencies.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { createEventBridgePublisher } from '../lib/events/eventbridge-publisher.ts';
 import type { EventPublisher } from '../lib/events/publisher.ts';
@@ -22,12 +22,13 @@ export function createPodWatchHandler(
   let deps: Dependencies | undefined;
   let publisher: EventPublisher | undefined;
   return middy(async (event: unknown, context: Context) => {
-    deps ??= buildDependencies(loadConfig(env), { functionName: context.functionName });
+    deps ??= await loadDependencies(loadConfig(env), { functionName: context.functionName });
     publisher ??=
       overrides.publisher ??
       createEventBridgePublisher({
         busName: deps.config.events.busName,
         region: deps.config.dynamodb.region,
+        onPublished: (count) => deps?.metrics.eventsPublished(count),
       });
     parseScheduledEvent(event);
     return podWatch(deps, publisher, invocationOf(context, deps.clock));

@@ -80,7 +80,26 @@ export interface Config {
     /** Minimum time between two bookmark writes of one node (always written at the end). */
     bookmarkIntervalMs: number;
   };
-  kube: { kubeconfigPath?: string; requestTimeoutMs: number };
+  /** Cluster access: at most one of a kubeconfig file, secret, parameter or EKS cluster (lib/kube/credentials.ts). */
+  kube: {
+    kubeconfigPath?: string;
+    /** Secrets Manager secret (name or ARN) whose SecretString is the kubeconfig. */
+    kubeconfigSecret?: string;
+    /** SSM parameter (name or ARN), typically a SecureString, whose value is the kubeconfig. */
+    kubeconfigParameter?: string;
+    /** EKS IAM authentication; endpoint and CA from eks:DescribeCluster when not given. */
+    eks?: { clusterName: string; endpoint?: string; caData?: string };
+    requestTimeoutMs: number;
+  };
+  /** CloudWatch Embedded Metric Format lines on stdout (lib/metrics/emf.ts). */
+  metrics: {
+    enabled: boolean;
+    namespace: string;
+    /** Value of the Deployment dimension. */
+    deployment: string;
+    /** LeaseRenewalLag also per node (one custom metric per node). */
+    perNode: boolean;
+  };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** The release of this code, used by the reconciler's gating. */
   release: string;
@@ -256,7 +275,50 @@ const envSchema = z.object({
   SVK_POD_WATCH_BOOKMARK_INTERVAL_MS: wholeNumber(1000, 0, 60000),
   AWS_REGION: z.string().trim().min(1).default('us-east-1'),
   SVK_KUBECONFIG: z.string().trim().min(1, 'must be a path').optional(),
+  SVK_KUBECONFIG_SECRET: z
+    .string()
+    .trim()
+    .regex(
+      /^([A-Za-z0-9/_+=.@-]{1,512}|arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+)$/,
+      'must be a Secrets Manager secret name or ARN',
+    )
+    .optional(),
+  SVK_KUBECONFIG_PARAMETER: z
+    .string()
+    .trim()
+    .regex(
+      /^(\/?[A-Za-z0-9/_.-]{1,2048}|arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter\/[A-Za-z0-9/_.-]+)$/,
+      'must be an SSM parameter name or ARN',
+    )
+    .optional(),
+  SVK_EKS_CLUSTER_NAME: z
+    .string()
+    .trim()
+    .regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/, 'must be an EKS cluster name')
+    .optional(),
+  SVK_EKS_ENDPOINT: z.url({ protocol: /^https$/, message: 'must be an https URL' }).optional(),
+  SVK_EKS_CA_DATA: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be the base64 certificate authority data of the cluster')
+    .optional(),
   SVK_KUBE_REQUEST_TIMEOUT_MS: wholeNumber(5000, 100, 120000),
+  SVK_METRICS: z.enum(['emf', 'off'], { message: 'must be emf or off' }).default('off'),
+  SVK_METRICS_NAMESPACE: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9._/#:-]{1,255}$/, 'must be a CloudWatch namespace (letters, digits, . _ / # : -)')
+    .refine((v) => !v.startsWith('AWS/'), 'must not start with AWS/')
+    .default('ServerlessVirtualKubelet'),
+  SVK_METRICS_NODE_DIMENSION: z
+    .enum(['true', 'false'], { message: 'must be true or false' })
+    .default('true')
+    .transform((v) => v === 'true'),
+  SVK_DEPLOYMENT_NAME: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9._-]{1,255}$/, 'must be letters, digits, . _ -')
+    .default('serverless-virtual-kubelet'),
   SVK_LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       message: 'must be one of fatal, error, warn, info, debug, trace, silent',
@@ -294,6 +356,23 @@ function crossChecks(env: Record<string, string | undefined>): ConfigIssue[] {
       variable: 'SVK_LOCK_POLL_MS',
       message: `must be shorter than SVK_LOCK_LEASE_SECONDS (${lockLease}s)`,
     });
+  }
+  const sources = [
+    'SVK_KUBECONFIG',
+    'SVK_KUBECONFIG_SECRET',
+    'SVK_KUBECONFIG_PARAMETER',
+    'SVK_EKS_CLUSTER_NAME',
+  ];
+  const given = sources.filter((name) => env[name] !== undefined);
+  if (given.length > 1) {
+    issues.push({
+      variable: given.join(', '),
+      message: 'name more than one way to reach the cluster: set only one of them',
+    });
+  }
+  for (const name of ['SVK_EKS_ENDPOINT', 'SVK_EKS_CA_DATA']) {
+    if (env[name] !== undefined && env.SVK_EKS_CLUSTER_NAME === undefined)
+      issues.push({ variable: name, message: 'is only used with SVK_EKS_CLUSTER_NAME, which is not set' });
   }
   return issues;
 }
@@ -360,7 +439,24 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     kube: {
       ...(e.SVK_KUBECONFIG ? { kubeconfigPath: e.SVK_KUBECONFIG } : {}),
+      ...(e.SVK_KUBECONFIG_SECRET ? { kubeconfigSecret: e.SVK_KUBECONFIG_SECRET } : {}),
+      ...(e.SVK_KUBECONFIG_PARAMETER ? { kubeconfigParameter: e.SVK_KUBECONFIG_PARAMETER } : {}),
+      ...(e.SVK_EKS_CLUSTER_NAME
+        ? {
+            eks: {
+              clusterName: e.SVK_EKS_CLUSTER_NAME,
+              ...(e.SVK_EKS_ENDPOINT ? { endpoint: e.SVK_EKS_ENDPOINT } : {}),
+              ...(e.SVK_EKS_CA_DATA ? { caData: e.SVK_EKS_CA_DATA } : {}),
+            },
+          }
+        : {}),
       requestTimeoutMs: e.SVK_KUBE_REQUEST_TIMEOUT_MS,
+    },
+    metrics: {
+      enabled: e.SVK_METRICS === 'emf',
+      namespace: e.SVK_METRICS_NAMESPACE,
+      deployment: e.SVK_DEPLOYMENT_NAME,
+      perNode: e.SVK_METRICS_NODE_DIMENSION,
     },
     logLevel: e.SVK_LOG_LEVEL,
     release: e.SVK_RELEASE,

@@ -109,6 +109,8 @@ export interface PodEventPublisherOptions {
   maxDelayMs?: number;
   clock?: Clock;
   random?: () => number;
+  /** Called with the number of entries the bus accepted, after each publish call (also a failed one). */
+  onPublished?: (count: number) => void;
 }
 
 interface Pending {
@@ -127,6 +129,7 @@ export class PodEventPublisher implements EventPublisher {
   readonly #maxDelayMs: number;
   readonly #clock: Clock;
   readonly #random: () => number;
+  readonly #onPublished: ((count: number) => void) | undefined;
 
   constructor(options: PodEventPublisherOptions) {
     this.#send = options.send;
@@ -137,6 +140,7 @@ export class PodEventPublisher implements EventPublisher {
     this.#maxDelayMs = options.maxDelayMs ?? 2_000;
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
+    this.#onPublished = options.onPublished;
   }
 
   async publish(details: readonly PodEventDetail[], options: { signal?: AbortSignal } = {}): Promise<void> {
@@ -152,6 +156,7 @@ export class PodEventPublisher implements EventPublisher {
         try {
           await this.#clock.sleep(delay * (0.5 + this.#random() / 2), options.signal);
         } catch (err) {
+          this.#onPublished?.(total - givenUp.length - pending.length);
           throw this.#failure([...givenUp, ...pending], total, err);
         }
       }
@@ -187,7 +192,9 @@ export class PodEventPublisher implements EventPublisher {
       });
       pending = failed;
     }
-    if (givenUp.length > 0 || pending.length > 0) {
+    const notPublished = givenUp.length + pending.length;
+    this.#onPublished?.(total - notPublished);
+    if (notPublished > 0) {
       throw this.#failure([...givenUp, ...pending], total, lastRequestError);
     }
   }

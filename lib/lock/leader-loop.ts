@@ -19,6 +19,8 @@ export interface LeaderLoopOptions {
   intervalMs: number;
   /** The holder stops this long before the invocation's deadline, handing over. */
   stopBeforeDeadlineMs: number;
+  /** Called when the lock was taken over from a holder that stopped renewing it (for metrics). */
+  onLockTakeover?: (lock: string) => void;
 }
 
 /** What the holder does: once after taking the lock, then one round per interval. */
@@ -67,7 +69,15 @@ export async function runAsLeader(options: LeaderLoopOptions, work: LeaderWork):
     log.info({ lock }, 'lock held elsewhere until this invocation stopped: stood by');
     return { role: 'standby', rounds: 0 };
   }
-  log.info({ lock, epoch: handle.epoch }, 'lock acquired');
+  if (handle.takenOverFrom !== undefined) {
+    log.warn(
+      { lock, epoch: handle.epoch, previousOwner: handle.takenOverFrom },
+      'lock acquired from a holder that stopped renewing it',
+    );
+    options.onLockTakeover?.(lock);
+  } else {
+    log.info({ lock, epoch: handle.epoch }, 'lock acquired');
+  }
   const holding = new AbortController();
   const stop = AbortSignal.any([signal, holding.signal]);
   const keeper = keepLock(locks, handle, clock, log, stop, holding);

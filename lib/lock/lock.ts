@@ -28,6 +28,8 @@ export interface LockHandle {
   /** Monotonic time by which the holder must have renewed, or stop acting. */
   validUntil: number;
   rvn: string;
+  /** Set when this handle came from taking over a stale lock: the owner that stopped renewing it. */
+  readonly takenOverFrom?: string;
 }
 
 /** The lock was taken over, released by someone else, or deleted: the holder must stop acting. */
@@ -113,7 +115,12 @@ export class LockManager {
       return undefined;
     }
     if (now - seen.since < current.leaseMs) return undefined;
-    return this.write(name, current.epoch + 1, (next) => this.store.replaceIfVersion(current.rvn, next));
+    return this.write(
+      name,
+      current.epoch + 1,
+      (next) => this.store.replaceIfVersion(current.rvn, next),
+      current.owner,
+    );
   }
 
   /**
@@ -175,6 +182,7 @@ export class LockManager {
     name: string,
     epoch: number,
     put: (next: LockRecord) => Promise<void>,
+    takenOverFrom?: string,
   ): Promise<LockHandle | undefined> {
     const started = this.clock.monotonic();
     const next = this.record(name, epoch);
@@ -185,7 +193,14 @@ export class LockManager {
       throw err;
     }
     this.observed.delete(name);
-    return { name, owner: this.owner, epoch, rvn: next.rvn, validUntil: started + this.leaseMs };
+    return {
+      name,
+      owner: this.owner,
+      epoch,
+      rvn: next.rvn,
+      validUntil: started + this.leaseMs,
+      ...(takenOverFrom === undefined ? {} : { takenOverFrom }),
+    };
   }
 
   private record(name: string, epoch: number): LockRecord {

@@ -14,7 +14,7 @@ export function heartbeat(
   invocation: Invocation,
   hooks: Pick<HeartbeatOptions, 'onTick'> = {},
 ): Promise<HeartbeatResult> {
-  const { config, clock, kube, table, provider } = deps;
+  const { config, clock, kube, table, provider, metrics } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
   const controllers = config.nodeNames.map((name) => {
     const nodeLog = log.child({ node: name });
@@ -50,6 +50,11 @@ export function heartbeat(
     lockPollMs: config.lock.pollMs,
     maxParallel: config.heartbeat.maxParallel,
     stopBeforeDeadlineMs: config.heartbeat.stopBeforeDeadlineMs,
-    ...hooks,
+    onLockTakeover: (lock) => metrics.lockTakeover(lock),
+    onTick: (results) => {
+      for (const r of results)
+        if (r.renewalLagMs !== undefined) metrics.leaseRenewalLag(r.node, r.renewalLagMs);
+      hooks.onTick?.(results);
+    },
   });
 }

@@ -22,6 +22,8 @@ export interface HeartbeatOptions {
   stopBeforeDeadlineMs: number;
   /** Called after each tick round, for metrics and tests. */
   onTick?: (results: TickResult[]) => void;
+  /** Called when the heartbeat lock was taken over from a holder that stopped renewing it. */
+  onLockTakeover?: (lock: string) => void;
 }
 
 export type HeartbeatResult = LeaderLoopResult;
@@ -46,6 +48,7 @@ export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult
       lockPollMs: options.lockPollMs,
       intervalMs: options.renewIntervalMs,
       stopBeforeDeadlineMs: options.stopBeforeDeadlineMs,
+      ...(options.onLockTakeover ? { onLockTakeover: options.onLockTakeover } : {}),
     },
     {
       round: async (stop) => {

@@ -27,6 +27,12 @@ export interface TickResult {
   requests: number;
   /** Steps that failed this tick (logged); the next tick tries again. */
   errors?: string[];
+  /**
+   * How long the lease went without renewal: from the renewal before this
+   * tick's (whoever wrote it) to this tick's, or to now when this tick's
+   * failed. Absent when no earlier renewal is known (a lease just created).
+   */
+  renewalLagMs?: number;
 }
 
 const applyOptions = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
@@ -104,6 +110,7 @@ export class NodeController {
     };
     // The lease first: it is what keeps the node Ready. Backing off on it must
     // not hold up the next round of the other nodes.
+    const previousRenewal = this.options.lease.lastRenewTime();
     const leaseRenewed = this.leaseDisabled
       ? false
       : await attempt(
@@ -130,6 +137,11 @@ export class NodeController {
     // Due times count from the tick that wrote, not from when the write ended:
     // ticks are exactly one renew interval apart, a write ends a bit later.
     if (statusWritten) this.lastStatusAt = now;
+    const renewedAt = leaseRenewed ? this.options.lease.lastRenewTime() : clock.now();
+    const renewalLagMs =
+      this.leaseDisabled || previousRenewal === undefined || renewedAt === undefined
+        ? undefined
+        : Math.max(0, renewedAt - previousRenewal);
     return {
       node: this.name,
       leaseRenewed,
@@ -137,6 +149,7 @@ export class NodeController {
       requests: this.requests + this.options.lease.requests,
       ...(this.pingError ? { pingError: this.pingError } : {}),
       ...(errors.length > 0 ? { errors } : {}),
+      ...(renewalLagMs === undefined ? {} : { renewalLagMs }),
     };
   }
 

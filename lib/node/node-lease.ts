@@ -44,6 +44,18 @@ export class NodeLease {
 
   constructor(private readonly options: NodeLeaseOptions) {}
 
+  /**
+   * Wall-clock epoch ms of the renewal the lease last carried, as this
+   * invocation last read or wrote it (the previous holder's, right after a
+   * takeover); undefined before the lease was read.
+   */
+  lastRenewTime(): number | undefined {
+    const renewTime = this.lease?.spec?.renewTime;
+    if (renewTime === undefined) return undefined;
+    const ms = new Date(renewTime).getTime();
+    return Number.isNaN(ms) ? undefined : ms;
+  }
+
   /** Tells the lease which Node uid to own it; a new uid (re-registration) is written on the next renewal. */
   setNodeUid(uid: string | undefined): void {
     this.nodeUid = uid;

@@ -67,6 +67,7 @@ export async function podStatus(
       lockPollMs: config.lock.pollMs,
       intervalMs: config.pods.statusIntervalMs,
       stopBeforeDeadlineMs: config.pods.statusStopBeforeDeadlineMs,
+      onLockTakeover: (lock) => deps.metrics.lockTakeover(lock),
     },
     {
       round: async (stop, number) => {

@@ -556,8 +556,10 @@ export async function podSync(
   invocation: Invocation,
   event: unknown,
 ): Promise<SyncResult> {
-  const { config, clock, kube, table, pods } = deps;
+  const { config, clock, kube, table, pods, metrics } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
+  const started = clock.monotonic();
+  metrics.eventsConsumed(1);
   let detail: ReturnType<typeof parsePodEvent>['detail'];
   try {
     detail = parsePodEvent(event).detail;
@@ -583,5 +585,12 @@ export async function podSync(
     },
     signal: invocation.signal,
   });
-  return reconciler.reconcile(detail.namespace, detail.name);
+  try {
+    const result = await reconciler.reconcile(detail.namespace, detail.name);
+    metrics.podSyncLatency(clock.monotonic() - started, result.outcome);
+    return result;
+  } catch (err) {
+    metrics.podSyncLatency(clock.monotonic() - started, err instanceof Error ? err.name : 'error');
+    throw err;
+  }
 }

@@ -29,6 +29,8 @@ export interface PodWatchLoopOptions {
   stopAt: number;
   /** Aborts when the invocation is killed or times out. */
   signal: AbortSignal;
+  /** Called when a node's lock was taken over from a holder that stopped renewing it (for metrics). */
+  onLockTakeover?: (lock: string) => void;
 }
 
 export interface PodWatchResult {
@@ -63,7 +65,15 @@ export async function runPodWatch(options: PodWatchLoopOptions): Promise<PodWatc
         continue;
       }
       if (!handle) continue;
-      log.info({ node, epoch: handle.epoch }, 'pod watch lock acquired');
+      if (handle.takenOverFrom !== undefined) {
+        log.warn(
+          { node, epoch: handle.epoch, previousOwner: handle.takenOverFrom },
+          'pod watch lock acquired from a holder that stopped renewing it',
+        );
+        options.onLockTakeover?.(handle.name);
+      } else {
+        log.info({ node, epoch: handle.epoch }, 'pod watch lock acquired');
+      }
       const watching = options
         .watch(node, handle)
         .then(
@@ -122,6 +132,7 @@ export function podWatch(
     maxParallel: config.podWatch.maxParallel,
     stopAt,
     signal: invocation.signal,
+    onLockTakeover: (lock) => deps.metrics.lockTakeover(lock),
     watch: (node, handle) =>
       watchNode({
         node,

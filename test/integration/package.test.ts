@@ -17,6 +17,7 @@ interface Resource {
 describe('serverless package (offline, no AWS credentials)', () => {
   const out = mkdtempSync(join(tmpdir(), 'svk-package-'));
   let resources: Record<string, Resource> = {};
+  let conditions: Record<string, unknown> = {};
 
   before(async () => {
     const env = { ...process.env };
@@ -33,7 +34,16 @@ describe('serverless package (offline, no AWS credentials)', () => {
     );
     const template = JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
     resources = template.Resources;
+    conditions = template.Conditions ?? {};
   });
+
+  const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+  const FUNCTIONS = {
+    HeartbeatLambdaFunction: { role: 'HeartbeatRole', logGroup: 'HeartbeatLogGroup' },
+    PodWatchLambdaFunction: { role: 'PodWatchRole', logGroup: 'PodWatchLogGroup' },
+    PodSyncLambdaFunction: { role: 'PodSyncRole', logGroup: 'PodSyncLogGroup' },
+    PodStatusLambdaFunction: { role: 'PodStatusRole', logGroup: 'PodStatusLogGroup' },
+  };
 
   after(() => rmSync(out, { recursive: true, force: true }));
 
@@ -104,6 +114,165 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.deepEqual(config.Properties.DestinationConfig, {
       OnFailure: { Destination: { 'Fn::GetAtt': ['PodSyncDeadLetterQueue', 'Arn'] } },
     });
+  });
+
+  it('gives every function its own role, bounded concurrency where it must be, and sized memory', () => {
+    assert.equal(resources.IamRoleLambdaExecution, undefined, 'no shared execution role');
+    for (const [fn, { role }] of Object.entries(FUNCTIONS)) {
+      const props = resources[fn]?.Properties ?? {};
+      assert.deepEqual(props.Role, { 'Fn::GetAtt': [role, 'Arn'] }, fn);
+      assert.equal(resources[role]?.Type, 'AWS::IAM::Role', role);
+      assert.ok(typeof props.MemorySize === 'number' && props.MemorySize >= 256, `${fn} memory`);
+      assert.ok(typeof props.ReservedConcurrentExecutions === 'number', `${fn} reserved concurrency`);
+      const env = (props.Environment as { Variables: Record<string, unknown> }).Variables;
+      assert.equal(env.SVK_METRICS, 'emf');
+      assert.equal(env.SVK_DEPLOYMENT_NAME, 'serverless-virtual-kubelet-ci');
+      assert.equal(env.SVK_KUBECONFIG, undefined, 'no kubeconfig path or content in the environment');
+    }
+    assert.equal(resources.PodSyncLambdaFunction?.Properties.Timeout, 60);
+    for (const group of Object.values(FUNCTIONS).map((f) => f.logGroup)) {
+      assert.equal(resources[group]?.Properties.RetentionInDays, 14, group);
+    }
+  });
+
+  it('names specific actions and specific resources in every IAM statement', () => {
+    type Statement = { Effect: string; Action: string | string[]; Resource: unknown };
+    const statements: Array<[string, Statement]> = [];
+    const collect = (owner: string, doc: unknown) => {
+      for (const st of (doc as { Statement: unknown[] }).Statement) {
+        // A statement present only under a condition: Fn::If [cond, statement, NoValue].
+        const s = (st as Record<string, unknown>)['Fn::If']
+          ? (st as { 'Fn::If': unknown[] })['Fn::If'][1]
+          : st;
+        statements.push([owner, s as Statement]);
+      }
+    };
+    for (const [name, r] of ofType('AWS::IAM::ManagedPolicy')) collect(name, r.Properties.PolicyDocument);
+    for (const [name, r] of ofType('AWS::IAM::Role')) {
+      for (const p of (r.Properties.Policies as Array<{ PolicyDocument: unknown }>) ?? [])
+        collect(name, p.PolicyDocument);
+    }
+    assert.ok(statements.length >= 12, `found ${statements.length} statements`);
+    for (const [owner, st] of statements) {
+      assert.equal(st.Effect, 'Allow', owner);
+      const actions = Array.isArray(st.Action) ? st.Action : [st.Action];
+      for (const action of actions)
+        assert.match(action, /^[a-z0-9-]+:[A-Za-z]+$/, `${owner}: action ${action}`);
+      const resourcesOf = Array.isArray(st.Resource) ? st.Resource : [st.Resource];
+      assert.ok(resourcesOf.length > 0, owner);
+      for (const resource of resourcesOf) {
+        const text = JSON.stringify(resource);
+        assert.notEqual(resource, '*', `${owner}: resource *`);
+        assert.doesNotMatch(text, /^"arn:[^"]*:\*"$/, `${owner}: wildcard resource ${text}`);
+      }
+    }
+    const byOwner = (owner: string) =>
+      statements
+        .filter(([o]) => o === owner)
+        .flatMap(([, st]) => (Array.isArray(st.Action) ? st.Action : [st.Action]))
+        .sort();
+    assert.deepEqual(byOwner('StateTablePolicy'), [
+      'dynamodb:ConditionCheckItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ]);
+    assert.deepEqual(byOwner('PodWatchRole'), [
+      'events:PutEvents',
+      'logs:CreateLogStream',
+      'logs:PutLogEvents',
+    ]);
+    assert.deepEqual(byOwner('PodSyncRole'), [
+      'logs:CreateLogStream',
+      'logs:PutLogEvents',
+      'sqs:SendMessage',
+    ]);
+    assert.deepEqual(byOwner('HeartbeatRole'), ['logs:CreateLogStream', 'logs:PutLogEvents']);
+    assert.deepEqual(byOwner('ClusterAccessPolicy'), [
+      'eks:DescribeCluster',
+      'kms:Decrypt',
+      'secretsmanager:GetSecretValue',
+      'ssm:GetParameter',
+    ]);
+    const resourceOf = (owner: string, action: string) =>
+      statements.find(([o, st]) => o === owner && [st.Action].flat().includes(action))?.[1].Resource;
+    assert.deepEqual(resourceOf('StateTablePolicy', 'dynamodb:GetItem'), [
+      { 'Fn::GetAtt': ['StateTable', 'Arn'] },
+    ]);
+    assert.deepEqual(resourceOf('PodWatchRole', 'events:PutEvents'), [
+      { 'Fn::GetAtt': ['PodEventBus', 'Arn'] },
+    ]);
+    assert.deepEqual(resourceOf('PodSyncRole', 'sqs:SendMessage'), [
+      { 'Fn::GetAtt': ['PodSyncDeadLetterQueue', 'Arn'] },
+    ]);
+    assert.deepEqual(resourceOf('PodStatusRole', 'dynamodb:Query'), [
+      { 'Fn::Sub': `$\{StateTable.Arn}/index/gsi1` },
+    ]);
+    for (const [fn, { role, logGroup }] of Object.entries(FUNCTIONS)) {
+      assert.deepEqual(resourceOf(role, 'logs:PutLogEvents'), [{ 'Fn::GetAtt': [logGroup, 'Arn'] }], fn);
+    }
+    // Without cluster access configured (this package), the credential policy is not created.
+    assert.equal(
+      (resources.ClusterAccessPolicy as unknown as { Condition: string }).Condition,
+      'HasClusterAccess',
+    );
+    assert.ok(conditions.HasClusterAccess);
+  });
+
+  it('lets only the event rules of this deployment write to the dead-letter queue', () => {
+    const doc = resources.PodSyncDeadLetterQueuePolicy?.Properties.PolicyDocument as {
+      Statement: Array<Record<string, unknown>>;
+    };
+    const [st] = doc.Statement;
+    assert.deepEqual(st?.Principal, { Service: 'events.amazonaws.com' });
+    assert.deepEqual(st?.Condition, {
+      ArnLike: {
+        'aws:SourceArn': {
+          'Fn::Sub': `arn:$\{AWS::Partition}:events:$\{AWS::Region}:$\{AWS::AccountId}:rule/serverless-virtual-kubelet-ci/*`,
+        },
+      },
+    });
+  });
+
+  it('alarms on the dead-letter queue, the errors of every function and lease renewal lag, with a dashboard', () => {
+    const alarms = Object.fromEntries(ofType('AWS::CloudWatch::Alarm'));
+    const dlq = alarms.PodSyncDeadLetterAlarm?.Properties;
+    assert.equal(dlq?.MetricName, 'ApproximateNumberOfMessagesVisible');
+    assert.deepEqual(dlq?.Dimensions, [
+      { Name: 'QueueName', Value: { 'Fn::GetAtt': ['PodSyncDeadLetterQueue', 'QueueName'] } },
+    ]);
+    const lag = alarms.LeaseRenewalLagAlarm?.Properties;
+    assert.equal(lag?.Namespace, 'ServerlessVirtualKubelet');
+    assert.equal(lag?.MetricName, 'LeaseRenewalLag');
+    assert.deepEqual(lag?.Dimensions, [{ Name: 'Deployment', Value: 'serverless-virtual-kubelet-ci' }]);
+    assert.ok((lag?.Threshold as number) < 40_000, 'below the node lifecycle grace period');
+    assert.equal(lag?.TreatMissingData, 'breaching', 'no heartbeat at all is an alarm too');
+    for (const fn of Object.keys(FUNCTIONS)) {
+      const errors = Object.values(alarms).find(
+        (a) => a.Properties.MetricName === 'Errors' && JSON.stringify(a.Properties.Dimensions).includes(fn),
+      );
+      assert.ok(errors, `an Errors alarm for ${fn}`);
+    }
+    const [[, dashboard] = []] = ofType('AWS::CloudWatch::Dashboard');
+    assert.ok(dashboard, 'a dashboard');
+    const body0 = dashboard.Properties.DashboardBody as { 'Fn::Sub': [string, object] };
+    const [text, values] = body0['Fn::Sub'];
+    const body = text.replace(/\$\{[A-Za-z:]+\}/g, '0');
+    assert.doesNotThrow(() => JSON.parse(body), 'the dashboard body is JSON once substituted');
+    assert.ok('Deployment' in values);
+    for (const metric of [
+      'LeaseRenewalLag',
+      'PodSyncLatency',
+      'EventsPublished',
+      'EventsConsumed',
+      'ProviderErrors',
+      'LockTakeovers',
+      'ApproximateNumberOfMessagesVisible',
+    ]) {
+      assert.ok(body.includes(metric), `dashboard shows ${metric}`);
+    }
   });
 
   it('bundles the heartbeat as one ESM file', () => {

@@ -1,0 +1,158 @@
+/**
+ * The EKS bearer token: the exact presigned STS GetCallerIdentity URL for a
+ * fixed clock and fixed credentials, its signature recomputed here by hand
+ * from the SigV4 rules (not through the signer under test), and the token
+ * framing `k8s-aws-v1.` + unpadded base64url.
+ */
+import assert from 'node:assert/strict';
+import { createHash, createHmac } from 'node:crypto';
+import { describe, it } from 'node:test';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Clock } from '../../lib/clock.ts';
+import type { ClusterCredentialSources } from '../../lib/kube/aws-credential-sources.ts';
+import { loadClusterKubeConfig, TOKEN_REFRESH_MARGIN_MS } from '../../lib/kube/credentials.ts';
+import { createEksToken, EKS_TOKEN_PREFIX, TOKEN_VALIDITY_MS } from '../../lib/kube/eks-token.ts';
+
+const credentials = {
+  accessKeyId: 'AKIDEXAMPLE',
+  secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
+  sessionToken: 'FwoGZXIvYXdzE/session+token=',
+};
+const now = Date.UTC(2024, 0, 2, 3, 4, 5);
+
+const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
+const hmac = (key: Buffer | string, s: string) => createHmac('sha256', key).update(s, 'utf8').digest();
+
+/** SigV4 query signature, from the AWS documentation's steps. */
+function expectedSignature(query: string, clusterName: string): string {
+  const canonicalRequest = [
+    'GET',
+    '/',
+    query,
+    'host:sts.us-west-2.amazonaws.com',
+    `x-k8s-aws-id:${clusterName}`,
+    '',
+    'host;x-k8s-aws-id',
+    sha256(''),
+  ].join('\n');
+  const stringToSign = [
+    'AWS4-HMAC-SHA256',
+    '20240102T030405Z',
+    '20240102/us-west-2/sts/aws4_request',
+    sha256(canonicalRequest),
+  ].join('\n');
+  let key = hmac(`AWS4${credentials.secretAccessKey}`, '20240102');
+  for (const part of ['us-west-2', 'sts', 'aws4_request']) key = hmac(key, part);
+  return createHmac('sha256', key).update(stringToSign, 'utf8').digest('hex');
+}
+
+describe('EKS token', () => {
+  it('is the presigned GetCallerIdentity URL, header x-k8s-aws-id signed, expiring in 60 s', async () => {
+    const { token, url, expiresAt } = await createEksToken({
+      clusterName: 'my-cluster',
+      region: 'us-west-2',
+      credentials,
+      now,
+    });
+    const unsigned =
+      'Action=GetCallerIdentity&Version=2011-06-15&X-Amz-Algorithm=AWS4-HMAC-SHA256' +
+      '&X-Amz-Credential=AKIDEXAMPLE%2F20240102%2Fus-west-2%2Fsts%2Faws4_request' +
+      '&X-Amz-Date=20240102T030405Z&X-Amz-Expires=60' +
+      '&X-Amz-Security-Token=FwoGZXIvYXdzE%2Fsession%2Btoken%3D' +
+      '&X-Amz-SignedHeaders=host%3Bx-k8s-aws-id';
+    const signature = expectedSignature(unsigned, 'my-cluster');
+    assert.equal(
+      url,
+      'https://sts.us-west-2.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15' +
+        '&X-Amz-Algorithm=AWS4-HMAC-SHA256' +
+        '&X-Amz-Credential=AKIDEXAMPLE%2F20240102%2Fus-west-2%2Fsts%2Faws4_request' +
+        '&X-Amz-Date=20240102T030405Z&X-Amz-Expires=60' +
+        '&X-Amz-Security-Token=FwoGZXIvYXdzE%2Fsession%2Btoken%3D' +
+        `&X-Amz-Signature=${signature}` +
+        '&X-Amz-SignedHeaders=host%3Bx-k8s-aws-id',
+    );
+    assert.match(signature, /^[0-9a-f]{64}$/);
+    assert.equal(expiresAt, now + TOKEN_VALIDITY_MS);
+    assert.ok(token.startsWith(EKS_TOKEN_PREFIX));
+    const encoded = token.slice(EKS_TOKEN_PREFIX.length);
+    assert.match(encoded, /^[A-Za-z0-9_-]+$/, 'base64url without padding');
+    assert.equal(Buffer.from(encoded, 'base64url').toString('utf8'), url);
+  });
+
+  it('without a session token, leaves X-Amz-Security-Token out of the signed query', async () => {
+    const { url } = await createEksToken({
+      clusterName: 'c1',
+      region: 'us-west-2',
+      credentials: { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
+      now,
+    });
+    assert.doesNotMatch(url, /Security-Token/);
+    const unsigned =
+      'Action=GetCallerIdentity&Version=2011-06-15&X-Amz-Algorithm=AWS4-HMAC-SHA256' +
+      '&X-Amz-Credential=AKIDEXAMPLE%2F20240102%2Fus-west-2%2Fsts%2Faws4_request' +
+      '&X-Amz-Date=20240102T030405Z&X-Amz-Expires=60&X-Amz-SignedHeaders=host%3Bx-k8s-aws-id';
+    assert.ok(url.includes(`X-Amz-Signature=${expectedSignature(unsigned, 'c1')}&`));
+  });
+});
+
+describe('EKS cluster access', () => {
+  function fakeSources(calls: string[]): ClusterCredentialSources {
+    return {
+      secretString: async () => assert.fail('not used'),
+      parameterValue: async () => assert.fail('not used'),
+      describeCluster: async (name) => {
+        calls.push(`describe ${name}`);
+        return { endpoint: 'https://ABC.gr7.us-west-2.eks.amazonaws.com', caData: 'Y2E=' };
+      },
+      credentials: async () => {
+        calls.push('credentials');
+        return credentials;
+      },
+    };
+  }
+  const clockAt = (t: { now: number }): Clock => ({
+    now: () => t.now,
+    monotonic: () => t.now,
+    sleep: async () => {},
+  });
+
+  it('describes the cluster once, and signs a token into each request until it is near expiry', async () => {
+    const calls: string[] = [];
+    const t = { now };
+    const kc: KubeConfig = await loadClusterKubeConfig(
+      { eks: { clusterName: 'my-cluster' } },
+      { region: 'us-west-2', clock: clockAt(t), sources: fakeSources(calls) },
+    );
+    assert.equal(kc.getCurrentCluster()?.server, 'https://ABC.gr7.us-west-2.eks.amazonaws.com');
+    assert.equal(kc.getCurrentCluster()?.caData, 'Y2E=');
+    const header = async () => {
+      const opts: { headers?: Record<string, string> } = {};
+      await kc.applyToHTTPSOptions(opts);
+      return opts.headers?.Authorization ?? '';
+    };
+    const first = await header();
+    const expected = await createEksToken({
+      clusterName: 'my-cluster',
+      region: 'us-west-2',
+      credentials,
+      now,
+    });
+    assert.equal(first, `Bearer ${expected.token}`);
+    t.now += TOKEN_VALIDITY_MS - TOKEN_REFRESH_MARGIN_MS - 1;
+    assert.equal(await header(), first, 'reused while far from expiry');
+    t.now += 1;
+    const renewed = await header();
+    assert.notEqual(renewed, first, 'made anew before it expires');
+    assert.deepEqual(calls, ['describe my-cluster', 'credentials', 'credentials']);
+  });
+
+  it('uses the configured endpoint and CA without describing the cluster', async () => {
+    const calls: string[] = [];
+    const kc = await loadClusterKubeConfig(
+      { eks: { clusterName: 'c', endpoint: 'https://x.example', caData: 'Q0E=' } },
+      { region: 'eu-west-1', clock: clockAt({ now }), sources: fakeSources(calls) },
+    );
+    assert.equal(kc.getCurrentCluster()?.server, 'https://x.example');
+    assert.deepEqual(calls, []);
+  });
+});
