@@ -203,7 +203,7 @@ export class ClusterReconciler {
       log: nodeLog,
     });
     await controller.start(signal);
-    nodeLog.warn('node was missing: registered it again');
+    nodeLog.info('Node missing (new, or deleted behind our back): registered it');
     return true;
   }
 
