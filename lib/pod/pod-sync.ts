@@ -580,6 +580,19 @@ export function createPodReconciler(
 const DEADLINE_MARGIN_MS = 3_000;
 
 /**
+ * The pod event's detail. A malformed event is logged and rejected
+ * (InvalidEventError), before anything is written.
+ */
+export function validPodSyncEvent(log: Logger, event: unknown): ReturnType<typeof parsePodEvent>['detail'] {
+  try {
+    return parsePodEvent(event).detail;
+  } catch (err) {
+    log.error({ err }, 'rejected pod event: nothing done, the event goes to the dead-letter queue');
+    throw err;
+  }
+}
+
+/**
  * The pod-sync function's entry point: validates the EventBridge event
  * (InvalidEventError, logged, sends it to the dead-letter queue, nothing
  * written), then reconciles the key it names.
@@ -590,13 +603,7 @@ export async function podSync(
   event: unknown,
 ): Promise<SyncResult> {
   const log = deps.log.child({ requestId: invocation.requestId });
-  let detail: ReturnType<typeof parsePodEvent>['detail'];
-  try {
-    detail = parsePodEvent(event).detail;
-  } catch (err) {
-    log.error({ err }, 'rejected pod event: nothing done, the event goes to the dead-letter queue');
-    throw err;
-  }
+  const detail = validPodSyncEvent(log, event);
   const reconciler = createPodReconciler(deps, {
     log: log.child({ event: detail.type, resourceVersion: detail.resourceVersion }),
     owner: invocation.requestId,
