@@ -5,6 +5,7 @@ import { loadConfig } from '../lib/config/config.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { invocationOf } from '../lib/invocation.ts';
 import { heartbeat } from '../lib/node/heartbeat-entry.ts';
+import { whenReleaseMayAct } from '../lib/release/gate.ts';
 
 /**
  * Scheduled every minute: renews the virtual nodes' leases and status until
@@ -16,7 +17,7 @@ export function createHeartbeatHandler(env: Record<string, string | undefined> =
   return middy(async (event: unknown, context: Context) => {
     deps ??= await loadDependencies(loadConfig(env), { functionName: context.functionName });
     parseScheduledEvent(event);
-    return heartbeat(deps, invocationOf(context, deps.clock));
+    return whenReleaseMayAct(deps, invocationOf(context, deps.clock), heartbeat);
   });
 }
 

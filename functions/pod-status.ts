@@ -5,6 +5,7 @@ import { loadConfig } from '../lib/config/config.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { invocationOf } from '../lib/invocation.ts';
 import { podStatus } from '../lib/pod/pod-status-entry.ts';
+import { whenReleaseMayAct } from '../lib/release/gate.ts';
 
 /**
  * Scheduled every minute: polls the provider every few seconds and writes
@@ -17,7 +18,7 @@ export function createPodStatusHandler(env: Record<string, string | undefined> =
   return middy(async (event: unknown, context: Context) => {
     deps ??= await loadDependencies(loadConfig(env), { functionName: context.functionName });
     parseScheduledEvent(event);
-    return podStatus(deps, invocationOf(context, deps.clock));
+    return whenReleaseMayAct(deps, invocationOf(context, deps.clock), podStatus);
   });
 }
 

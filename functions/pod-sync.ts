@@ -3,7 +3,8 @@ import type { Context } from 'aws-lambda';
 import { type Dependencies, loadDependencies } from '../lib/app/dependencies.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { invocationOf } from '../lib/invocation.ts';
-import { podSync } from '../lib/pod/pod-sync.ts';
+import { podSync, validPodSyncEvent } from '../lib/pod/pod-sync.ts';
+import { whenReleaseMayAct } from '../lib/release/gate.ts';
 
 /**
  * Triggered by the pod event rule: reconciles the one pod key an event names.
@@ -15,7 +16,9 @@ export function createPodSyncHandler(env: Record<string, string | undefined> = p
   let deps: Dependencies | undefined;
   return middy(async (event: unknown, context: Context) => {
     deps ??= await loadDependencies(loadConfig(env), { functionName: context.functionName });
-    return podSync(deps, invocationOf(context, deps.clock), event);
+    // Validated before the release gate records anything: bad input writes nothing.
+    validPodSyncEvent(deps.log.child({ requestId: context.awsRequestId }), event);
+    return whenReleaseMayAct(deps, invocationOf(context, deps.clock), (d, i) => podSync(d, i, event));
   });
 }
 

@@ -7,6 +7,7 @@ import type { EventPublisher } from '../lib/events/publisher.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { invocationOf } from '../lib/invocation.ts';
 import { podWatch } from '../lib/pod/pod-watch.ts';
+import { whenReleaseMayAct } from '../lib/release/gate.ts';
 
 /**
  * Scheduled every minute: lists and watches the virtual nodes' pods and
@@ -31,7 +32,8 @@ export function createPodWatchHandler(
         onPublished: (count) => deps?.metrics.eventsPublished(count),
       });
     parseScheduledEvent(event);
-    return podWatch(deps, publisher, invocationOf(context, deps.clock));
+    const events = publisher;
+    return whenReleaseMayAct(deps, invocationOf(context, deps.clock), (d, i) => podWatch(d, events, i));
   });
 }
 

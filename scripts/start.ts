@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   say(`DynamoDB Local: ${dynamo.endpoint} (table ${TABLE}, data in ${join(dir, 'dynamodb')})`);
   say(`kube-apiserver: ${controlPlane.server}`);
   say(
-    `running: heartbeat, pod-watch and pod-status every minute, pod-sync on pod events, for node(s) ${process.env.SVK_NODE_NAMES ?? 'virtual-kubelet'}`,
+    `running: heartbeat, pod-watch, pod-status and reconcile every minute, pod-sync on pod events, for node(s) ${process.env.SVK_NODE_NAMES ?? 'virtual-kubelet'}`,
   );
   say(`try: kubectl --kubeconfig ${controlPlane.adminKubeconfig} get nodes -o wide`);
   say('Ctrl-C stops everything');

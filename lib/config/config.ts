@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import packageJson from '../../package.json' with { type: 'json' };
+import { isRelease, releaseLessThan } from '../release/release.ts';
 import {
   dns1123SubdomainError,
   isQuantity,
@@ -101,8 +103,25 @@ export interface Config {
     perNode: boolean;
   };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-  /** The release of this code, used by the reconciler's gating. */
+  /** The release of this code (`major.minor.patch`), used by the reconciler's gating. */
   release: string;
+  /** Rolling-upgrade gating (seed 004): see README, "Reconciler and rolling upgrades". */
+  gating: {
+    /** The reconciler of this release raises the status's minimum compatible release to this. */
+    minCompatibleRelease: string;
+    /** Functions of this release act only on state reconciled by at least this release. */
+    requiredReconcilerRelease: string;
+    /** One record of a running release counts this long; longer than the longest invocation. */
+    releaseRecordTtlMs: number;
+  };
+  reconcile: {
+    /** The leader runs reconcileAll this often after the first success. */
+    intervalMs: number;
+    /** A new leader waits this long when a status exists (the previous leader's requests in flight). */
+    leaderWaitMs: number;
+    /** The leader stops this long before the invocation's deadline, handing over. */
+    stopBeforeDeadlineMs: number;
+  };
 }
 
 /** One environment variable that failed validation. */
@@ -231,6 +250,30 @@ function taints(providerName: string) {
     });
 }
 
+/**
+ * The release of this code: package.json's version, so that bumping it is
+ * the one step of cutting a release.
+ */
+export const PACKAGE_RELEASE: string = packageJson.version;
+/**
+ * Raise with the release whose reconciled state older releases must not act
+ * on (seed 004's minApiserverRelease).
+ */
+export const DEFAULT_MIN_COMPATIBLE_RELEASE = '0.1.0';
+/**
+ * Raise with the release whose functions need state reconciled by a
+ * reconciler of at least that release (seed 004's minReconcilerRelease).
+ */
+export const DEFAULT_REQUIRED_RECONCILER_RELEASE = '0.1.0';
+
+function release(defaultValue: string) {
+  return z
+    .string()
+    .trim()
+    .refine(isRelease, 'must be a version like 1.2.3 (major.minor.patch)')
+    .default(defaultValue);
+}
+
 const ipv4 = z.ipv4({ message: 'must be an IPv4 address' }).optional();
 
 const envSchema = z.object({
@@ -324,11 +367,13 @@ const envSchema = z.object({
       message: 'must be one of fatal, error, warn, info, debug, trace, silent',
     })
     .default('info'),
-  SVK_RELEASE: z
-    .string()
-    .trim()
-    .regex(/^\d+\.\d+\.\d+$/, 'must be a version like 1.2.3')
-    .default('0.1.0'),
+  SVK_RELEASE: release(PACKAGE_RELEASE),
+  SVK_MIN_COMPATIBLE_RELEASE: release(DEFAULT_MIN_COMPATIBLE_RELEASE),
+  SVK_REQUIRED_RECONCILER_RELEASE: release(DEFAULT_REQUIRED_RECONCILER_RELEASE),
+  SVK_RELEASE_RECORD_TTL_SECONDS: wholeNumber(300, 10, 86400),
+  SVK_RECONCILE_INTERVAL_SECONDS: wholeNumber(30, 1, 3600),
+  SVK_RECONCILE_LEADER_WAIT_MS: wholeNumber(5000, 0, 120000),
+  SVK_RECONCILE_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
 });
 
 const DEFAULTS = { lease: 40, renew: 10, lockLease: 15, lockPoll: 1000 };
@@ -373,6 +418,17 @@ function crossChecks(env: Record<string, string | undefined>): ConfigIssue[] {
   for (const name of ['SVK_EKS_ENDPOINT', 'SVK_EKS_CA_DATA']) {
     if (env[name] !== undefined && env.SVK_EKS_CLUSTER_NAME === undefined)
       issues.push({ variable: name, message: 'is only used with SVK_EKS_CLUSTER_NAME, which is not set' });
+  }
+  const own = (env.SVK_RELEASE ?? PACKAGE_RELEASE).trim();
+  for (const [variable, fallback] of [
+    ['SVK_MIN_COMPATIBLE_RELEASE', DEFAULT_MIN_COMPATIBLE_RELEASE],
+    ['SVK_REQUIRED_RECONCILER_RELEASE', DEFAULT_REQUIRED_RECONCILER_RELEASE],
+  ] as const) {
+    const value = (env[variable] ?? fallback).trim();
+    // Above its own release, a release could never act (or never let itself act).
+    if (isRelease(own) && isRelease(value) && releaseLessThan(own, value)) {
+      issues.push({ variable, message: `(${value}) must not exceed SVK_RELEASE (${own})` });
+    }
   }
   return issues;
 }
@@ -460,5 +516,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     logLevel: e.SVK_LOG_LEVEL,
     release: e.SVK_RELEASE,
+    gating: {
+      minCompatibleRelease: e.SVK_MIN_COMPATIBLE_RELEASE,
+      requiredReconcilerRelease: e.SVK_REQUIRED_RECONCILER_RELEASE,
+      releaseRecordTtlMs: e.SVK_RELEASE_RECORD_TTL_SECONDS * 1000,
+    },
+    reconcile: {
+      intervalMs: e.SVK_RECONCILE_INTERVAL_SECONDS * 1000,
+      leaderWaitMs: e.SVK_RECONCILE_LEADER_WAIT_MS,
+      stopBeforeDeadlineMs: e.SVK_RECONCILE_STOP_BEFORE_DEADLINE_MS,
+    },
   };
 }

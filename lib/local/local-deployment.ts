@@ -2,6 +2,7 @@ import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
 import { createPodStatusHandler } from '../../functions/pod-status.ts';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
 import { createPodWatchHandler } from '../../functions/pod-watch.ts';
+import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts';
 import { LocalEventBus } from './event-bus.ts';
 import type { InvocationResult, Invocation as RuntimeInvocation } from './lambda-function.ts';
@@ -11,7 +12,7 @@ import { createLocalBusPublisher } from './local-bus-publisher.ts';
 export interface LocalDeploymentOptions {
   /** The functions' environment (their configuration). */
   env: Record<string, string | undefined>;
-  /** Schedule of heartbeat, pod-watch and pod-status; 60 s as in serverless.yml. */
+  /** Schedule of heartbeat, pod-watch, pod-status and reconcile; 60 s as in serverless.yml. */
   rateMs?: number;
   /** Timeout of the scheduled functions; 130 s as in serverless.yml. */
   timeoutMs?: number;
@@ -48,6 +49,7 @@ export class LocalDeployment {
     this.runtime.register({ name: 'heartbeat', handler: heartbeat, timeoutMs });
     this.runtime.register({ name: 'pod-watch', handler: podWatch, timeoutMs });
     this.runtime.register({ name: 'pod-status', handler: podStatus, timeoutMs });
+    this.runtime.register({ name: 'reconcile', handler: createReconcileHandler(options.env), timeoutMs });
     this.runtime.register({ name: 'pod-sync', handler: podSync, timeoutMs: 60_000 });
     this.bus.addRule({
       name: 'pod-sync',
@@ -57,7 +59,7 @@ export class LocalDeployment {
   }
 
   /** Starts the schedules, each firing at once and then every rate. */
-  start(functions: readonly string[] = ['heartbeat', 'pod-watch', 'pod-status']): void {
+  start(functions: readonly string[] = ['heartbeat', 'pod-watch', 'pod-status', 'reconcile']): void {
     for (const name of functions) {
       this.schedules.push(this.runtime.schedule(name, { rateMs: this.rateMs, startImmediately: true }));
     }

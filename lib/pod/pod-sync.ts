@@ -543,8 +543,54 @@ function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/**
+ * The reconciler pod-sync runs, built from a cold start's dependencies: the
+ * one code path for reconciling a pod key, used by pod-sync for each event
+ * and by the cluster reconciler for pods whose events were lost.
+ */
+export function createPodReconciler(
+  deps: Dependencies,
+  options: Pick<PodReconcilerOptions, 'log' | 'owner' | 'waitUntil' | 'signal'> & {
+    /** Defaults to the configured nodes. */
+    nodes?: readonly string[];
+  },
+): PodReconciler {
+  const { config, clock, kube, table, pods } = deps;
+  return new PodReconciler({
+    core: kube.core,
+    provider: pods,
+    knownPods: new KnownPodStore(table),
+    events: new KubePodEventRecorder({ core: kube.core, clock, log: options.log }),
+    envSources: kubeEnvSources(kube.core),
+    nodes: options.nodes ?? config.nodeNames,
+    clock,
+    log: options.log,
+    owner: options.owner,
+    claimMs: config.pods.claimMs,
+    waitUntil: options.waitUntil,
+    env: {
+      ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
+      allocatable: config.node.capacity,
+    },
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+}
+
 /** Stop waiting for other invocations this long before the deadline, to fail cleanly (and be retried). */
 const DEADLINE_MARGIN_MS = 3_000;
+
+/**
+ * The pod event's detail. A malformed event is logged and rejected
+ * (InvalidEventError), before anything is written.
+ */
+export function validPodSyncEvent(log: Logger, event: unknown): ReturnType<typeof parsePodEvent>['detail'] {
+  try {
+    return parsePodEvent(event).detail;
+  } catch (err) {
+    log.error({ err }, 'rejected pod event: nothing done, the event goes to the dead-letter queue');
+    throw err;
+  }
+}
 
 /**
  * The pod-sync function's entry point: validates the EventBridge event
@@ -556,33 +602,15 @@ export async function podSync(
   invocation: Invocation,
   event: unknown,
 ): Promise<SyncResult> {
-  const { config, clock, kube, table, pods, metrics } = deps;
+  const { clock, metrics } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
   const started = clock.monotonic();
+  const detail = validPodSyncEvent(log, event);
   metrics.eventsConsumed(1);
-  let detail: ReturnType<typeof parsePodEvent>['detail'];
-  try {
-    detail = parsePodEvent(event).detail;
-  } catch (err) {
-    log.error({ err }, 'rejected pod event: nothing done, the event goes to the dead-letter queue');
-    throw err;
-  }
-  const reconciler = new PodReconciler({
-    core: kube.core,
-    provider: pods,
-    knownPods: new KnownPodStore(table),
-    events: new KubePodEventRecorder({ core: kube.core, clock, log }),
-    envSources: kubeEnvSources(kube.core),
-    nodes: config.nodeNames,
-    clock,
+  const reconciler = createPodReconciler(deps, {
     log: log.child({ event: detail.type, resourceVersion: detail.resourceVersion }),
     owner: invocation.requestId,
-    claimMs: config.pods.claimMs,
     waitUntil: invocation.deadline - DEADLINE_MARGIN_MS,
-    env: {
-      ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
-      allocatable: config.node.capacity,
-    },
     signal: invocation.signal,
   });
   try {

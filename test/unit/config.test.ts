@@ -112,4 +112,26 @@ describe('configuration', () => {
         ),
     );
   });
+
+  it('defaults the release to package.json and validates the gating releases', async () => {
+    const pkg = (await import('../../package.json', { with: { type: 'json' } })).default;
+    const config = loadConfig({});
+    assert.equal(config.release, pkg.version);
+    assert.equal(config.reconcile.intervalMs, 30_000);
+    assert.equal(config.gating.releaseRecordTtlMs, 300_000);
+    rejects({ SVK_RELEASE: 'v1.2' }, 'SVK_RELEASE', /must be a version like 1\.2\.3/);
+    rejects({ SVK_MIN_COMPATIBLE_RELEASE: '1.2' }, 'SVK_MIN_COMPATIBLE_RELEASE', /must be a version/);
+    rejects(
+      { SVK_RELEASE: '1.0.0', SVK_MIN_COMPATIBLE_RELEASE: '1.1.0' },
+      'SVK_MIN_COMPATIBLE_RELEASE',
+      /must not exceed SVK_RELEASE \(1\.0\.0\)/,
+    );
+    rejects(
+      { SVK_RELEASE: '1.0.0', SVK_REQUIRED_RECONCILER_RELEASE: '2.0.0' },
+      'SVK_REQUIRED_RECONCILER_RELEASE',
+      /must not exceed SVK_RELEASE/,
+    );
+    rejects({ SVK_RECONCILE_INTERVAL_SECONDS: '0' }, 'SVK_RECONCILE_INTERVAL_SECONDS', /at least 1/);
+    rejects({ SVK_RELEASE_RECORD_TTL_SECONDS: 'x' }, 'SVK_RELEASE_RECORD_TTL_SECONDS', /whole number/);
+  });
 });
