@@ -234,26 +234,27 @@ export class NodeController {
 
   /**
    * Brings the Node's labels and taints to the settings in use (a merge patch
-   * that leaves other actors' labels and taints alone). On a conflict the
-   * Node is read again and the patch retried at the next tick.
+   * that leaves other actors' labels and taints alone), conditional on the
+   * Node's resourceVersion.
    */
   private async syncMetadata(): Promise<void> {
-    if (!this.current) return;
-    const body = metadataPatch(this.name, this.settings, this.current);
-    if (!body) return;
-    try {
-      this.requests++;
-      this.current = await this.options.core.patchNode(
-        { name: this.name, body, fieldManager: FIELD_MANAGER },
-        mergePatchOptions,
-      );
-      this.options.log.info('node labels and taints updated to the config in use');
-    } catch (err) {
-      if (isConflict(err)) {
+    for (let attempt = 1; this.current; attempt++) {
+      const body = metadataPatch(this.name, this.settings, this.current);
+      if (!body) return;
+      try {
+        this.requests++;
+        this.current = await this.options.core.patchNode(
+          { name: this.name, body, fieldManager: FIELD_MANAGER },
+          mergePatchOptions,
+        );
+        this.options.log.info('node labels and taints updated to the config in use');
+        return;
+      } catch (err) {
+        // Someone else changed the Node since we read it: read it again and retry once.
+        if (!isConflict(err) || attempt > 1) throw err;
         this.requests++;
         this.current = await this.options.core.readNode({ name: this.name });
       }
-      throw err;
     }
   }
 
