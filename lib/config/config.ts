@@ -65,6 +65,13 @@ export interface Config {
     /** The pod-status loop stops this long before the invocation's deadline to hand over cleanly. */
     statusStopBeforeDeadlineMs: number;
   };
+  /** The assigned node config (lib/node-config/): a ConfigMap shared by all nodes of the deployment. */
+  nodeConfig: {
+    /** The ConfigMap; dynamic configuration is off (local config only) when undefined. */
+    source?: { namespace: string; name: string };
+    /** How long an assigned config runs before it becomes the last-known-good. */
+    trialMs: number;
+  };
   dynamodb: { tableName: string; endpoint?: string; region: string };
   events: {
     /** Name or ARN of the EventBridge bus pod events are published to. */
@@ -140,13 +147,22 @@ export class ConfigError extends Error {
 
 export const DEFAULT_TAINT_KEY = 'virtual-kubelet.io/provider';
 
+/** A whole number within [min, max]: the one range rule for a setting, from the environment or a ConfigMap. */
+function bounded(min: number, max: number) {
+  return z
+    .number({ message: 'must be a whole number' })
+    .int('must be a whole number')
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`);
+}
+
 function wholeNumber(defaultValue: number, min: number, max: number) {
   return z
     .string()
     .trim()
     .regex(/^\d+$/, 'must be a whole number')
     .transform(Number)
-    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
+    .pipe(bounded(min, max))
     .default(defaultValue);
 }
 
@@ -179,49 +195,163 @@ const nodeNames = z
     return names;
   });
 
+/*
+ * The node settings' value rules, shared by the environment (local config)
+ * and the assigned config (a ConfigMap, lib/node-config/): each environment
+ * variable parses its string form into the value these schemas validate.
+ */
+
+const labelsSchema = z.record(z.string(), z.string()).superRefine((labels, ctx) => {
+  for (const [key, value] of Object.entries(labels)) {
+    const keyError = qualifiedNameError(key);
+    if (keyError) ctx.addIssue({ code: 'custom', message: `label key "${key}": ${keyError}` });
+    const valueError = labelValueError(value);
+    if (valueError)
+      ctx.addIssue({ code: 'custom', message: `label "${key}" value "${value}": ${valueError}` });
+  }
+});
+
+// YAML writes `cpu: 4` as a number; a quantity is its string form.
+const quantityValue = z.union([z.string(), z.number().transform(String)]);
+
+const capacitySchema = z.record(z.string(), quantityValue).superRefine((capacity, ctx) => {
+  for (const [name, quantity] of Object.entries(capacity)) {
+    const nameError = qualifiedNameError(name);
+    if (nameError) ctx.addIssue({ code: 'custom', message: `resource name "${name}": ${nameError}` });
+    if (!isQuantity(quantity)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${name}=${quantity}" is not a resource quantity (e.g. 4, 500m, 16Gi)`,
+      });
+    }
+  }
+  if (!('pods' in capacity)) ctx.addIssue({ code: 'custom', message: 'must include pods (e.g. pods=110)' });
+});
+
+const taintSchema = z
+  .object({ key: z.string(), value: z.string().optional(), effect: z.string() })
+  .superRefine((t, ctx) => {
+    const keyError = qualifiedNameError(t.key);
+    if (keyError) ctx.addIssue({ code: 'custom', message: `taint key "${t.key}": ${keyError}` });
+    const valueError = t.value === undefined ? undefined : labelValueError(t.value);
+    if (valueError) {
+      ctx.addIssue({ code: 'custom', message: `taint "${t.key}" value "${t.value}": ${valueError}` });
+    }
+    if (!(TAINT_EFFECTS as readonly string[]).includes(t.effect)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `taint "${t.key}" effect "${t.effect}" must be one of ${TAINT_EFFECTS.join(', ')}`,
+      });
+    }
+  })
+  .transform(
+    (t): Taint => ({
+      key: t.key,
+      ...(t.value === undefined ? {} : { value: t.value }),
+      effect: t.effect as TaintEffect,
+    }),
+  );
+
+/** Ranges of the node settings given in whole seconds (or a port). */
+const NODE_RANGES = {
+  kubeletPort: [1, 65535],
+  leaseDurationSeconds: [10, 3600],
+  leaseRenewIntervalSeconds: [1, 1200],
+  statusIntervalSeconds: [1, 3600],
+  pingIntervalSeconds: [1, 600],
+} as const satisfies Record<string, readonly [number, number]>;
+
+/**
+ * The node settings an assigned config (a ConfigMap) may set, with the same
+ * value rules as their environment variables. Every field is optional: those
+ * set replace the local config's, the others keep it. Unknown fields are
+ * rejected, so a typo never passes silently.
+ */
+export const nodeConfigDocumentSchema = z.strictObject({
+  labels: labelsSchema.optional(),
+  taints: z.array(taintSchema).optional(),
+  capacity: capacitySchema.optional(),
+  leaseDurationSeconds: bounded(...NODE_RANGES.leaseDurationSeconds).optional(),
+  leaseRenewIntervalSeconds: bounded(...NODE_RANGES.leaseRenewIntervalSeconds).optional(),
+  statusIntervalSeconds: bounded(...NODE_RANGES.statusIntervalSeconds).optional(),
+  pingIntervalSeconds: bounded(...NODE_RANGES.pingIntervalSeconds).optional(),
+});
+
+/** A validated assigned node config: the settings it overrides. */
+export type NodeConfigDocument = z.infer<typeof nodeConfigDocumentSchema>;
+
+/** Why a lease duration does not fit its renew interval, or undefined. */
+export function leaseRuleError(leaseSeconds: number, renewSeconds: number): string | undefined {
+  return leaseSeconds > 3 * renewSeconds
+    ? undefined
+    : `(${leaseSeconds}) must exceed 3 renew intervals (renew interval ${renewSeconds}s)`;
+}
+
+/** One setting of a node config document that failed validation. */
+export interface NodeConfigIssue {
+  /** The document's field, e.g. `capacity` or `leaseDurationSeconds`. */
+  field: string;
+  message: string;
+}
+
+/**
+ * Validates an assigned node config document (already parsed from YAML or
+ * JSON) and lays it over the local settings. Returns the settings to use, or
+ * every issue found (naming each bad field) when the document is invalid.
+ */
+export function applyNodeConfigDocument(
+  local: NodeSettings,
+  raw: unknown,
+):
+  | { ok: true; document: NodeConfigDocument; settings: NodeSettings }
+  | { ok: false; issues: NodeConfigIssue[] } {
+  const parsed = nodeConfigDocumentSchema.safeParse(raw);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      issues: parsed.error.issues.map((issue) => ({
+        field: issue.path.length > 0 ? issue.path.map(String).join('.') : 'document',
+        message: issue.message,
+      })),
+    };
+  }
+  const d = parsed.data;
+  const settings: NodeSettings = {
+    ...local,
+    ...(d.labels ? { labels: d.labels } : {}),
+    ...(d.taints ? { taints: d.taints } : {}),
+    ...(d.capacity ? { capacity: d.capacity } : {}),
+    ...(d.leaseDurationSeconds !== undefined ? { leaseDurationSeconds: d.leaseDurationSeconds } : {}),
+    ...(d.leaseRenewIntervalSeconds !== undefined
+      ? { leaseRenewIntervalMs: d.leaseRenewIntervalSeconds * 1000 }
+      : {}),
+    ...(d.statusIntervalSeconds !== undefined ? { statusIntervalMs: d.statusIntervalSeconds * 1000 } : {}),
+    ...(d.pingIntervalSeconds !== undefined ? { pingIntervalMs: d.pingIntervalSeconds * 1000 } : {}),
+  };
+  const leaseError = leaseRuleError(settings.leaseDurationSeconds, settings.leaseRenewIntervalMs / 1000);
+  if (leaseError) return { ok: false, issues: [{ field: 'leaseDurationSeconds', message: leaseError }] };
+  return { ok: true, document: d, settings };
+}
+
 const labels = z
   .string()
   .default('')
-  .transform((raw, ctx) => {
-    const result: Record<string, string> = {};
-    for (const [key, value] of pairs(raw)) {
-      const keyError = qualifiedNameError(key);
-      if (keyError) ctx.addIssue({ code: 'custom', message: `label key "${key}": ${keyError}` });
-      const valueError = labelValueError(value);
-      if (valueError)
-        ctx.addIssue({ code: 'custom', message: `label "${key}" value "${value}": ${valueError}` });
-      result[key] = value;
-    }
-    return result;
-  });
+  .transform((raw) => Object.fromEntries(pairs(raw)))
+  .pipe(labelsSchema);
 
 const capacity = z
   .string()
   .default('cpu=20,memory=100Gi,pods=110,ephemeral-storage=100Gi')
-  .transform((raw, ctx) => {
-    const result: Record<string, string> = {};
-    for (const [name, quantity] of pairs(raw)) {
-      const nameError = qualifiedNameError(name);
-      if (nameError) ctx.addIssue({ code: 'custom', message: `resource name "${name}": ${nameError}` });
-      if (!isQuantity(quantity)) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `"${name}=${quantity}" is not a resource quantity (e.g. 4, 500m, 16Gi)`,
-        });
-      }
-      result[name] = quantity;
-    }
-    if (!('pods' in result)) ctx.addIssue({ code: 'custom', message: 'must include pods (e.g. pods=110)' });
-    return result;
-  });
+  .transform((raw): Record<string, string | number> => Object.fromEntries(pairs(raw)))
+  .pipe(capacitySchema);
 
 function taints(providerName: string) {
   return z
     .string()
     .optional()
-    .transform((raw, ctx): Taint[] => {
+    .transform((raw, ctx) => {
       if (raw === undefined) return [{ key: DEFAULT_TAINT_KEY, value: providerName, effect: 'NoSchedule' }];
-      const result: Taint[] = [];
+      const result: Array<{ key: string; value?: string; effect: string }> = [];
       for (const spec of raw
         .split(',')
         .map((t) => t.trim())
@@ -232,22 +362,11 @@ function taints(providerName: string) {
           continue;
         }
         const [, key = '', value, effect = ''] = match;
-        const keyError = qualifiedNameError(key);
-        if (keyError) ctx.addIssue({ code: 'custom', message: `taint key "${key}": ${keyError}` });
-        const valueError = value === undefined ? undefined : labelValueError(value);
-        if (valueError)
-          ctx.addIssue({ code: 'custom', message: `taint "${key}" value "${value}": ${valueError}` });
-        if (!(TAINT_EFFECTS as readonly string[]).includes(effect)) {
-          ctx.addIssue({
-            code: 'custom',
-            message: `taint "${key}" effect "${effect}" must be one of ${TAINT_EFFECTS.join(', ')}`,
-          });
-          continue;
-        }
-        result.push({ key, ...(value === undefined ? {} : { value }), effect: effect as TaintEffect });
+        result.push({ key, ...(value === undefined ? {} : { value }), effect });
       }
       return result;
-    });
+    })
+    .pipe(z.array(taintSchema));
 }
 
 /**
@@ -283,11 +402,11 @@ const envSchema = z.object({
   SVK_NODE_CAPACITY: capacity,
   SVK_NODE_OS: z.enum(['linux', 'windows'], { message: 'must be linux or windows' }).default('linux'),
   SVK_NODE_INTERNAL_IP: ipv4,
-  SVK_KUBELET_PORT: wholeNumber(10250, 1, 65535),
-  SVK_NODE_LEASE_DURATION_SECONDS: wholeNumber(40, 10, 3600),
-  SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS: wholeNumber(10, 1, 1200),
-  SVK_NODE_STATUS_INTERVAL_SECONDS: wholeNumber(60, 1, 3600),
-  SVK_PING_INTERVAL_SECONDS: wholeNumber(10, 1, 600),
+  SVK_KUBELET_PORT: wholeNumber(10250, ...NODE_RANGES.kubeletPort),
+  SVK_NODE_LEASE_DURATION_SECONDS: wholeNumber(40, ...NODE_RANGES.leaseDurationSeconds),
+  SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS: wholeNumber(10, ...NODE_RANGES.leaseRenewIntervalSeconds),
+  SVK_NODE_STATUS_INTERVAL_SECONDS: wholeNumber(60, ...NODE_RANGES.statusIntervalSeconds),
+  SVK_PING_INTERVAL_SECONDS: wholeNumber(10, ...NODE_RANGES.pingIntervalSeconds),
   SVK_HEARTBEAT_MAX_PARALLEL: wholeNumber(16, 1, 256),
   SVK_HEARTBEAT_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
   SVK_LOCK_LEASE_SECONDS: wholeNumber(15, 2, 600),
@@ -297,6 +416,17 @@ const envSchema = z.object({
   SVK_POD_DANGLING_INTERVAL_SECONDS: wholeNumber(300, 10, 86400),
   SVK_POD_MAX_PARALLEL: wholeNumber(16, 1, 256),
   SVK_POD_STATUS_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
+  SVK_NODE_CONFIG_NAMESPACE: z
+    .string()
+    .trim()
+    .refine((v) => dns1123SubdomainError(v) === undefined, 'must be a namespace name')
+    .default('kube-system'),
+  SVK_NODE_CONFIG_NAME: z
+    .string()
+    .trim()
+    .refine((v) => dns1123SubdomainError(v) === undefined, 'must be a ConfigMap name')
+    .optional(),
+  SVK_NODE_CONFIG_TRIAL_SECONDS: wholeNumber(600, 0, 86400),
   SVK_TABLE_NAME: z
     .string()
     .trim()
@@ -388,7 +518,7 @@ function crossChecks(env: Record<string, string | undefined>): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   const lease = num('SVK_NODE_LEASE_DURATION_SECONDS', DEFAULTS.lease);
   const renew = num('SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS', DEFAULTS.renew);
-  if (lease <= 3 * renew) {
+  if (Number.isFinite(lease) && Number.isFinite(renew) && leaseRuleError(lease, renew)) {
     issues.push({
       variable: 'SVK_NODE_LEASE_DURATION_SECONDS',
       message: `(${lease}) must exceed 3 renew intervals (SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS=${renew})`,
@@ -479,6 +609,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       danglingIntervalMs: e.SVK_POD_DANGLING_INTERVAL_SECONDS * 1000,
       maxParallel: e.SVK_POD_MAX_PARALLEL,
       statusStopBeforeDeadlineMs: e.SVK_POD_STATUS_STOP_BEFORE_DEADLINE_MS,
+    },
+    nodeConfig: {
+      ...(e.SVK_NODE_CONFIG_NAME
+        ? { source: { namespace: e.SVK_NODE_CONFIG_NAMESPACE, name: e.SVK_NODE_CONFIG_NAME } }
+        : {}),
+      trialMs: e.SVK_NODE_CONFIG_TRIAL_SECONDS * 1000,
     },
     dynamodb: {
       tableName: e.SVK_TABLE_NAME,

@@ -1,5 +1,7 @@
 import type { Dependencies } from '../app/dependencies.ts';
+import type { NodeSettings } from '../config/config.ts';
 import type { Invocation } from '../invocation.ts';
+import { NodeConfigController } from '../node-config/node-config-controller.ts';
 import { type HeartbeatOptions, type HeartbeatResult, runHeartbeat } from './heartbeat.ts';
 import { NodeController } from './node-controller.ts';
 import { NodeLease } from './node-lease.ts';
@@ -7,15 +9,37 @@ import { NodeLease } from './node-lease.ts';
 /**
  * The heartbeat function's one entry point: stand by for the heartbeat lock,
  * then keep every configured node registered, leased and reported until
- * shortly before the invocation's deadline.
+ * shortly before the invocation's deadline. The node settings come from the
+ * node config (local or assigned, lib/node-config/), resolved again before
+ * every round: labels, taints, capacity and ConfigOK follow within a round;
+ * intervals and the lease duration hold for the whole invocation.
  */
-export function heartbeat(
+export async function heartbeat(
   deps: Dependencies,
   invocation: Invocation,
   hooks: Pick<HeartbeatOptions, 'onTick'> = {},
 ): Promise<HeartbeatResult> {
   const { config, clock, kube, table, provider, metrics } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
+  const nodeConfig = new NodeConfigController({
+    ...(config.nodeConfig.source ? { source: config.nodeConfig.source } : {}),
+    local: config.node,
+    trialMs: config.nodeConfig.trialMs,
+    core: kube.core,
+    table,
+    clock,
+    log,
+  });
+  const initial = await nodeConfig.resolve();
+  let resolvedAt = clock.monotonic();
+  const timing = initial.settings;
+  const withTiming = (settings: NodeSettings): NodeSettings => ({
+    ...settings,
+    leaseDurationSeconds: timing.leaseDurationSeconds,
+    leaseRenewIntervalMs: timing.leaseRenewIntervalMs,
+    statusIntervalMs: timing.statusIntervalMs,
+    pingIntervalMs: timing.pingIntervalMs,
+  });
   const controllers = config.nodeNames.map((name) => {
     const nodeLog = log.child({ node: name });
     let controller: NodeController | undefined;
@@ -23,14 +47,14 @@ export function heartbeat(
       core: kube.core,
       coordination: kube.coordination,
       nodeName: name,
-      durationSeconds: config.node.leaseDurationSeconds,
+      durationSeconds: timing.leaseDurationSeconds,
       clock,
       log: nodeLog,
       beforeRecreate: () => controller?.ensureRegistered() ?? Promise.resolve(),
     });
     controller = new NodeController({
       name,
-      settings: config.node,
+      settings: timing,
       provider,
       core: kube.core,
       lease,
@@ -39,13 +63,18 @@ export function heartbeat(
     });
     return controller;
   });
+  const configure = (decision: typeof initial) => {
+    provider.configure?.(decision.settings);
+    for (const c of controllers) c.configure(withTiming(decision.settings), [decision.condition]);
+  };
+  configure(initial);
   return runHeartbeat({
     table,
     controllers,
     clock,
     log,
     invocation,
-    renewIntervalMs: config.node.leaseRenewIntervalMs,
+    renewIntervalMs: timing.leaseRenewIntervalMs,
     lockLeaseMs: config.lock.leaseMs,
     lockPollMs: config.lock.pollMs,
     maxParallel: config.heartbeat.maxParallel,
@@ -55,6 +84,12 @@ export function heartbeat(
       for (const r of results)
         if (r.renewalLagMs !== undefined) metrics.leaseRenewalLag(r.node, r.renewalLagMs);
       hooks.onTick?.(results);
+    },
+    beforeRound: async () => {
+      // A standby resolved when it started, maybe a minute ago; the holder's rounds re-read.
+      if (clock.monotonic() - resolvedAt < timing.leaseRenewIntervalMs / 2) return;
+      configure(await nodeConfig.resolve());
+      resolvedAt = clock.monotonic();
     },
   });
 }

@@ -20,6 +20,8 @@ export interface HeartbeatOptions {
   lockPollMs: number;
   maxParallel: number;
   stopBeforeDeadlineMs: number;
+  /** Called before each tick round, e.g. to bring the node settings up to date. Must not throw. */
+  beforeRound?: () => Promise<void>;
   /** Called after each tick round, for metrics and tests. */
   onTick?: (results: TickResult[]) => void;
   /** Called when the heartbeat lock was taken over from a holder that stopped renewing it. */
@@ -52,6 +54,7 @@ export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult
     },
     {
       round: async (stop) => {
+        await options.beforeRound?.();
         const results = settledValues(
           await mapSettledLimit(controllers, maxParallel, (c) => c.tick(stop)),
           names,

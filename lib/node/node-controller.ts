@@ -3,9 +3,15 @@ import type { Clock } from '../clock.ts';
 import type { NodeSettings } from '../config/config.ts';
 import { isConflict, isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
-import type { NodeProvider, ProviderNodeStatus } from '../provider/provider.ts';
+import type { NodeProvider, ProviderNodeCondition, ProviderNodeStatus } from '../provider/provider.ts';
 import { LeaseApiUnavailableError, type NodeLease } from './node-lease.ts';
-import { FIELD_MANAGER, registrationNode, reportFingerprint, statusApplyBody } from './node-object.ts';
+import {
+  FIELD_MANAGER,
+  metadataPatch,
+  registrationNode,
+  reportFingerprint,
+  statusApplyBody,
+} from './node-object.ts';
 
 export interface NodeControllerOptions {
   name: string;
@@ -36,6 +42,7 @@ export interface TickResult {
 }
 
 const applyOptions = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
+const mergePatchOptions = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /**
  * One virtual node, driven by the heartbeat holder: `start` registers the
@@ -53,11 +60,25 @@ export class NodeController {
   private lastFingerprint: string | undefined;
   private pingError: string | undefined;
   private report: ProviderNodeStatus | undefined;
+  private settings: NodeSettings;
+  private extraConditions: readonly ProviderNodeCondition[] = [];
   /** Requests sent to the API server for the Node, for tests and benchmarks. */
   requests = 0;
 
   constructor(private readonly options: NodeControllerOptions) {
     this.name = options.name;
+    this.settings = options.settings;
+  }
+
+  /**
+   * The node settings in use from now on (local or assigned config) and the
+   * conditions the controller reports besides the provider's (ConfigOK).
+   * Labels and taints follow at the next tick; a changed condition is
+   * written at once.
+   */
+  configure(settings: NodeSettings, extraConditions: readonly ProviderNodeCondition[]): void {
+    this.settings = settings;
+    this.extraConditions = extraConditions;
   }
 
   /** Registers the Node if missing, ensures its Lease, then writes its status. */
@@ -75,7 +96,7 @@ export class NodeController {
     try {
       await this.options.lease.ensure(
         signal,
-        this.options.clock.monotonic() + this.options.settings.leaseRenewIntervalMs,
+        this.options.clock.monotonic() + this.settings.leaseRenewIntervalMs,
       );
     } catch (err) {
       if (!(err instanceof LeaseApiUnavailableError)) throw err;
@@ -87,7 +108,8 @@ export class NodeController {
 
   /** One heartbeat: ping when due, renew the lease, write status when changed or due. */
   async tick(signal?: AbortSignal): Promise<TickResult> {
-    const { clock, settings, log } = this.options;
+    const { clock, log } = this.options;
+    const settings = this.settings;
     // A new holder starts each node in its first tick, so that the node's
     // lease is renewed right after its own start, not after every node's.
     if (!this.started) {
@@ -119,6 +141,7 @@ export class NodeController {
           false,
         );
     let statusWritten = await attempt('registration check', () => this.checkRegistered(), false);
+    await attempt('labels and taints update', () => this.syncMetadata(), undefined);
     const changed = this.fingerprint() !== this.lastFingerprint;
     // Without leases the status write is the heartbeat, so it goes out every tick like the renewal
     // it replaces. Measuring one renew interval from the last write instead would skip every other
@@ -219,11 +242,38 @@ export class NodeController {
   }
 
   private fingerprint(): string | undefined {
-    return this.report ? reportFingerprint(this.report, this.pingError) : undefined;
+    return this.report ? reportFingerprint(this.report, this.pingError, this.extraConditions) : undefined;
+  }
+
+  /**
+   * Brings the Node's labels and taints to the settings in use (a merge patch
+   * that leaves other actors' labels and taints alone), conditional on the
+   * Node's resourceVersion.
+   */
+  private async syncMetadata(): Promise<void> {
+    for (let attempt = 1; this.current; attempt++) {
+      const body = metadataPatch(this.name, this.settings, this.current);
+      if (!body) return;
+      try {
+        this.requests++;
+        this.current = await this.options.core.patchNode(
+          { name: this.name, body, fieldManager: FIELD_MANAGER },
+          mergePatchOptions,
+        );
+        this.options.log.info('node labels and taints updated to the config in use');
+        return;
+      } catch (err) {
+        // Someone else changed the Node since we read it: read it again and retry once.
+        if (!isConflict(err) || attempt > 1) throw err;
+        this.requests++;
+        this.current = await this.options.core.readNode({ name: this.name });
+      }
+    }
   }
 
   private async register(): Promise<void> {
-    const { core, settings, log } = this.options;
+    const { core, log } = this.options;
+    const settings = this.settings;
     try {
       this.requests++;
       this.current = await core.createNode({
@@ -259,11 +309,12 @@ export class NodeController {
   }
 
   private async applyStatus(report: ProviderNodeStatus): Promise<void> {
-    const { core, settings, clock } = this.options;
+    const { core, clock } = this.options;
     const body = statusApplyBody({
       name: this.name,
-      settings,
+      settings: this.settings,
       report,
+      extraConditions: this.extraConditions,
       ...(this.pingError ? { pingError: this.pingError } : {}),
       ...(this.current ? { current: this.current } : {}),
       now: new Date(clock.now()),
@@ -274,6 +325,6 @@ export class NodeController {
       applyOptions,
     );
     this.lastStatusAt = clock.monotonic();
-    this.lastFingerprint = reportFingerprint(report, this.pingError);
+    this.lastFingerprint = reportFingerprint(report, this.pingError, this.extraConditions);
   }
 }

@@ -40,6 +40,18 @@ export interface NodeProvider {
   ping(nodeName: string, signal?: AbortSignal): Promise<void>;
   /** The node's capacity, conditions and info. Called every ping interval; a change is written at once. */
   nodeStatus(nodeName: string, signal?: AbortSignal): Promise<ProviderNodeStatus>;
+  /**
+   * Optional: the provider options in the node settings in use (local or
+   * assigned config) changed. Called by the heartbeat before every round;
+   * later nodeStatus calls report accordingly. Must be cheap.
+   */
+  configure?(options: ProviderNodeOptions): void;
+}
+
+/** The part of the node settings a provider reads. */
+export interface ProviderNodeOptions {
+  /** Capacity (and allocatable) to report for every node. */
+  capacity: Readonly<Record<string, string>>;
 }
 
 /** The provider does not have this pod. Callers treat it as "already gone" where that is the goal. */

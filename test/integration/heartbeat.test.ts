@@ -213,7 +213,14 @@ describe('heartbeat against the real control plane', { concurrency: true }, () =
       { timeoutMs: 25_000, what: 'NetworkUnavailable to be removed' },
     );
     const types = (afterDrop.status?.conditions ?? []).map((c) => c.type).sort();
-    assert.deepEqual(types, ['DiskPressure', 'ExampleCondition', 'MemoryPressure', 'PIDPressure', 'Ready']);
+    assert.deepEqual(types, [
+      'ConfigOK',
+      'DiskPressure',
+      'ExampleCondition',
+      'MemoryPressure',
+      'PIDPressure',
+      'Ready',
+    ]);
     invocation.crash('done');
   });
 

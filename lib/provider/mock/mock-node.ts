@@ -1,5 +1,10 @@
 import type { Clock } from '../../clock.ts';
-import type { NodeProvider, ProviderNodeCondition, ProviderNodeStatus } from '../provider.ts';
+import type {
+  NodeProvider,
+  ProviderNodeCondition,
+  ProviderNodeOptions,
+  ProviderNodeStatus,
+} from '../provider.ts';
 
 /**
  * Per-node knobs of the mock backend, stored with its state so that tests and
@@ -47,8 +52,15 @@ export interface MockNodeProviderOptions {
 export class MockNodeProvider implements NodeProvider {
   readonly name = 'mock';
   private cached: { at: number; value: Promise<Map<string, MockNodeOverride>> } | undefined;
+  private capacity: Readonly<Record<string, string>>;
 
-  constructor(private readonly options: MockNodeProviderOptions) {}
+  constructor(private readonly options: MockNodeProviderOptions) {
+    this.capacity = options.capacity;
+  }
+
+  configure(options: ProviderNodeOptions): void {
+    this.capacity = options.capacity;
+  }
 
   async ping(nodeName: string): Promise<void> {
     const override = (await this.overrides()).get(nodeName);
@@ -64,7 +76,7 @@ export class MockNodeProvider implements NodeProvider {
       ...extra,
     ].filter((c) => !dropped.has(c.type));
     return {
-      capacity: this.options.capacity,
+      capacity: this.capacity,
       conditions,
       nodeInfo: {
         kubeletVersion: this.options.kubeletVersion,
