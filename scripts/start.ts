@@ -91,16 +91,19 @@ async function currentKubeconfig(): Promise<string | undefined> {
 
 async function run(): Promise<void> {
   const stops: Array<() => Promise<void>> = [];
-  let stopping = false;
-  const shutdown = async (code: number): Promise<never> => {
-    if (!stopping) {
-      stopping = true;
+  let stopping: Promise<never> | undefined;
+  let quiet = false;
+  // A terminal's Ctrl-C arrives twice (directly and forwarded by the supervisor): the second waits for the first.
+  const shutdown = (code: number): Promise<never> => {
+    quiet = true;
+    stopping ??= (async () => {
       say('stopping…');
       for (const stop of stops.reverse())
         await stop().catch((err: unknown) => say(`stop failed: ${message(err)}`));
       say('stopped');
-    }
-    process.exit(code);
+      process.exit(code);
+    })();
+    return stopping;
   };
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
@@ -151,6 +154,8 @@ async function run(): Promise<void> {
       },
       // pod-sync runs once per pod event: only its failures are worth a line.
       onResult: (invocation, result) => {
+        // At Ctrl-C every running invocation ends as crashed: expected, not news.
+        if (quiet) return;
         if (invocation.functionName !== 'pod-sync' || result.status !== 'ok') {
           say(`${invocation.functionName} ${invocation.requestId.slice(0, 8)} ended: ${result.status}`);
         }
