@@ -1,87 +1,183 @@
 /**
- * `npm start`: the virtual kubelet on its local defaults. Brings up the local
- * control plane (building it on first use) and DynamoDB Local (data kept in
- * .local/start/dynamodb, so a restart resumes), then runs the functions on
- * their schedules through the local Lambda runtime. Ctrl-C stops everything.
+ * `npm start`: the virtual kubelet on its local defaults, every function on
+ * its schedule in one process through the local Lambda runtime.
+ *
+ * - Cluster: the current kubeconfig (KUBECONFIG, else ~/.kube/config) when its
+ *   API server answers; otherwise the project's local control plane, built on
+ *   first use (scripts/ensure-kube.sh, progress shown). The functions use
+ *   SVK_KUBECONFIG when set, else that same kubeconfig (the local control
+ *   plane: the virtual kubelet's own identity, bound to infra/rbac.yaml).
+ * - DynamoDB: SVK_DYNAMODB_ENDPOINT when set; otherwise DynamoDB Local with
+ *   its data in .local/start/dynamodb, so a restart resumes. The table
+ *   (SVK_TABLE_NAME) is created when missing.
+ * - Logs: the functions' JSON lines, one readable line each (lib/log/pretty.ts).
+ *   For that this script runs twice: the supervisor formats the stdout of the
+ *   runner (`--run`), which does the work.
+ * - Ctrl-C (or SIGTERM): the schedules stop, running invocations end as if
+ *   their sandboxes died (every write is conditional or fenced, so state stays
+ *   consistent; locks they held are taken over after SVK_LOCK_LEASE_SECONDS),
+ *   then DynamoDB Local and the control plane stop, and both processes exit 0.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../lib/config/config.ts';
+import { isApiServerReachable, loadKubeConfig } from '../lib/kube/client.ts';
 import { controlPlaneBinariesPresent, startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import { LocalDeployment } from '../lib/local/local-deployment.ts';
+import { formatLogLine } from '../lib/log/pretty.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 
-const root = new URL('..', import.meta.url).pathname;
+const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = join(root, '.local', 'start');
-const TABLE = 'serverless-virtual-kubelet';
 
 function say(line: string): void {
   process.stderr.write(`[start] ${line}\n`);
 }
 
-const stops: Array<() => Promise<void>> = [];
-let stopping = false;
-async function shutdown(code: number): Promise<never> {
-  if (!stopping) {
-    stopping = true;
-    say('stopping…');
-    for (const stop of stops.reverse())
-      await stop().catch((err: unknown) => say(`stop failed: ${String(err)}`));
-  }
-  process.exit(code);
+function message(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
 }
-process.on('SIGINT', () => void shutdown(0));
-process.on('SIGTERM', () => void shutdown(0));
 
-async function main(): Promise<void> {
-  if (!controlPlaneBinariesPresent()) {
-    say('building the local control plane (first run only, about 5 minutes on 2 cores)…');
-    const built = spawnSync('bash', [join(root, 'scripts/ensure-kube.sh')], { stdio: 'inherit' });
-    if (built.status !== 0) throw new Error('scripts/ensure-kube.sh failed');
-  }
-  mkdirSync(dir, { recursive: true });
-  const [controlPlane, dynamo] = await Promise.all([
-    startControlPlane({ dir: join(dir, 'control-plane'), log: say }),
-    startDynamoDbLocal({ dir: join(dir, 'dynamodb'), inMemory: false, log: () => undefined }),
-  ]);
-  stops.push(
-    () => controlPlane.stop(),
-    () => dynamo.stop(),
-  );
-  const { client } = createDynamoDbClient({ endpoint: dynamo.endpoint, region: 'local' });
-  await createTable(client, TABLE);
-
-  const env = {
-    ...process.env,
-    SVK_KUBECONFIG: controlPlane.kubeletKubeconfig,
-    SVK_DYNAMODB_ENDPOINT: dynamo.endpoint,
-    AWS_REGION: 'local',
-    SVK_TABLE_NAME: TABLE,
-  };
-  const deployment = new LocalDeployment({
-    env,
-    // pod-sync runs once per pod event: only its failures are worth a line.
-    onResult: (invocation, result) => {
-      if (invocation.functionName !== 'pod-sync' || result.status !== 'ok') {
-        say(`${invocation.functionName} ${invocation.requestId.slice(0, 8)} ended: ${result.status}`);
-      }
-    },
+/** Formats the runner's log lines and passes signals on; exits with the runner's code. */
+function supervise(): void {
+  const runner = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--run'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  stops.push(() => deployment.stop({ abortRunning: true }));
-  deployment.start();
-
-  say(`DynamoDB Local: ${dynamo.endpoint} (table ${TABLE}, data in ${join(dir, 'dynamodb')})`);
-  say(`kube-apiserver: ${controlPlane.server}`);
-  say(
-    `running: heartbeat, pod-watch, pod-status and reconcile every minute, pod-sync on pod events, for node(s) ${process.env.SVK_NODE_NAMES ?? 'virtual-kubelet'}`,
-  );
-  say(`try: kubectl --kubeconfig ${controlPlane.adminKubeconfig} get nodes -o wide`);
-  say('Ctrl-C stops everything');
+  const lines = createInterface({ input: runner.stdout });
+  lines.on('line', (line) => process.stdout.write(`${formatLogLine(line)}\n`));
+  // A terminal's Ctrl-C reaches the runner too (same process group); a signal sent to this pid alone must be passed on.
+  const forward = (signal: NodeJS.Signals) => () => {
+    if (runner.exitCode === null) runner.kill(signal);
+  };
+  process.on('SIGINT', forward('SIGINT'));
+  process.on('SIGTERM', forward('SIGTERM'));
+  const drained = new Promise((resolve) => lines.once('close', resolve));
+  runner.on('exit', (code, signal) => {
+    void drained.then(() => process.exit(code ?? (signal ? 1 : 0)));
+  });
 }
 
-main().catch(async (err: unknown) => {
-  say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-  await shutdown(1);
-});
+/** The kubeconfig the user's tools use, as one file path; undefined when there is none or its server does not answer. */
+async function currentKubeconfig(): Promise<string | undefined> {
+  const kubeconfigEnv = process.env.KUBECONFIG;
+  const paths = kubeconfigEnv
+    ? kubeconfigEnv.split(delimiter).filter(Boolean)
+    : [join(homedir(), '.kube', 'config')];
+  let kc: ReturnType<typeof loadKubeConfig>;
+  try {
+    kc = loadKubeConfig({ default: true });
+  } catch {
+    return undefined;
+  }
+  const server = kc.getCurrentCluster()?.server ?? '';
+  if (!(await isApiServerReachable(kc))) {
+    say(`current kubeconfig's API server ${server || '(none)'} does not answer`);
+    return undefined;
+  }
+  say(`using the current kubeconfig: context ${kc.getCurrentContext()}, ${server}`);
+  if (paths.length === 1 && paths[0]) return paths[0];
+  // Several files in KUBECONFIG: hand the functions the merged view, as kubectl sees it.
+  mkdirSync(dir, { recursive: true });
+  const merged = join(dir, 'current.kubeconfig');
+  writeFileSync(merged, kc.exportConfig(), { mode: 0o600 });
+  return merged;
+}
+
+async function run(): Promise<void> {
+  const stops: Array<() => Promise<void>> = [];
+  let stopping: Promise<never> | undefined;
+  let quiet = false;
+  // A terminal's Ctrl-C arrives twice (directly and forwarded by the supervisor): the second waits for the first.
+  const shutdown = (code: number): Promise<never> => {
+    quiet = true;
+    stopping ??= (async () => {
+      say('stopping…');
+      for (const stop of stops.reverse())
+        await stop().catch((err: unknown) => say(`stop failed: ${message(err)}`));
+      say('stopped');
+      process.exit(code);
+    })();
+    return stopping;
+  };
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+
+  try {
+    // Refuse a bad configuration before starting anything.
+    const config = loadConfig(process.env);
+    mkdirSync(dir, { recursive: true });
+
+    let kubeconfig = await currentKubeconfig();
+    let kubectlConfig = kubeconfig;
+    if (!kubeconfig) {
+      if (!controlPlaneBinariesPresent()) {
+        say('building the local control plane (first run only, about 5 minutes on 2 cores)…');
+        const built = spawnSync('bash', [join(root, 'scripts/ensure-kube.sh')], { stdio: ['ignore', 2, 2] });
+        if (built.status !== 0) throw new Error('scripts/ensure-kube.sh failed');
+      }
+      say('starting the local control plane…');
+      const controlPlane = await startControlPlane({ dir: join(dir, 'control-plane'), log: say });
+      stops.push(() => controlPlane.stop());
+      kubeconfig = controlPlane.kubeletKubeconfig;
+      kubectlConfig = controlPlane.adminKubeconfig;
+    }
+    if (stopping) return;
+
+    let endpoint = config.dynamodb.endpoint;
+    if (!endpoint) {
+      const dynamo = await startDynamoDbLocal({
+        dir: join(dir, 'dynamodb'),
+        inMemory: false,
+        log: () => undefined,
+      });
+      stops.push(() => dynamo.stop());
+      endpoint = dynamo.endpoint;
+      say(`DynamoDB Local: ${endpoint} (data in ${join(dir, 'dynamodb')})`);
+    }
+    const { client } = createDynamoDbClient({ endpoint, region: config.dynamodb.region });
+    const { created } = await createTable(client, config.dynamodb.tableName);
+    say(`table ${config.dynamodb.tableName} ${created ? 'created' : 'found: resuming'}`);
+    if (stopping) return;
+
+    const deployment = new LocalDeployment({
+      env: {
+        ...process.env,
+        SVK_KUBECONFIG: process.env.SVK_KUBECONFIG || kubeconfig,
+        SVK_DYNAMODB_ENDPOINT: endpoint,
+        AWS_REGION: config.dynamodb.region,
+      },
+      // pod-sync runs once per pod event: only its failures are worth a line.
+      onResult: (invocation, result) => {
+        // At Ctrl-C every running invocation ends as crashed: expected, not news.
+        if (quiet) return;
+        if (invocation.functionName !== 'pod-sync' || result.status !== 'ok') {
+          say(`${invocation.functionName} ${invocation.requestId.slice(0, 8)} ended: ${result.status}`);
+        }
+      },
+    });
+    stops.push(() => deployment.stop({ abortRunning: true }));
+    deployment.start();
+
+    say(
+      `running heartbeat, pod-watch, pod-status and reconcile every minute and pod-sync on pod events, for node(s) ${config.nodeNames.join(', ')}`,
+    );
+    say(`try: kubectl --kubeconfig ${kubectlConfig} get nodes -o wide`);
+    say(`     kubectl --kubeconfig ${kubectlConfig} apply -f examples/`);
+    say(
+      `     SVK_DYNAMODB_ENDPOINT=${endpoint} SVK_KUBECONFIG=${process.env.SVK_KUBECONFIG || kubeconfig} SVK_TABLE_NAME=${config.dynamodb.tableName} SVK_NODE_NAMES=${config.nodeNames.join(',')} npm run status`,
+    );
+    say('Ctrl-C stops everything');
+  } catch (err) {
+    say(message(err));
+    await shutdown(1);
+  }
+}
+
+if (process.argv.includes('--run')) await run();
+else supervise();

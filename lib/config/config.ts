@@ -76,6 +76,8 @@ export interface Config {
   events: {
     /** Name or ARN of the EventBridge bus pod events are published to. */
     busName: string;
+    /** URL of pod-sync's SQS dead-letter queue, read by the status command; absent locally. */
+    deadLetterQueueUrl?: string;
   };
   podWatch: {
     /** Nodes watched at once by one invocation; the others wait for a free slot or another invocation. */
@@ -441,6 +443,7 @@ const envSchema = z.object({
       'must be an EventBridge event bus name or ARN',
     )
     .default('default'),
+  SVK_DLQ_URL: z.url({ protocol: /^https?$/, message: 'must be the https URL of an SQS queue' }).optional(),
   SVK_POD_WATCH_MAX_PARALLEL: wholeNumber(16, 1, 256),
   SVK_POD_WATCH_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
   SVK_POD_WATCH_TIMEOUT_SECONDS: wholeNumber(60, 5, 600),
@@ -621,7 +624,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       ...(e.SVK_DYNAMODB_ENDPOINT ? { endpoint: e.SVK_DYNAMODB_ENDPOINT } : {}),
       region: e.AWS_REGION,
     },
-    events: { busName: e.SVK_EVENT_BUS_NAME },
+    events: {
+      busName: e.SVK_EVENT_BUS_NAME,
+      ...(e.SVK_DLQ_URL ? { deadLetterQueueUrl: e.SVK_DLQ_URL } : {}),
+    },
     podWatch: {
       maxParallel: e.SVK_POD_WATCH_MAX_PARALLEL,
       stopBeforeDeadlineMs: e.SVK_POD_WATCH_STOP_BEFORE_DEADLINE_MS,

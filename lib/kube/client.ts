@@ -12,6 +12,7 @@ import {
   type RequestContext,
   type ResponseContext,
   ServerConfiguration,
+  VersionApi,
   Watch,
 } from '@kubernetes/client-node';
 
@@ -70,11 +71,19 @@ export interface KubeClients {
  * invocation's deadline.
  */
 export function createKubeClients(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeClients {
+  const configuration = configurationFor(kc, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+  return {
+    config: kc,
+    core: new CoreV1Api(configuration),
+    coordination: new CoordinationV1Api(configuration),
+  };
+}
+
+function configurationFor(kc: KubeConfig, timeoutMs: number) {
   const server = kc.getCurrentCluster()?.server;
   if (!server)
     throw new KubeConfigError(`current context "${kc.getCurrentContext()}" names no cluster server`);
-  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const configuration = createConfiguration({
+  return createConfiguration({
     baseServer: new ServerConfiguration(server, {}),
     authMethods: { default: kc },
     promiseMiddleware: [
@@ -87,11 +96,20 @@ export function createKubeClients(kc: KubeConfig, options: { requestTimeoutMs?: 
       },
     ],
   });
-  return {
-    config: kc,
-    core: new CoreV1Api(configuration),
-    coordination: new CoordinationV1Api(configuration),
-  };
+}
+
+/**
+ * Whether the kubeconfig's API server answers at all within `timeoutMs`: any
+ * HTTP answer counts (401 and 403 too), a connection or TLS failure does not.
+ * For tooling that picks a cluster (`npm start`).
+ */
+export async function isApiServerReachable(kc: KubeConfig, timeoutMs = 3_000): Promise<boolean> {
+  try {
+    await new VersionApi(configurationFor(kc, timeoutMs)).getCode();
+    return true;
+  } catch (err) {
+    return apiStatusCode(err) !== undefined;
+  }
 }
 
 /**

@@ -123,9 +123,14 @@ describe('Kubernetes client as the virtual kubelet, against the real API server'
     );
   });
 
-  it('deletes its own Lease and Node', async () => {
-    await kubelet.coordination.deleteNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE });
-    await kubelet.core.deleteNode({ name: nodeName });
+  it('may not delete even its own Lease and Node (removing a node is an admin action)', async () => {
+    await assert.rejects(
+      kubelet.coordination.deleteNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE }),
+      (err) => isForbidden(err),
+    );
+    await assert.rejects(kubelet.core.deleteNode({ name: nodeName }), (err) => isForbidden(err));
+    await admin.coordination.deleteNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE });
+    await admin.core.deleteNode({ name: nodeName });
     await assert.rejects(
       admin.coordination.readNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE }),
       (err) => isNotFound(err),
