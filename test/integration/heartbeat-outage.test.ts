@@ -10,7 +10,7 @@ import { buildDependencies } from '../../lib/app/dependencies.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { heartbeat } from '../../lib/node/heartbeat-entry.ts';
 import type { TickResult } from '../../lib/node/node-controller.ts';
-import { controlPlane, testEnv } from '../support/env.ts';
+import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
 import {
   adminClients,
   deleteNodeAndLease,
@@ -26,13 +26,10 @@ import {
 const env = testEnv();
 const admin = adminClients(env);
 
-const apiServer = (action: 'stop' | 'start') => controlPlane(`apiserver/${action}`, env);
-
 describe('heartbeat across an API server outage', () => {
   const node = uniqueName('outage');
   after(async () => {
-    await apiServer('start');
-    await controlPlane('controllers/restart', env);
+    await restoreControlPlane(env);
     await deleteNodeAndLease(admin, node);
   });
 
@@ -60,12 +57,12 @@ describe('heartbeat across an API server outage', () => {
     await waitFor(() => last?.leaseRenewed, { timeoutMs: 15_000, what: 'a first renewal' });
 
     const before = last?.requests ?? 0;
-    await apiServer('stop');
+    await apiServer('stop', env);
     const stoppedAt = Date.now();
     // The outage itself: the scenario is defined as 30 s without an API server.
     await new Promise((resolve) => setTimeout(resolve, 30_000));
     const duringOutage = (last?.requests ?? 0) - before;
-    await apiServer('start');
+    await apiServer('start', env);
     const restartedAt = Date.now();
 
     const lease = await waitFor(

@@ -7,7 +7,6 @@
  * request fails with 401 and client-node's errors get logged.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +27,7 @@ import {
   functionEnv,
   uniqueName,
 } from '../support/kube.ts';
+import { runTsx } from '../support/process.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
@@ -51,62 +51,40 @@ interface Run {
   result: string;
 }
 
-function invoke(
+async function invoke(
   fn: string,
   module: string,
   event: unknown,
   extraEnv: Record<string, string>,
   timeoutMs = 20_000,
-) {
-  return new Promise<Run>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'test/support/invoke-handler.ts',
-        join(root, module),
-        fn,
-        String(timeoutMs),
-        JSON.stringify(event),
-      ],
-      {
-        cwd: root,
-        env: {
-          ...process.env,
-          ...functionEnv(tableName, { SVK_NODE_NAMES: node, SVK_LOG_LEVEL: 'trace', ...extraEnv }),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+): Promise<Run> {
+  const { code, stdout, stderr } = await runTsx(
+    'test/support/invoke-handler.ts',
+    [join(root, module), fn, String(timeoutMs), JSON.stringify(event)],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        ...functionEnv(tableName, { SVK_NODE_NAMES: node, SVK_LOG_LEVEL: 'trace', ...extraEnv }),
       },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
+    },
+  );
+  const lines = stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      try {
+        return JSON.parse(l) as Record<string, unknown>;
+      } catch {
+        throw new Error(`not a JSON log line: ${l}`);
+      }
     });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      const lines = stdout
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => {
-          try {
-            return JSON.parse(l) as Record<string, unknown>;
-          } catch {
-            throw new Error(`not a JSON log line: ${l}`);
-          }
-        });
-      resolve({
-        code,
-        lines,
-        raw: stdout + stderr,
-        result: stderr.split('\n').find((l) => l.startsWith('RESULT ')) ?? stderr,
-      });
-    });
-  });
+  return {
+    code,
+    lines,
+    raw: stdout + stderr,
+    result: stderr.split('\n').find((l) => l.startsWith('RESULT ')) ?? stderr,
+  };
 }
 
 function podEvent(p: V1Pod): unknown {

@@ -25,7 +25,7 @@ import { LockLostError, LockManager } from '../../lib/lock/lock.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { type PodWatchResult, podWatchLockName } from '../../lib/pod/pod-watch.ts';
 import { WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
-import { controlPlane, testEnv } from '../support/env.ts';
+import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
 import {
   adminClients,
   createTestNamespace,
@@ -48,8 +48,7 @@ before(async () => {
 
 after(async () => {
   await Promise.all(runtimes.map((r) => r.stopAll({ abortRunning: true })));
-  await apiServer('start');
-  await controlPlane('controllers/restart', env);
+  await restoreControlPlane(env);
   // Nothing runs these pods, so only a forced delete removes them.
   await deleteTestNamespace(admin, namespace);
   await Promise.all(nodes.map((name) => admin.core.deleteNode({ name }).catch(() => undefined)));
@@ -455,8 +454,8 @@ describe('pod-watch against the real API server', () => {
     await etcd('/v3/kv/compaction', { revision: revision.header.revision, physical: true });
     // Compaction alone does not expire a watch: 1.20 serves watches from its watch cache, whose window
     // is its own. A restart rebuilds that cache at the current revision, so the bookmark falls out of it.
-    await apiServer('stop');
-    await apiServer('start');
+    await apiServer('stop', env);
+    await apiServer('start', env);
     const probe = await waitFor(() => watchStatus(d.node, stale), {
       timeoutMs: 30_000,
       what: 'a watch from the old bookmark to answer',
@@ -496,8 +495,6 @@ async function etcd<T = unknown>(path: string, body: unknown): Promise<T> {
   assert.equal(res.status, 200, `etcd ${path}: ${res.status}`);
   return (await res.json()) as T;
 }
-
-const apiServer = (action: 'stop' | 'start') => controlPlane(`apiserver/${action}`, env);
 
 /** How the API server answers a watch of `node`'s pods from `rv`: the ERROR status, or 'ok'. */
 async function watchStatus(node: string, rv: string): Promise<unknown> {

@@ -10,7 +10,7 @@ import { buildDependencies } from '../../lib/app/dependencies.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { reconcile } from '../../lib/reconcile/reconcile-entry.ts';
 import { ReconcilerStatusStore } from '../../lib/release/status.ts';
-import { controlPlane, testEnv } from '../support/env.ts';
+import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
 import {
   adminClients,
   deleteNodeAndLease,
@@ -23,15 +23,13 @@ import {
 
 const env = testEnv();
 const admin = adminClients(env);
-const apiServer = (action: 'stop' | 'start') => controlPlane(`apiserver/${action}`, env);
 
 describe('reconciler across an API server outage', () => {
   const node = uniqueName('rec-outage');
   const abort = new AbortController();
   after(async () => {
     abort.abort();
-    await apiServer('start');
-    await controlPlane('controllers/restart', env);
+    await restoreControlPlane(env);
     await deleteNodeAndLease(admin, node);
   });
 
@@ -53,7 +51,7 @@ describe('reconciler across an API server outage', () => {
     );
     const failures: number[] = [];
     let succeeded = false;
-    await apiServer('stop');
+    await apiServer('stop', env);
     const running = reconcile(
       deps,
       {
@@ -76,7 +74,7 @@ describe('reconciler across an API server outage', () => {
       undefined,
       'no status while nothing was reconciled',
     );
-    await apiServer('start');
+    await apiServer('start', env);
     const status = await waitFor(
       async () => {
         const s = await new ReconcilerStatusStore(table).get();

@@ -6,7 +6,6 @@
  * identity, as an operator would run it with the functions' configuration.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
@@ -23,6 +22,7 @@ import {
   uniqueName,
   waitFor,
 } from '../support/kube.ts';
+import { type ProcessOutput, runTsx } from '../support/process.ts';
 
 const admin = adminClients();
 const root = new URL('../..', import.meta.url).pathname;
@@ -33,23 +33,10 @@ let tableName = '';
 let table: StateTable;
 let deployment: LocalDeployment;
 
-function runStatus(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/status.ts', ...args], {
-      cwd: root,
-      env: { ...process.env, ...functionEnv(tableName, { SVK_NODE_NAMES: node }) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+function runStatus(args: string[]): Promise<ProcessOutput> {
+  return runTsx('scripts/status.ts', args, {
+    cwd: root,
+    env: { ...process.env, ...functionEnv(tableName, { SVK_NODE_NAMES: node }) },
   });
 }
 

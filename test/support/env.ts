@@ -51,3 +51,17 @@ export async function controlPlane(action: ControlPlaneAction, env: TestEnv = te
   const res = await fetch(`${env.controlUrl}/${action}`, { method: 'POST' });
   if (res.status !== 204) throw new Error(`control plane ${action}: ${res.status} ${await res.text()}`);
 }
+
+/** Stops or starts the shared kube-apiserver. */
+export function apiServer(action: 'stop' | 'start', env: TestEnv = testEnv()): Promise<void> {
+  return controlPlane(`apiserver/${action}`, env);
+}
+
+/**
+ * After an outage test: the API server up again, and the controller-manager
+ * and scheduler restarted so that their informers relist at once.
+ */
+export async function restoreControlPlane(env: TestEnv = testEnv()): Promise<void> {
+  await apiServer('start', env);
+  await controlPlane('controllers/restart', env);
+}
