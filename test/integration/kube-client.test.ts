@@ -105,12 +105,16 @@ describe('Kubernetes client as the virtual kubelet, against the real API server'
     await assert.rejects(kubelet.core.listSecretForAllNamespaces(), (err) => isForbidden(err));
   });
 
-  it('is forbidden from creating a Namespace, and none is created', async () => {
+  it('is forbidden from deleting a Namespace, which stays', async () => {
     const name = `svk-forbidden-${suffix}`;
-    await assert.rejects(kubelet.core.createNamespace({ body: { metadata: { name } } }), (err) =>
-      isForbidden(err),
-    );
-    await assert.rejects(admin.core.readNamespace({ name }), (err) => isNotFound(err));
+    await admin.core.createNamespace({ body: { metadata: { name } } });
+    try {
+      await assert.rejects(kubelet.core.deleteNamespace({ name }), (err) => isForbidden(err));
+      const ns = await admin.core.readNamespace({ name });
+      assert.equal(ns.status?.phase, 'Active');
+    } finally {
+      await ignoreNotFound(admin.core.deleteNamespace({ name }));
+    }
   });
 
   it('is forbidden from writing Leases outside kube-node-lease', async () => {
@@ -123,14 +127,9 @@ describe('Kubernetes client as the virtual kubelet, against the real API server'
     );
   });
 
-  it('may not delete even its own Lease and Node (removing a node is an admin action)', async () => {
-    await assert.rejects(
-      kubelet.coordination.deleteNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE }),
-      (err) => isForbidden(err),
-    );
-    await assert.rejects(kubelet.core.deleteNode({ name: nodeName }), (err) => isForbidden(err));
-    await admin.coordination.deleteNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE });
-    await admin.core.deleteNode({ name: nodeName });
+  it('deletes its own Lease and Node (the reconciler removes nodes dropped from the configuration)', async () => {
+    await kubelet.coordination.deleteNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE });
+    await kubelet.core.deleteNode({ name: nodeName });
     await assert.rejects(
       admin.coordination.readNamespacedLease({ name: nodeName, namespace: LEASE_NAMESPACE }),
       (err) => isNotFound(err),

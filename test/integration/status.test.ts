@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { PACKAGE_RELEASE } from '../../lib/config/config.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { RECONCILER_STATUS_KEY, type StatusReport } from '../../lib/status/status.ts';
@@ -74,11 +75,10 @@ before(async () => {
       (await admin.core.readNamespacedPod({ namespace: ns, name: 'web' })).status?.phase === 'Running',
     { timeoutMs: 90_000, what: 'pod web Running' },
   );
-  await table.put({
-    ...RECONCILER_STATUS_KEY,
-    state: 'done',
-    release: '0.1.0',
-    minCompatibleRelease: '0.1.0',
+  // The deployment's own reconciler leads and records its status.
+  await waitFor(async () => (await table.get(RECONCILER_STATUS_KEY))?.state === 'done', {
+    timeoutMs: 90_000,
+    what: 'the reconciler status done',
   });
 });
 
@@ -103,17 +103,19 @@ describe('status command', () => {
     assert.equal(n?.name, node);
     assert.equal(n?.registered, true);
     assert.equal(n?.ready, 'True');
+    assert.equal(n?.configOk?.status, 'True');
     assert.ok(n?.leaseAgeSeconds !== undefined && n.leaseAgeSeconds < 40, `lease age ${n?.leaseAgeSeconds}`);
 
     const lock = (name: string) => report.locks.find((l) => l.name === name);
-    for (const name of ['heartbeat', 'pod-status', `pod-watch#${node}`]) {
+    for (const name of ['heartbeat', 'pod-status', 'reconcile', `pod-watch#${node}`]) {
       const l = lock(name);
       assert.equal(l?.state, 'held', `${name}: ${JSON.stringify(l)}`);
       assert.ok((l?.epoch ?? 0) >= 1 && l?.owner, `${name}: ${JSON.stringify(l)}`);
     }
-    assert.equal(lock('reconcile')?.state, 'none');
 
-    assert.deepEqual(report.reconciler, { state: 'done', release: '0.1.0', minCompatibleRelease: '0.1.0' });
+    assert.equal(report.reconciler?.state, 'done');
+    assert.equal(report.reconciler?.version, PACKAGE_RELEASE);
+    assert.equal(report.reconciler?.minCompatibleRelease, PACKAGE_RELEASE);
 
     const pod = await admin.core.readNamespacedPod({ namespace: ns, name: 'web' });
     assert.deepEqual(report.pods, [
@@ -142,11 +144,11 @@ describe('status command', () => {
     assert.match(nodes[0] ?? '', /^NAME\s+REGISTERED\s+READY\s+REASON\s+LEASE AGE\s+CONFIGOK$/);
     assert.match(
       nodes[1] ?? '',
-      new RegExp(`^${node}\\s+yes\\s+True\\s+KubeletReady\\s+\\d+(\\.\\d)?s\\s+-$`),
+      new RegExp(`^${node}\\s+yes\\s+True\\s+KubeletReady\\s+\\d+(\\.\\d)?s\\s+True \\(LocalConfig\\)$`),
     );
     const locks = section('LOCKS');
     assert.match(locks.find((l) => l.startsWith('heartbeat ')) ?? '', /^heartbeat\s+held\s+\d+\s+\S+\s+\d/);
-    assert.match(locks.find((l) => l.startsWith('reconcile ')) ?? '', /^reconcile\s+none\s+-\s+-\s+-\s+-$/);
+    assert.match(locks.find((l) => l.startsWith('reconcile ')) ?? '', /^reconcile\s+held\s+\d+\s+\S+\s+\d/);
     assert.match(section('RECONCILER').join('\n'), /state\s+done/);
     const pods = section('PODS');
     assert.match(
