@@ -9,8 +9,10 @@ import { isConditionFailed, type StateTable, type StoredItem } from '../state/dy
  * on the version it read and bumps it, so concurrent, duplicate or reordered
  * pod-sync invocations of the same key cannot lose each other's updates.
  * Completing or releasing a claim is conditional on the claim's token instead,
- * and pod-status's `statusHash` is conditional on the uid only and leaves the
- * version alone, so the status loop never makes a pod-sync invocation retry.
+ * and `statusHash` (written by pod-status, and by pod-sync when the provider
+ * reports status at once) is a compare-and-set on the hash itself that
+ * leaves the version alone, so status writes never make a pod-sync
+ * invocation retry.
  */
 export interface KnownPod {
   node: string;
@@ -259,11 +261,15 @@ export class KnownPodStore {
   }
 
   /**
-   * Records the hash of the status last written for this uid. Leaves the
-   * version alone: it says nothing pod-sync decides from.
-   * @throws KnownPodConflictError when the record is gone or is about another uid.
+   * Records the hash of the status just written for this uid, if the record
+   * still has `seen` (the hash the writer decided from; undefined: none).
+   * Two writers of one pod's status (pod-status and a pushing pod-sync, or
+   * two pod-status holders for a moment) cannot tell whose API write landed
+   * last, so the loser of this compare-and-set must {@link forgetStatus}.
+   * Leaves the version alone: it says nothing pod-sync decides from.
+   * @throws KnownPodConflictError when the hash changed, or the record is gone or about another uid.
    */
-  async recordStatus(pod: KnownPodIdentity, statusHash: string): Promise<void> {
+  async recordStatus(pod: KnownPodIdentity, seen: string | undefined, statusHash: string): Promise<void> {
     await this.update(
       pod,
       {
@@ -271,6 +277,30 @@ export class KnownPodStore {
         names: { '#status': 'statusHash' },
         values: { ':status': statusHash },
       },
+      seen === undefined
+        ? {
+            expression: '#uid = :uid AND attribute_not_exists(#status)',
+            names: { '#uid': 'uid', '#status': 'statusHash' },
+            values: { ':uid': pod.uid },
+          }
+        : {
+            expression: '#uid = :uid AND #status = :seen',
+            names: { '#uid': 'uid', '#status': 'statusHash' },
+            values: { ':uid': pod.uid, ':seen': seen },
+          },
+    );
+  }
+
+  /**
+   * Forgets which status was written for this uid, so that the next poll
+   * writes the provider's status again: what a writer does when it cannot
+   * tell whether its write or another's was the last.
+   * @throws KnownPodConflictError when the record is gone or is about another uid.
+   */
+  async forgetStatus(pod: KnownPodIdentity): Promise<void> {
+    await this.update(
+      pod,
+      { expression: 'REMOVE #status', names: { '#status': 'statusHash' }, values: {} },
       { expression: '#uid = :uid', names: { '#uid': 'uid' }, values: { ':uid': pod.uid } },
     );
   }

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Clock } from '../clock.ts';
 import { parsePodEvent, podKey } from '../events/pod-event.ts';
 import type { Invocation } from '../invocation.ts';
 import { isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
-import { isProviderNotFound, type PodProvider } from '../provider/provider.ts';
+import { type AppliedPodStatus, isProviderNotFound, type PodProvider } from '../provider/provider.ts';
 import {
   isClaimLive,
   type KnownPod,
@@ -29,6 +29,7 @@ import {
   providerFailedStatus,
   running,
   writePodStatus,
+  writeReportedStatus,
 } from './pod-status.ts';
 
 /**
@@ -441,18 +442,19 @@ export class PodReconciler {
     const timeout = AbortSignal.timeout(claimMs);
     const callSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let create = step.mode === 'create';
+    let reported: AppliedPodStatus;
     try {
       if (create) {
-        await provider.createPod(resolved, callSignal);
+        reported = await provider.createPod(resolved, callSignal);
       } else {
         try {
-          await provider.updatePod(resolved, callSignal);
+          reported = await provider.updatePod(resolved, callSignal);
         } catch (err) {
           if (!isProviderNotFound(err)) throw err;
           // As seed 001 does: a pod the provider does not have is created.
           log.warn('provider no longer has the pod: creating it');
           create = true;
-          await provider.createPod(resolved, callSignal);
+          reported = await provider.createPod(resolved, callSignal);
         }
       }
     } catch (err) {
@@ -477,8 +479,28 @@ export class PodReconciler {
       create ? POD_EVENT_REASONS.createSuccess : POD_EVENT_REASONS.updateSuccess,
       create ? 'Create pod in provider successfully' : 'Update pod in provider successfully',
     );
+    // Before the claim goes: pod-status leaves claimed pods alone, so it
+    // finds this status recorded once it looks at the pod again.
+    if (reported) await this.pushStatus(claimed, pod, reported, log);
     await knownPods.completeClaim(claimed, token, step.hash);
     return create ? 'created' : 'updated';
+  }
+
+  /**
+   * Writes the status the provider reported with the create or update
+   * (status at once, see AppliedPodStatus), through pod-status's own write
+   * path, against the pod read for this reconcile. Best effort: the pod is
+   * in the provider whatever happens here, and pod-status's poll writes the
+   * status if this does not.
+   */
+  private async pushStatus(claimed: KnownPod, pod: V1Pod, reported: V1PodStatus, log: Logger): Promise<void> {
+    const { core, knownPods } = this.options;
+    try {
+      const written = await writeReportedStatus({ core, knownPods }, claimed, reported, { pod });
+      log.debug({ written, phase: reported.phase }, 'pod status pushed after apply');
+    } catch (err) {
+      log.warn({ err }, 'could not write the pod status after applying it; pod-status polls it');
+    }
   }
 
   /**

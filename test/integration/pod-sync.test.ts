@@ -26,7 +26,7 @@ import { PodStatusSyncer } from '../../lib/pod/pod-status.ts';
 import { PodReconciler, PodSyncRetryError, type SyncResult } from '../../lib/pod/pod-sync.ts';
 import { MOCK_FAIL_CREATE_ANNOTATION } from '../../lib/provider/mock/mock-pod-plan.ts';
 import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
-import type { PodProvider } from '../../lib/provider/provider.ts';
+import type { AppliedPodStatus, PodProvider } from '../../lib/provider/provider.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { testEnv } from '../support/env.ts';
 import {
@@ -548,11 +548,11 @@ class GatedProvider implements PodProvider {
     await gate.opened;
   }
 
-  async createPod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+  async createPod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
     await this.pass('create');
     return this.inner.createPod(pod, signal);
   }
-  async updatePod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+  async updatePod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
     await this.pass('update');
     return this.inner.updatePod(pod, signal);
   }
