@@ -26,6 +26,13 @@ export interface KnownPod {
   /** Hash of the pod status we last wrote to the API server. */
   statusHash?: string;
   /**
+   * ISO wall-clock time until which the pod-sync invocation that just applied
+   * the pod is writing the status the provider reported with it (status at
+   * once); pod-status leaves the pod alone meanwhile. Removed when that
+   * status is recorded or given up; a crashed writer's mark simply expires.
+   */
+  pushUntil?: string;
+  /**
    * ISO time after which the pod is force-deleted from the API server (grace
    * period over). Set only after the provider was told to delete the pod, so
    * it also means "provider delete done" for this deletionTimestamp.
@@ -99,7 +106,8 @@ function isClaim(value: unknown): value is KnownPodClaim {
 }
 
 function fromItem(item: StoredItem): KnownPod {
-  const { node, namespace, name, uid, appliedHash, claim, statusHash, forceDeleteAt, version } = item;
+  const { node, namespace, name, uid, appliedHash, claim, statusHash, pushUntil, forceDeleteAt, version } =
+    item;
   if (
     typeof node !== 'string' ||
     typeof namespace !== 'string' ||
@@ -121,6 +129,7 @@ function fromItem(item: StoredItem): KnownPod {
       ? { claim: { token: claim.token, owner: claim.owner, hash: claim.hash, until: claim.until } }
       : {}),
     ...(typeof statusHash === 'string' ? { statusHash } : {}),
+    ...(typeof pushUntil === 'string' ? { pushUntil } : {}),
     ...(typeof forceDeleteAt === 'string' ? { forceDeleteAt } : {}),
   };
 }
@@ -192,16 +201,28 @@ export class KnownPodStore {
 
   /**
    * Records that the claim's hash is now applied in the provider and drops the
-   * claim, if `token` still holds it.
+   * claim, if `token` still holds it. `pushUntil`: the caller is about to
+   * write the status the provider reported (see {@link KnownPod.pushUntil}).
    * @throws KnownPodConflictError when the claim was taken over or the record forgotten.
    */
-  completeClaim(pod: KnownPod, token: string, appliedHash: string): Promise<KnownPod> {
+  completeClaim(
+    pod: KnownPod,
+    token: string,
+    appliedHash: string,
+    options: { pushUntil?: string } = {},
+  ): Promise<KnownPod> {
+    const push = options.pushUntil;
     return this.update(
       pod,
       {
-        expression: 'SET #applied = :applied, #v = #v + :one REMOVE #claim',
-        names: { '#applied': 'appliedHash', '#claim': 'claim', ...VERSION },
-        values: { ':applied': appliedHash, ':one': 1 },
+        expression: `SET #applied = :applied, #v = #v + :one${push ? ', #push = :push' : ''} REMOVE #claim`,
+        names: {
+          '#applied': 'appliedHash',
+          '#claim': 'claim',
+          ...VERSION,
+          ...(push ? { '#push': 'pushUntil' } : {}),
+        },
+        values: { ':applied': appliedHash, ':one': 1, ...(push ? { ':push': push } : {}) },
       },
       heldBy(token),
     );
@@ -273,8 +294,8 @@ export class KnownPodStore {
     await this.update(
       pod,
       {
-        expression: 'SET #status = :status',
-        names: { '#status': 'statusHash' },
+        expression: 'SET #status = :status REMOVE #push',
+        names: { '#status': 'statusHash', '#push': 'pushUntil' },
         values: { ':status': statusHash },
       },
       seen === undefined
@@ -292,15 +313,20 @@ export class KnownPodStore {
   }
 
   /**
-   * Forgets which status was written for this uid, so that the next poll
-   * writes the provider's status again: what a writer does when it cannot
-   * tell whether its write or another's was the last.
+   * Forgets which status was written for this uid (and any push under way),
+   * so that the next poll writes the provider's status again: what a writer
+   * does when it cannot tell whether its write or another's was the last, or
+   * when its push failed.
    * @throws KnownPodConflictError when the record is gone or is about another uid.
    */
   async forgetStatus(pod: KnownPodIdentity): Promise<void> {
     await this.update(
       pod,
-      { expression: 'REMOVE #status', names: { '#status': 'statusHash' }, values: {} },
+      {
+        expression: 'REMOVE #status, #push',
+        names: { '#status': 'statusHash', '#push': 'pushUntil' },
+        values: {},
+      },
       { expression: '#uid = :uid', names: { '#uid': 'uid' }, values: { ':uid': pod.uid } },
     );
   }

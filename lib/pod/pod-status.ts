@@ -322,19 +322,21 @@ export interface PodStatusSyncerOptions {
 
 /**
  * Whether pod-status looks at a known pod's status this round. Not while a
- * pod-sync invocation holds its claim: that invocation is creating or
- * updating the pod, writes the status itself when the provider reports it at
- * once, and records it before letting go; writing here as well would write
- * the same status twice (the next round writes it if pod-sync did not). Nor,
+ * pod-sync invocation holds its claim (it is creating or updating the pod)
+ * nor while the record says that invocation is writing the status the
+ * provider reported with it (`pushUntil`, removed once that status is
+ * recorded): writing here as well would write the same status twice, and the
+ * next round writes it if pod-sync did not. Nor,
  * when the provider's list lacks it, before anything was applied or deleted
  * in the provider (never created: nothing to report, nothing lost).
  */
 export function shouldPollStatus(
-  record: Pick<KnownPod, 'claim' | 'appliedHash' | 'forceDeleteAt'>,
+  record: Pick<KnownPod, 'claim' | 'pushUntil' | 'appliedHash' | 'forceDeleteAt'>,
   listed: boolean,
   nowMs: number,
 ): boolean {
   if (isClaimLive(record.claim, nowMs)) return false;
+  if (record.pushUntil !== undefined && Date.parse(record.pushUntil) > nowMs) return false;
   return listed || record.appliedHash !== undefined || record.forceDeleteAt !== undefined;
 }
 
@@ -367,9 +369,10 @@ type PodOutcome = 'none' | 'unchanged' | 'written' | 'lost' | 'terminated' | 'go
  * reported lost, which virtual-kubelet guards against differently (no "lost"
  * verdict within a minute of creation unless Running); we need no such delay.
  *
- * Pods under a pod-sync claim are left to that invocation (shouldPollStatus),
- * so a provider that reports status at once has each status written once,
- * by pod-sync, and this loop writes only what changes later.
+ * Pods under a pod-sync claim or push mark are left to that invocation
+ * (shouldPollStatus), so a provider that reports status at once has each
+ * status written once, by pod-sync, and this loop writes only what changes
+ * later.
  *
  * Unlike virtual-kubelet, a pod whose status says ProviderFailed (a create
  * that failed and is being retried) still gets the provider's status once the

@@ -27,6 +27,7 @@ import {
   forceDeletePod,
   isTerminalPhase,
   providerFailedStatus,
+  reportedStatusToWrite,
   running,
   writePodStatus,
   writeReportedStatus,
@@ -479,10 +480,17 @@ export class PodReconciler {
       create ? POD_EVENT_REASONS.createSuccess : POD_EVENT_REASONS.updateSuccess,
       create ? 'Create pod in provider successfully' : 'Update pod in provider successfully',
     );
-    // Before the claim goes: pod-status leaves claimed pods alone, so it
-    // finds this status recorded once it looks at the pod again.
-    if (reported) await this.pushStatus(claimed, pod, reported, log);
-    await knownPods.completeClaim(claimed, token, step.hash);
+    // The mark keeps pod-status off the pod until the status below is
+    // recorded, so it is written once. Dropping the claim first lets the
+    // delivery our own status write triggers skip at once instead of waiting.
+    const push = reportedStatusToWrite(claimed, reported);
+    const completed = await knownPods.completeClaim(
+      claimed,
+      token,
+      step.hash,
+      push ? { pushUntil: new Date(clock.now() + claimMs).toISOString() } : {},
+    );
+    if (push) await this.pushStatus(completed, pod, push.status, log);
     return create ? 'created' : 'updated';
   }
 
@@ -490,16 +498,19 @@ export class PodReconciler {
    * Writes the status the provider reported with the create or update
    * (status at once, see AppliedPodStatus), through pod-status's own write
    * path, against the pod read for this reconcile. Best effort: the pod is
-   * in the provider whatever happens here, and pod-status's poll writes the
-   * status if this does not.
+   * in the provider and recorded whatever happens here; on failure the push
+   * mark is dropped so that pod-status's next poll writes the status.
    */
-  private async pushStatus(claimed: KnownPod, pod: V1Pod, reported: V1PodStatus, log: Logger): Promise<void> {
+  private async pushStatus(record: KnownPod, pod: V1Pod, reported: V1PodStatus, log: Logger): Promise<void> {
     const { core, knownPods } = this.options;
     try {
-      const written = await writeReportedStatus({ core, knownPods }, claimed, reported, { pod });
-      log.debug({ written, phase: reported.phase }, 'pod status pushed after apply');
+      const written = await writeReportedStatus({ core, knownPods }, record, reported, { pod });
+      log.debug({ written, phase: reported.phase }, 'pod status written after apply');
     } catch (err) {
       log.warn({ err }, 'could not write the pod status after applying it; pod-status polls it');
+      await knownPods.forgetStatus(record).catch((e: unknown) => {
+        log.warn({ err: e }, 'could not drop the status push mark; it expires');
+      });
     }
   }
 

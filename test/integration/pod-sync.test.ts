@@ -227,6 +227,7 @@ describe('pod-sync', () => {
     const reported = await provider.getPod(namespace, 'pushed');
     assert.equal(record?.statusHash, podStatusHash(reported?.status), 'recorded as pod-status records it');
     assert.equal(record?.claim, undefined);
+    assert.equal(record?.pushUntil, undefined, 'the push mark goes with the recorded status');
 
     // pod-status's poll finds the status written and leaves the pod alone.
     const version = running?.metadata?.resourceVersion;
@@ -633,6 +634,7 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
     assert.ok(record?.appliedHash, 'the create is recorded');
     assert.equal(record?.claim, undefined);
     assert.equal(record?.statusHash, undefined, 'nothing recorded as written');
+    assert.equal(record?.pushUntil, undefined, 'the push mark is dropped: pod-status may write it now');
     assert.notEqual((await readPod('push-fails'))?.status?.phase, 'Running');
 
     const syncer = new PodStatusSyncer({

@@ -190,6 +190,16 @@ describe('status push and poll share one notion of "already written"', () => {
     assert.equal(shouldPollStatus({ claim: claim(NOW), appliedHash: 'spec' }, true, NOW), true);
   });
 
+  it('pod-status leaves a pod alone while pod-sync writes the status it got with the create, until the mark expires', () => {
+    const pushing = (untilMs: number) => ({
+      appliedHash: 'spec',
+      pushUntil: new Date(untilMs).toISOString(),
+    });
+    assert.equal(shouldPollStatus(pushing(NOW + 1), true, NOW), false);
+    assert.equal(shouldPollStatus(pushing(NOW + 1), false, NOW), false);
+    assert.equal(shouldPollStatus(pushing(NOW), true, NOW), true, 'a crashed writer: the poll writes it');
+  });
+
   it('pod-status polls listed pods, and unlisted ones only once applied or deleted in the provider', () => {
     assert.equal(shouldPollStatus({}, true, NOW), true);
     assert.equal(shouldPollStatus({}, false, NOW), false);
