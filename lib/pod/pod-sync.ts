@@ -83,6 +83,17 @@ import {
  *
  * A record-write conflict re-runs the reconcile from the top (a few times,
  * then a retryable error); so does a lost claim.
+ *
+ * ## The first status (status at once)
+ *
+ * When the provider resolves createPod/updatePod with the pod's status, the
+ * claim is completed with a `pushUntil` mark and the status is then written
+ * through pod-status's write path (writeReportedStatus), which records its
+ * hash and drops the mark. pod-status leaves marked (and claimed) pods alone,
+ * so the status is written once; the delivery our own status write triggers
+ * finds the claim gone and skips at once. A failed write is logged and drops
+ * the mark, and pod-status's poll writes the status: it never fails the
+ * reconcile, whose provider call is done and recorded.
  */
 
 /** Where a reconcile ended. */

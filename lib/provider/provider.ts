@@ -106,7 +106,7 @@ export interface PodProvider {
  * "pushed" half of issue 4's "polled every 5 s, or pushed by a provider that
  * can"). A provider that knows a pod's status as soon as the call returns
  * resolves with it; pod-sync then writes it to the pod's status subresource
- * itself, before it lets go of the pod, and pod-status finds it already
+ * itself right after recording the create, and pod-status finds it already
  * written. A provider whose pods start asynchronously (a real backend that
  * reports Pending for a while) resolves with undefined and is polled by
  * pod-status alone.
