@@ -122,6 +122,8 @@ export interface Config {
     requiredReconcilerRelease: string;
     /** One record of a running release counts this long; longer than the longest invocation. */
     releaseRecordTtlMs: number;
+    /** A reconciler status that lets this release act is reused this long per cold start (0: never). */
+    statusCacheMs: number;
   };
   reconcile: {
     /** The leader runs reconcileAll this often after the first success. */
@@ -504,12 +506,20 @@ const envSchema = z.object({
   SVK_MIN_COMPATIBLE_RELEASE: release(DEFAULT_MIN_COMPATIBLE_RELEASE),
   SVK_REQUIRED_RECONCILER_RELEASE: release(DEFAULT_REQUIRED_RECONCILER_RELEASE),
   SVK_RELEASE_RECORD_TTL_SECONDS: wholeNumber(300, 10, 86400),
+  SVK_RELEASE_STATUS_CACHE_SECONDS: wholeNumber(10, 0, 3600),
   SVK_RECONCILE_INTERVAL_SECONDS: wholeNumber(30, 1, 3600),
   SVK_RECONCILE_LEADER_WAIT_MS: wholeNumber(5000, 0, 120000),
   SVK_RECONCILE_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
 });
 
-const DEFAULTS = { lease: 40, renew: 10, lockLease: 15, lockPoll: 1000 };
+const DEFAULTS = {
+  lease: 40,
+  renew: 10,
+  lockLease: 15,
+  lockPoll: 1000,
+  releaseRecordTtl: 300,
+  releaseStatusCache: 10,
+};
 
 /** Rules between variables, checked on whatever of them parses, so every bad variable is named at once. */
 function crossChecks(env: Record<string, string | undefined>): ConfigIssue[] {
@@ -551,6 +561,15 @@ function crossChecks(env: Record<string, string | undefined>): ConfigIssue[] {
   for (const name of ['SVK_EKS_ENDPOINT', 'SVK_EKS_CA_DATA']) {
     if (env[name] !== undefined && env.SVK_EKS_CLUSTER_NAME === undefined)
       issues.push({ variable: name, message: 'is only used with SVK_EKS_CLUSTER_NAME, which is not set' });
+  }
+  const recordTtl = num('SVK_RELEASE_RECORD_TTL_SECONDS', DEFAULTS.releaseRecordTtl);
+  const statusCache = num('SVK_RELEASE_STATUS_CACHE_SECONDS', DEFAULTS.releaseStatusCache);
+  // The gate's safety argument needs the cache well inside ¾ of the record TTL (lib/release/gate.ts).
+  if (Number.isFinite(recordTtl) && Number.isFinite(statusCache) && statusCache * 2 > recordTtl) {
+    issues.push({
+      variable: 'SVK_RELEASE_STATUS_CACHE_SECONDS',
+      message: `(${statusCache}) must be at most half of SVK_RELEASE_RECORD_TTL_SECONDS (${recordTtl})`,
+    });
   }
   const own = (env.SVK_RELEASE ?? PACKAGE_RELEASE).trim();
   for (const [variable, fallback] of [
@@ -662,6 +681,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       minCompatibleRelease: e.SVK_MIN_COMPATIBLE_RELEASE,
       requiredReconcilerRelease: e.SVK_REQUIRED_RECONCILER_RELEASE,
       releaseRecordTtlMs: e.SVK_RELEASE_RECORD_TTL_SECONDS * 1000,
+      statusCacheMs: e.SVK_RELEASE_STATUS_CACHE_SECONDS * 1000,
     },
     reconcile: {
       intervalMs: e.SVK_RECONCILE_INTERVAL_SECONDS * 1000,

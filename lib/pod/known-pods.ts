@@ -9,8 +9,10 @@ import { isConditionFailed, type StateTable, type StoredItem } from '../state/dy
  * on the version it read and bumps it, so concurrent, duplicate or reordered
  * pod-sync invocations of the same key cannot lose each other's updates.
  * Completing or releasing a claim is conditional on the claim's token instead,
- * and pod-status's `statusHash` is conditional on the uid only and leaves the
- * version alone, so the status loop never makes a pod-sync invocation retry.
+ * and `statusHash` (written by pod-status, and by pod-sync when the provider
+ * reports status at once) is a compare-and-set on the hash itself that
+ * leaves the version alone, so status writes never make a pod-sync
+ * invocation retry.
  */
 export interface KnownPod {
   node: string;
@@ -23,6 +25,13 @@ export interface KnownPod {
   claim?: KnownPodClaim;
   /** Hash of the pod status we last wrote to the API server. */
   statusHash?: string;
+  /**
+   * ISO wall-clock time until which the pod-sync invocation that just applied
+   * the pod is writing the status the provider reported with it (status at
+   * once); pod-status leaves the pod alone meanwhile. Removed when that
+   * status is recorded or given up; a crashed writer's mark simply expires.
+   */
+  pushUntil?: string;
   /**
    * ISO time after which the pod is force-deleted from the API server (grace
    * period over). Set only after the provider was told to delete the pod, so
@@ -97,7 +106,8 @@ function isClaim(value: unknown): value is KnownPodClaim {
 }
 
 function fromItem(item: StoredItem): KnownPod {
-  const { node, namespace, name, uid, appliedHash, claim, statusHash, forceDeleteAt, version } = item;
+  const { node, namespace, name, uid, appliedHash, claim, statusHash, pushUntil, forceDeleteAt, version } =
+    item;
   if (
     typeof node !== 'string' ||
     typeof namespace !== 'string' ||
@@ -119,6 +129,7 @@ function fromItem(item: StoredItem): KnownPod {
       ? { claim: { token: claim.token, owner: claim.owner, hash: claim.hash, until: claim.until } }
       : {}),
     ...(typeof statusHash === 'string' ? { statusHash } : {}),
+    ...(typeof pushUntil === 'string' ? { pushUntil } : {}),
     ...(typeof forceDeleteAt === 'string' ? { forceDeleteAt } : {}),
   };
 }
@@ -190,16 +201,28 @@ export class KnownPodStore {
 
   /**
    * Records that the claim's hash is now applied in the provider and drops the
-   * claim, if `token` still holds it.
+   * claim, if `token` still holds it. `pushUntil`: the caller is about to
+   * write the status the provider reported (see {@link KnownPod.pushUntil}).
    * @throws KnownPodConflictError when the claim was taken over or the record forgotten.
    */
-  completeClaim(pod: KnownPod, token: string, appliedHash: string): Promise<KnownPod> {
+  completeClaim(
+    pod: KnownPod,
+    token: string,
+    appliedHash: string,
+    options: { pushUntil?: string } = {},
+  ): Promise<KnownPod> {
+    const push = options.pushUntil;
     return this.update(
       pod,
       {
-        expression: 'SET #applied = :applied, #v = #v + :one REMOVE #claim',
-        names: { '#applied': 'appliedHash', '#claim': 'claim', ...VERSION },
-        values: { ':applied': appliedHash, ':one': 1 },
+        expression: `SET #applied = :applied, #v = #v + :one${push ? ', #push = :push' : ''} REMOVE #claim`,
+        names: {
+          '#applied': 'appliedHash',
+          '#claim': 'claim',
+          ...VERSION,
+          ...(push ? { '#push': 'pushUntil' } : {}),
+        },
+        values: { ':applied': appliedHash, ':one': 1, ...(push ? { ':push': push } : {}) },
       },
       heldBy(token),
     );
@@ -259,17 +282,50 @@ export class KnownPodStore {
   }
 
   /**
-   * Records the hash of the status last written for this uid. Leaves the
-   * version alone: it says nothing pod-sync decides from.
-   * @throws KnownPodConflictError when the record is gone or is about another uid.
+   * Records the hash of the status just written for this uid, if the record
+   * still has `seen` (the hash the writer decided from; undefined: none).
+   * Two writers of one pod's status (pod-status and a pushing pod-sync, or
+   * two pod-status holders for a moment) cannot tell whose API write landed
+   * last, so the loser of this compare-and-set must {@link forgetStatus}.
+   * Leaves the version alone: it says nothing pod-sync decides from.
+   * @throws KnownPodConflictError when the hash changed, or the record is gone or about another uid.
    */
-  async recordStatus(pod: KnownPodIdentity, statusHash: string): Promise<void> {
+  async recordStatus(pod: KnownPodIdentity, seen: string | undefined, statusHash: string): Promise<void> {
     await this.update(
       pod,
       {
-        expression: 'SET #status = :status',
-        names: { '#status': 'statusHash' },
+        expression: 'SET #status = :status REMOVE #push',
+        names: { '#status': 'statusHash', '#push': 'pushUntil' },
         values: { ':status': statusHash },
+      },
+      seen === undefined
+        ? {
+            expression: '#uid = :uid AND attribute_not_exists(#status)',
+            names: { '#uid': 'uid', '#status': 'statusHash' },
+            values: { ':uid': pod.uid },
+          }
+        : {
+            expression: '#uid = :uid AND #status = :seen',
+            names: { '#uid': 'uid', '#status': 'statusHash' },
+            values: { ':uid': pod.uid, ':seen': seen },
+          },
+    );
+  }
+
+  /**
+   * Forgets which status was written for this uid (and any push under way),
+   * so that the next poll writes the provider's status again: what a writer
+   * does when it cannot tell whether its write or another's was the last, or
+   * when its push failed.
+   * @throws KnownPodConflictError when the record is gone or is about another uid.
+   */
+  async forgetStatus(pod: KnownPodIdentity): Promise<void> {
+    await this.update(
+      pod,
+      {
+        expression: 'REMOVE #status, #push',
+        names: { '#status': 'statusHash', '#push': 'pushUntil' },
+        values: {},
       },
       { expression: '#uid = :uid', names: { '#uid': 'uid' }, values: { ':uid': pod.uid } },
     );

@@ -4,7 +4,13 @@ import { isConflict, isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { PodProvider } from '../provider/provider.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
-import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
+import {
+  isClaimLive,
+  type KnownPod,
+  KnownPodConflictError,
+  type KnownPodIdentity,
+  type KnownPodStore,
+} from './known-pods.ts';
 import { podStatusHash } from './pod-hash.ts';
 
 /**
@@ -162,19 +168,30 @@ export type StatusWriteResult = 'written' | 'gone' | 'unchanged';
  * with its resourceVersion, so nothing another writer changed meanwhile is
  * lost (a 409 reads again, up to 3 times). `gone` when the pod no longer
  * exists under this uid; `unchanged` when `make` returns undefined.
+ *
+ * `options.pod`: the pod as the caller just read it; the first attempt
+ * writes against it instead of reading again (its resourceVersion still
+ * guards the write, and a 409 reads afresh).
  */
 export async function writePodStatus(
   core: CoreV1Api,
   ref: PodRef,
   make: (pod: V1Pod) => V1PodStatus | undefined,
+  options: { pod?: V1Pod } = {},
 ): Promise<StatusWriteResult> {
+  let known = options.pod?.metadata?.uid === ref.uid ? options.pod : undefined;
   for (let attempt = 1; ; attempt++) {
     let pod: V1Pod;
-    try {
-      pod = await core.readNamespacedPod({ namespace: ref.namespace, name: ref.name });
-    } catch (err) {
-      if (isNotFound(err)) return 'gone';
-      throw err;
+    if (known) {
+      pod = known;
+      known = undefined;
+    } else {
+      try {
+        pod = await core.readNamespacedPod({ namespace: ref.namespace, name: ref.name });
+      } catch (err) {
+        if (isNotFound(err)) return 'gone';
+        throw err;
+      }
     }
     if (pod.metadata?.uid !== ref.uid) return 'gone';
     const status = make(pod);
@@ -191,6 +208,86 @@ export async function writePodStatus(
       if (!isConflict(err) || attempt >= 3) throw err;
     }
   }
+}
+
+/** Where statuses are written and what was written is recorded. */
+export interface StatusTargets {
+  core: CoreV1Api;
+  knownPods: KnownPodStore;
+}
+
+/** The record a status write is for: the pod's identity and the status hash the writer decided from. */
+export type StatusRecord = KnownPodIdentity & Pick<KnownPod, 'statusHash'>;
+
+/**
+ * Writes `make(current pod)` as the pod's status (writePodStatus) and
+ * records `hash` as written for this uid, as a compare-and-set on the hash
+ * `record` says was written before. The API server cannot tell us whose
+ * write landed last when two writers raced, so when the compare-and-set
+ * fails the hash is forgotten instead: the next poll writes the provider's
+ * status again (one redundant write, never a lost one). A terminal status
+ * (`make` returns undefined) is recorded too, so it is not tried again.
+ */
+export async function writeRecordedStatus(
+  targets: StatusTargets,
+  record: StatusRecord,
+  hash: string,
+  make: (pod: V1Pod) => V1PodStatus | undefined,
+  options: { pod?: V1Pod } = {},
+): Promise<StatusWriteResult> {
+  const { core, knownPods } = targets;
+  const written = await writePodStatus(core, record, make, options);
+  // Gone: pod-sync forgets the record; nothing to remember here.
+  if (written === 'gone') return 'gone';
+  try {
+    await knownPods.recordStatus(record, record.statusHash, hash);
+  } catch (err) {
+    if (!(err instanceof KnownPodConflictError)) throw err;
+    try {
+      await knownPods.forgetStatus(record);
+    } catch (e) {
+      // The record is gone or about another pod: nothing to remember either.
+      if (!(e instanceof KnownPodConflictError)) throw e;
+    }
+  }
+  return written;
+}
+
+/**
+ * What the provider reported for a pod, if it is not what the record says
+ * was last written: the status and its hash. The one test of "changed"
+ * shared by pod-status's poll and pod-sync's push.
+ */
+export function reportedStatusToWrite(
+  record: Pick<KnownPod, 'statusHash'>,
+  reported: V1PodStatus | undefined,
+): { status: V1PodStatus; hash: string } | undefined {
+  if (!reported) return undefined;
+  const hash = podStatusHash(reported);
+  return hash === record.statusHash ? undefined : { status: reported, hash };
+}
+
+/**
+ * The one path by which a status the provider reported reaches the API
+ * server, for pod-status's poll and pod-sync's push alike: skipped when the
+ * record says it was written already, else merged with the conditions other
+ * actors own (never over a Succeeded or Failed status) and recorded.
+ */
+export async function writeReportedStatus(
+  targets: StatusTargets,
+  record: StatusRecord,
+  reported: V1PodStatus | undefined,
+  options: { pod?: V1Pod } = {},
+): Promise<StatusWriteResult> {
+  const change = reportedStatusToWrite(record, reported);
+  if (!change) return 'unchanged';
+  return writeRecordedStatus(
+    targets,
+    record,
+    change.hash,
+    (pod) => (isTerminalPhase(pod.status?.phase) ? undefined : mergeStatus(pod.status, change.status)),
+    options,
+  );
 }
 
 /**
@@ -223,6 +320,26 @@ export interface PodStatusSyncerOptions {
   maxParallel: number;
 }
 
+/**
+ * Whether pod-status looks at a known pod's status this round. Not while a
+ * pod-sync invocation holds its claim (it is creating or updating the pod)
+ * nor while the record says that invocation is writing the status the
+ * provider reported with it (`pushUntil`, removed once that status is
+ * recorded): writing here as well would write the same status twice, and the
+ * next round writes it if pod-sync did not. Nor,
+ * when the provider's list lacks it, before anything was applied or deleted
+ * in the provider (never created: nothing to report, nothing lost).
+ */
+export function shouldPollStatus(
+  record: Pick<KnownPod, 'claim' | 'pushUntil' | 'appliedHash' | 'forceDeleteAt'>,
+  listed: boolean,
+  nowMs: number,
+): boolean {
+  if (isClaimLive(record.claim, nowMs)) return false;
+  if (record.pushUntil !== undefined && Date.parse(record.pushUntil) > nowMs) return false;
+  return listed || record.appliedHash !== undefined || record.forceDeleteAt !== undefined;
+}
+
 /** What one round did on one node, for logs, metrics and tests. */
 export interface NodeStatusResult {
   node: string;
@@ -251,6 +368,11 @@ type PodOutcome = 'none' | 'unchanged' | 'written' | 'lost' | 'terminated' | 'go
  * an index). Together these keep a pod that is being created from being
  * reported lost, which virtual-kubelet guards against differently (no "lost"
  * verdict within a minute of creation unless Running); we need no such delay.
+ *
+ * Pods under a pod-sync claim or push mark are left to that invocation
+ * (shouldPollStatus), so a provider that reports status at once has each
+ * status written once, by pod-sync, and this loop writes only what changes
+ * later.
  *
  * Unlike virtual-kubelet, a pod whose status says ProviderFailed (a create
  * that failed and is being retried) still gets the provider's status once the
@@ -304,21 +426,16 @@ export class PodStatusSyncer {
     signal?: AbortSignal,
   ): Promise<PodOutcome> {
     const { provider, clock } = this.options;
+    if (!shouldPollStatus(record, listed !== undefined, clock.now())) return 'none';
     let reported = listed;
     if (!reported) {
-      // Never created, or being created right now: nothing to report yet.
-      if (isClaimLive(record.claim, clock.now()) || (!record.appliedHash && !record.forceDeleteAt))
-        return 'none';
       const got = await provider.getPod(record.namespace, record.name, signal);
       reported = got?.metadata?.uid === record.uid ? got : undefined;
     }
     if (reported) {
-      const desired = reported.status ?? {};
-      const hash = podStatusHash(desired);
-      if (hash === record.statusHash) return 'unchanged';
-      return this.write(record, hash, 'written', (pod) =>
-        isTerminalPhase(pod.status?.phase) ? undefined : mergeStatus(pod.status, desired),
-      );
+      const written = await writeReportedStatus(this.options, record, reported.status ?? {});
+      if (written === 'written') this.logWritten(record, 'written');
+      return written;
     }
     const now = clock.now();
     if (record.forceDeleteAt) {
@@ -341,20 +458,17 @@ export class PodStatusSyncer {
     outcome: PodOutcome,
     make: (pod: V1Pod) => V1PodStatus | undefined,
   ): Promise<PodOutcome> {
-    const { core, knownPods, log } = this.options;
-    const written = await writePodStatus(core, record, make);
-    // Gone: pod-sync forgets the record; nothing to remember here.
-    if (written === 'gone') return 'gone';
-    try {
-      await knownPods.recordStatus(record, hash);
-    } catch (err) {
-      if (!(err instanceof KnownPodConflictError)) throw err;
-    }
-    if (written === 'unchanged') return 'unchanged';
-    const logFields = { pod: `${record.namespace}/${record.name}`, uid: record.uid, node: record.node };
-    if (outcome === 'lost') log.warn(logFields, 'provider lost the pod: reported Failed/NotFound');
-    else log.debug({ ...logFields, outcome }, 'pod status written');
+    const written = await writeRecordedStatus(this.options, record, hash, make);
+    if (written !== 'written') return written;
+    this.logWritten(record, outcome);
     return outcome;
+  }
+
+  private logWritten(record: KnownPod, outcome: PodOutcome): void {
+    const logFields = { pod: `${record.namespace}/${record.name}`, uid: record.uid, node: record.node };
+    if (outcome === 'lost')
+      this.options.log.warn(logFields, 'provider lost the pod: reported Failed/NotFound');
+    else this.options.log.debug({ ...logFields, outcome }, 'pod status written');
   }
 
   /**

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Clock } from '../clock.ts';
 import { parsePodEvent, podKey } from '../events/pod-event.ts';
 import type { Invocation } from '../invocation.ts';
 import { isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
-import { isProviderNotFound, type PodProvider } from '../provider/provider.ts';
+import { type AppliedPodStatus, isProviderNotFound, type PodProvider } from '../provider/provider.ts';
 import {
   isClaimLive,
   type KnownPod,
@@ -27,8 +27,10 @@ import {
   forceDeletePod,
   isTerminalPhase,
   providerFailedStatus,
+  reportedStatusToWrite,
   running,
   writePodStatus,
+  writeReportedStatus,
 } from './pod-status.ts';
 
 /**
@@ -81,6 +83,17 @@ import {
  *
  * A record-write conflict re-runs the reconcile from the top (a few times,
  * then a retryable error); so does a lost claim.
+ *
+ * ## The first status (status at once)
+ *
+ * When the provider resolves createPod/updatePod with the pod's status, the
+ * claim is completed with a `pushUntil` mark and the status is then written
+ * through pod-status's write path (writeReportedStatus), which records its
+ * hash and drops the mark. pod-status leaves marked (and claimed) pods alone,
+ * so the status is written once; the delivery our own status write triggers
+ * finds the claim gone and skips at once. A failed write is logged and drops
+ * the mark, and pod-status's poll writes the status: it never fails the
+ * reconcile, whose provider call is done and recorded.
  */
 
 /** Where a reconcile ended. */
@@ -441,18 +454,19 @@ export class PodReconciler {
     const timeout = AbortSignal.timeout(claimMs);
     const callSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let create = step.mode === 'create';
+    let reported: AppliedPodStatus;
     try {
       if (create) {
-        await provider.createPod(resolved, callSignal);
+        reported = await provider.createPod(resolved, callSignal);
       } else {
         try {
-          await provider.updatePod(resolved, callSignal);
+          reported = await provider.updatePod(resolved, callSignal);
         } catch (err) {
           if (!isProviderNotFound(err)) throw err;
           // As seed 001 does: a pod the provider does not have is created.
           log.warn('provider no longer has the pod: creating it');
           create = true;
-          await provider.createPod(resolved, callSignal);
+          reported = await provider.createPod(resolved, callSignal);
         }
       }
     } catch (err) {
@@ -477,8 +491,38 @@ export class PodReconciler {
       create ? POD_EVENT_REASONS.createSuccess : POD_EVENT_REASONS.updateSuccess,
       create ? 'Create pod in provider successfully' : 'Update pod in provider successfully',
     );
-    await knownPods.completeClaim(claimed, token, step.hash);
+    // The mark keeps pod-status off the pod until the status below is
+    // recorded, so it is written once. Dropping the claim first lets the
+    // delivery our own status write triggers skip at once instead of waiting.
+    const push = reportedStatusToWrite(claimed, reported);
+    const completed = await knownPods.completeClaim(
+      claimed,
+      token,
+      step.hash,
+      push ? { pushUntil: new Date(clock.now() + claimMs).toISOString() } : {},
+    );
+    if (push) await this.pushStatus(completed, pod, push.status, log);
     return create ? 'created' : 'updated';
+  }
+
+  /**
+   * Writes the status the provider reported with the create or update
+   * (status at once, see AppliedPodStatus), through pod-status's own write
+   * path, against the pod read for this reconcile. Best effort: the pod is
+   * in the provider and recorded whatever happens here; on failure the push
+   * mark is dropped so that pod-status's next poll writes the status.
+   */
+  private async pushStatus(record: KnownPod, pod: V1Pod, reported: V1PodStatus, log: Logger): Promise<void> {
+    const { core, knownPods } = this.options;
+    try {
+      const written = await writeReportedStatus({ core, knownPods }, record, reported, { pod });
+      log.debug({ written, phase: reported.phase }, 'pod status written after apply');
+    } catch (err) {
+      log.warn({ err }, 'could not write the pod status after applying it; pod-status polls it');
+      await knownPods.forgetStatus(record).catch((e: unknown) => {
+        log.warn({ err: e }, 'could not drop the status push mark; it expires');
+      });
+    }
   }
 
   /**

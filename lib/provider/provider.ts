@@ -1,4 +1,4 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 
 /**
  * The provider boundary: what a backend (the mock today, Fargate or an HTTP
@@ -78,10 +78,16 @@ export interface PodProvider {
    * Starts the pod. Idempotent: creating a pod the provider already has with
    * the same uid succeeds and starts nothing twice. A different uid under the
    * same namespace/name means a new pod: the old one is replaced.
+   *
+   * Resolves with the pod's status when the provider can report it at once
+   * (see {@link AppliedPodStatus}), else with undefined.
    */
-  createPod(pod: V1Pod, signal?: AbortSignal): Promise<void>;
-  /** Applies a changed spec/metadata to a pod the provider has. ProviderNotFoundError when it has none. */
-  updatePod(pod: V1Pod, signal?: AbortSignal): Promise<void>;
+  createPod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus>;
+  /**
+   * Applies a changed spec/metadata to a pod the provider has.
+   * ProviderNotFoundError when it has none. Resolves like createPod.
+   */
+  updatePod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus>;
   /**
    * Stops and removes the pod. May be called many times for the same pod;
    * ProviderNotFoundError when the provider does not have it (callers treat
@@ -94,3 +100,21 @@ export interface PodProvider {
   /** Every pod the provider runs on `nodeName`, statuses current. */
   listPods(nodeName: string, signal?: AbortSignal): Promise<V1Pod[]>;
 }
+
+/**
+ * Status at once, an optional capability of createPod and updatePod (the
+ * "pushed" half of issue 4's "polled every 5 s, or pushed by a provider that
+ * can"). A provider that knows a pod's status as soon as the call returns
+ * resolves with it; pod-sync then writes it to the pod's status subresource
+ * itself right after recording the create, and pod-status finds it already
+ * written. A provider whose pods start asynchronously (a real backend that
+ * reports Pending for a while) resolves with undefined and is polled by
+ * pod-status alone.
+ *
+ * The status returned must be exactly what getPod and listPods would report
+ * for this uid at that moment (same fields, same timestamps), or pod-status
+ * sees a change and writes the status a second time. It is written as the
+ * poller would write it: merged with the conditions of other actors, never
+ * over a Succeeded or Failed status.
+ */
+export type AppliedPodStatus = V1PodStatus | undefined;

@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createPodStatusHandler } from '../../functions/pod-status.ts';
@@ -15,6 +17,7 @@ import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../../lib/events/pod-ev
 import { isNotFound } from '../../lib/kube/client.ts';
 import { LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
+import { podStatusHash } from '../../lib/pod/pod-hash.ts';
 import type { PodStatusResult } from '../../lib/pod/pod-status-entry.ts';
 import type { SyncResult } from '../../lib/pod/pod-sync.ts';
 import {
@@ -162,6 +165,46 @@ describe('pod-status', () => {
     const before = runs?.metadata?.resourceVersion;
     await statusInvocation();
     assert.equal((await readPod('runs'))?.metadata?.resourceVersion, before);
+  });
+
+  it('with pod-sync writing statuses at once and pod-status polling meanwhile, each plain pod gets one status write', async (t) => {
+    const names = Array.from({ length: 8 }, (_, i) => `once-${i}`);
+    // Status PUTs of this process (pod-sync and pod-status both run in it), by pod: a PUT whose
+    // content equals the stored status changes no resourceVersion, so a watch could not see it.
+    const puts = new Map<string, number>();
+    const prefix = `/api/v1/namespaces/${namespace}/pods/`;
+    const onRequest = (message: unknown) => {
+      if (typeof message !== 'object' || message === null || !('request' in message)) return;
+      const { method, path } = message.request as ClientRequest;
+      const match = path.startsWith(prefix) ? /^([^/?]+)\/status/.exec(path.slice(prefix.length)) : null;
+      if (method === 'PUT' && match?.[1]) puts.set(match[1], (puts.get(match[1]) ?? 0) + 1);
+    };
+    subscribe('http.client.request.start', onRequest);
+    t.after(() => unsubscribe('http.client.request.start', onRequest));
+
+    // pod-status polls every second while the pods are created and synced, and for a whole invocation after.
+    const polling = statusInvocation();
+    for (const name of names) await createPod(name);
+    const synced = await Promise.all(names.map((name) => sync(name)));
+    assert.deepEqual(
+      synced.map((r) => r.outcome),
+      names.map(() => 'created'),
+    );
+    assert.equal((await polling).role, 'holder');
+    const after = await statusInvocation();
+    assert.ok(after.role === 'holder' && after.rounds >= 3, `rounds ${after.rounds}`);
+
+    for (const name of names) {
+      const pod = await readPod(name);
+      assert.equal(pod?.status?.phase, 'Running', name);
+      assert.equal(puts.get(name), 1, `${name}: status PUTs`);
+      const reported = await provider.getPod(namespace, name);
+      assert.equal(
+        (await knownPods.get(node, namespace, name))?.statusHash,
+        podStatusHash(reported?.status),
+        `${name}: recorded as written`,
+      );
+    }
   });
 
   it('reports a pod the provider lost as Failed/NotFound, as virtual-kubelet does', async () => {

@@ -21,12 +21,12 @@ import { createLogger } from '../../lib/log/logger.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { kubeEnvSources } from '../../lib/pod/pod-env.ts';
 import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
-import { podSpecHash } from '../../lib/pod/pod-hash.ts';
+import { podSpecHash, podStatusHash } from '../../lib/pod/pod-hash.ts';
 import { PodStatusSyncer } from '../../lib/pod/pod-status.ts';
 import { PodReconciler, PodSyncRetryError, type SyncResult } from '../../lib/pod/pod-sync.ts';
 import { MOCK_FAIL_CREATE_ANNOTATION } from '../../lib/provider/mock/mock-pod-plan.ts';
 import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
-import type { PodProvider } from '../../lib/provider/provider.ts';
+import type { AppliedPodStatus, PodProvider } from '../../lib/provider/provider.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { testEnv } from '../support/env.ts';
 import {
@@ -213,6 +213,29 @@ describe('pod-sync', () => {
     // Delivered again later: nothing more happens.
     assert.deepEqual(outcomes(await publish(detail(pod, 'MODIFIED'))), ['skipped-unchanged']);
     assert.equal((await mockPodRecord(table, namespace, 'create-once'))?.creates, 1);
+  });
+
+  it('writes the status the provider reports at once: Running with no pod-status at all, which then finds it written', async () => {
+    const pod = await createPod('pushed');
+    assert.deepEqual(outcomes(await publish(detail(pod))), ['created']);
+    // Nothing in this file writes pod statuses but pod-sync (statusRound is not called before this point).
+    const running = await readPod('pushed');
+    assert.equal(running?.status?.phase, 'Running');
+    assert.match(running?.status?.podIP ?? '', /^10\./, 'podIP from the provider');
+    assert.equal(running?.status?.containerStatuses?.[0]?.ready, true);
+    const record = await knownPods.get(node, namespace, 'pushed');
+    const reported = await provider.getPod(namespace, 'pushed');
+    assert.equal(record?.statusHash, podStatusHash(reported?.status), 'recorded as pod-status records it');
+    assert.equal(record?.claim, undefined);
+    assert.equal(record?.pushUntil, undefined, 'the push mark goes with the recorded status');
+
+    // pod-status's poll finds the status written and leaves the pod alone.
+    const version = running?.metadata?.resourceVersion;
+    await statusRound();
+    assert.equal((await readPod('pushed'))?.metadata?.resourceVersion, version, 'no second status write');
+    // Our own status write wakes pod-sync again (MODIFIED): it skips, writing nothing.
+    assert.deepEqual(outcomes(await publish(detail(running ?? pod, 'MODIFIED'))), ['skipped-unchanged']);
+    assert.equal((await readPod('pushed'))?.metadata?.resourceVersion, version);
   });
 
   it('every event delivered twice: one provider create', async () => {
@@ -548,11 +571,11 @@ class GatedProvider implements PodProvider {
     await gate.opened;
   }
 
-  async createPod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+  async createPod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
     await this.pass('create');
     return this.inner.createPod(pod, signal);
   }
-  async updatePod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+  async updatePod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
     await this.pass('update');
     return this.inner.updatePod(pod, signal);
   }
@@ -578,9 +601,12 @@ class CountingStore extends KnownPodStore {
 }
 
 describe('pod-sync claim protocol (two reconciles of one key, one stopped inside the provider)', () => {
-  function reconciler(p: PodProvider, options: { claimMs?: number; store?: KnownPodStore } = {}) {
+  function reconciler(
+    p: PodProvider,
+    options: { claimMs?: number; store?: KnownPodStore; core?: typeof kubelet.core } = {},
+  ) {
     return new PodReconciler({
-      core: kubelet.core,
+      core: options.core ?? kubelet.core,
       provider: p,
       knownPods: options.store ?? knownPods,
       events: new KubePodEventRecorder({ core: kubelet.core, clock: systemClock, log }),
@@ -593,6 +619,35 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
       waitUntil: systemClock.monotonic() + 20_000,
     });
   }
+
+  it('a status write that fails after the create leaves the create done; the poll writes the status', async () => {
+    await createPod('push-fails');
+    // The real API client, with its status writes refused as an outage of that one call would.
+    const refusing = Object.create(kubelet.core) as typeof kubelet.core;
+    refusing.replaceNamespacedPodStatus = async () => {
+      throw new Error('status write refused');
+    };
+    const result = await reconciler(provider, { core: refusing }).reconcile(namespace, 'push-fails');
+    assert.equal(result.outcome, 'created');
+    assert.equal((await mockPodRecord(table, namespace, 'push-fails'))?.creates, 1);
+    const record = await knownPods.get(node, namespace, 'push-fails');
+    assert.ok(record?.appliedHash, 'the create is recorded');
+    assert.equal(record?.claim, undefined);
+    assert.equal(record?.statusHash, undefined, 'nothing recorded as written');
+    assert.equal(record?.pushUntil, undefined, 'the push mark is dropped: pod-status may write it now');
+    assert.notEqual((await readPod('push-fails'))?.status?.phase, 'Running');
+
+    const syncer = new PodStatusSyncer({
+      core: kubelet.core,
+      provider,
+      knownPods,
+      clock: systemClock,
+      log,
+      maxParallel: 4,
+    });
+    assert.ok((await syncer.syncNode(node)).written >= 1);
+    assert.equal((await readPod('push-fails'))?.status?.phase, 'Running');
+  });
 
   it('a delivery arriving during a create waits for it, then skips', async () => {
     await createPod('claim-wait');

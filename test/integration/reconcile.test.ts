@@ -264,6 +264,8 @@ describe('rolling-upgrade gating', () => {
       ...FAST,
       SVK_NODE_NAMES: vk,
       SVK_RELEASE_RECORD_TTL_SECONDS: '10',
+      // Every check reads the status, so the late release-1 invocation below sees the restriction at once.
+      SVK_RELEASE_STATUS_CACHE_SECONDS: '0',
       SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS: '1',
       SVK_NODE_LEASE_DURATION_SECONDS: '10',
       SVK_HEARTBEAT_STOP_BEFORE_DEADLINE_MS: '1000',

@@ -134,4 +134,25 @@ describe('configuration', () => {
     rejects({ SVK_RECONCILE_INTERVAL_SECONDS: '0' }, 'SVK_RECONCILE_INTERVAL_SECONDS', /at least 1/);
     rejects({ SVK_RELEASE_RECORD_TTL_SECONDS: 'x' }, 'SVK_RELEASE_RECORD_TTL_SECONDS', /whole number/);
   });
+
+  it('caches the reconciler status 10 s by default, 0 to never, at most half the release record TTL', () => {
+    assert.equal(loadConfig({}).gating.statusCacheMs, 10_000);
+    assert.equal(loadConfig({ SVK_RELEASE_STATUS_CACHE_SECONDS: '0' }).gating.statusCacheMs, 0);
+    assert.equal(
+      loadConfig({ SVK_RELEASE_RECORD_TTL_SECONDS: '10', SVK_RELEASE_STATUS_CACHE_SECONDS: '5' }).gating
+        .statusCacheMs,
+      5_000,
+    );
+    rejects({ SVK_RELEASE_STATUS_CACHE_SECONDS: '-1' }, 'SVK_RELEASE_STATUS_CACHE_SECONDS', /whole number/);
+    rejects(
+      { SVK_RELEASE_STATUS_CACHE_SECONDS: '151' },
+      'SVK_RELEASE_STATUS_CACHE_SECONDS',
+      /\(151\) must be at most half of SVK_RELEASE_RECORD_TTL_SECONDS \(300\)/,
+    );
+    rejects(
+      { SVK_RELEASE_RECORD_TTL_SECONDS: '10' },
+      'SVK_RELEASE_STATUS_CACHE_SECONDS',
+      /\(10\) must be at most half of SVK_RELEASE_RECORD_TTL_SECONDS \(10\)/,
+    );
+  });
 });

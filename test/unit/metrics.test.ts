@@ -105,7 +105,7 @@ describe('provider error counting', () => {
       createPod: async () => {
         throw new Error('backend down');
       },
-      updatePod: async () => {},
+      updatePod: async () => undefined,
       deletePod: async () => {
         throw new ProviderNotFoundError('gone');
       },

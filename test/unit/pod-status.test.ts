@@ -1,14 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { podStatusHash } from '../../lib/pod/pod-hash.ts';
 import {
   CONTAINER_NOT_FOUND_EXIT_CODE,
   lostStatus,
   mergeStatus,
   providerFailedStatus,
+  reportedStatusToWrite,
   running,
+  shouldPollStatus,
   terminatedStatus,
 } from '../../lib/pod/pod-status.ts';
+import { type MockPodState, mockPodStatus } from '../../lib/provider/mock/mock-pod-status.ts';
 
 const started = new Date('2024-01-01T00:00:00Z');
 const runningContainer = (name: string): V1ContainerStatus => ({
@@ -129,5 +133,77 @@ describe('status writes', () => {
     });
     assert.equal(providerFailedStatus(pod('Always'), 'boom').phase, 'Pending');
     assert.equal(providerFailedStatus(pod('OnFailure'), 'boom').phase, 'Pending');
+  });
+});
+
+describe('status push and poll share one notion of "already written"', () => {
+  const NOW = Date.parse('2026-03-01T10:00:00Z');
+  const claim = (untilMs: number) => ({
+    token: 't',
+    owner: 'req-1',
+    hash: 'spec',
+    until: new Date(untilMs).toISOString(),
+  });
+  // What the mock pushes with its create, and reports again on every later poll.
+  const state: MockPodState = {
+    namespace: 'ns',
+    name: 'p',
+    uid: 'u1',
+    node: 'vk-1',
+    restartPolicy: 'Always',
+    containers: [{ name: 'c', image: 'nginx' }],
+    plan: { startDelaySeconds: 0, exitCode: 0 },
+    createdAt: NOW,
+  };
+
+  it('a status the record says was written is not written again, whoever wrote it', () => {
+    const pushed = mockPodStatus(state, NOW, '172.20.0.7');
+    const change = reportedStatusToWrite({}, pushed);
+    assert.ok(change, 'nothing recorded yet: write');
+    assert.equal(change.hash, podStatusHash(pushed));
+    const polledLater = mockPodStatus(state, NOW + 60_000, '172.20.0.7');
+    assert.equal(reportedStatusToWrite({ statusHash: change.hash }, polledLater), undefined);
+  });
+
+  it('a status that changed since the recorded one is written, key order aside', () => {
+    const pushed = mockPodStatus(state, NOW, '172.20.0.7');
+    const recorded = podStatusHash(pushed);
+    const reordered = Object.fromEntries(Object.entries(pushed).reverse());
+    assert.equal(reportedStatusToWrite({ statusHash: recorded }, reordered), undefined);
+    const finished = mockPodStatus(
+      { ...state, plan: { ...state.plan, finishAfterSeconds: 1 } },
+      NOW + 5_000,
+      'h',
+    );
+    assert.equal(reportedStatusToWrite({ statusHash: recorded }, finished)?.status.phase, 'Succeeded');
+  });
+
+  it('a provider without status at once reports nothing: nothing is pushed', () => {
+    assert.equal(reportedStatusToWrite({}, undefined), undefined);
+  });
+
+  it('pod-status leaves a pod alone while a pod-sync claim on it is live, listed or not', () => {
+    const live = { claim: claim(NOW + 1), appliedHash: 'spec' };
+    assert.equal(shouldPollStatus(live, true, NOW), false);
+    assert.equal(shouldPollStatus(live, false, NOW), false);
+    // A crashed claimant's claim expires: the poll is the fallback.
+    assert.equal(shouldPollStatus({ claim: claim(NOW), appliedHash: 'spec' }, true, NOW), true);
+  });
+
+  it('pod-status leaves a pod alone while pod-sync writes the status it got with the create, until the mark expires', () => {
+    const pushing = (untilMs: number) => ({
+      appliedHash: 'spec',
+      pushUntil: new Date(untilMs).toISOString(),
+    });
+    assert.equal(shouldPollStatus(pushing(NOW + 1), true, NOW), false);
+    assert.equal(shouldPollStatus(pushing(NOW + 1), false, NOW), false);
+    assert.equal(shouldPollStatus(pushing(NOW), true, NOW), true, 'a crashed writer: the poll writes it');
+  });
+
+  it('pod-status polls listed pods, and unlisted ones only once applied or deleted in the provider', () => {
+    assert.equal(shouldPollStatus({}, true, NOW), true);
+    assert.equal(shouldPollStatus({}, false, NOW), false);
+    assert.equal(shouldPollStatus({ appliedHash: 'spec' }, false, NOW), true);
+    assert.equal(shouldPollStatus({ forceDeleteAt: '2026-03-01T10:01:00.000Z' }, false, NOW), true);
   });
 });

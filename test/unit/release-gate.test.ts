@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decideGate } from '../../lib/release/gate.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { decideGate, ReleaseGate } from '../../lib/release/gate.ts';
 import type { ReconcilerStatus } from '../../lib/release/status.ts';
 
 const status: ReconcilerStatus = { state: 'done', version: '2.0.0', minCompatibleRelease: '1.5.0' };
@@ -33,5 +34,121 @@ describe('release gating (WaitReady)', () => {
 
   it('the reconciler itself does not wait for a reconciler release', () => {
     assert.equal(decideGate(status, { release: '2.1.0' }).act, true);
+  });
+});
+
+describe('release gate: the status read is reused briefly', () => {
+  const restricted: ReconcilerStatus = { state: 'working', version: '1.0.0', minCompatibleRelease: '2.0.0' };
+
+  function gate(statusCacheMs: number, first: ReconcilerStatus | undefined = status) {
+    const t = { wall: Date.parse('2026-11-21T08:00:00Z'), mono: 1_000 };
+    const clock: Clock = {
+      now: () => t.wall,
+      monotonic: () => t.mono,
+      sleep: async () => {},
+    };
+    const store = { current: first, reads: 0, records: [] as number[] };
+    const g = new ReleaseGate({
+      statuses: {
+        get: async () => {
+          store.reads++;
+          return store.current === undefined ? undefined : { ...store.current, epoch: 1, updatedAt: '' };
+        },
+      },
+      releases: {
+        record: async (_release, _fn, now) => {
+          store.records.push(now);
+        },
+      },
+      clock,
+      own: { release: '1.5.0', requiredReconcilerRelease: '1.0.0' },
+      recordTtlMs: 300_000,
+      statusCacheMs,
+    });
+    const advance = (ms: number) => {
+      t.wall += ms;
+      t.mono += ms;
+    };
+    return { g, store, advance };
+  }
+
+  it('reads the status once per cache period, and records the release as before', async () => {
+    const { g, store, advance } = gate(10_000);
+    assert.equal((await g.check('pod-sync')).act, true);
+    advance(9_999);
+    assert.equal((await g.check('pod-sync')).act, true);
+    assert.equal(store.reads, 1, 'the second check reuses the read');
+    advance(1);
+    assert.equal((await g.check('pod-sync')).act, true);
+    assert.equal(store.reads, 2, 'read again once the period is over');
+    advance(75_000);
+    await g.check('pod-sync');
+    assert.equal(store.records.length, 2, 'the release is re-recorded every quarter TTL, cache or not');
+  });
+
+  it('a restriction is seen once the cached read is older than the period', async () => {
+    const { g, store, advance } = gate(10_000);
+    assert.equal((await g.check('heartbeat')).act, true);
+    store.current = restricted;
+    advance(5_000);
+    assert.equal((await g.check('heartbeat')).act, true, 'within the period: the cached status');
+    advance(5_000);
+    const decision = await g.check('heartbeat');
+    assert.equal(decision.act, false);
+    assert.match(decision.reason, /below the minimum compatible release 2\.0\.0/);
+  });
+
+  it('a refusal is never reused: the release acts as soon as the status allows it', async () => {
+    const { g, store, advance } = gate(10_000, restricted);
+    assert.equal((await g.check('pod-sync')).act, false);
+    store.current = status;
+    advance(1);
+    assert.equal((await g.check('pod-sync')).act, true);
+    assert.equal(store.reads, 2);
+  });
+
+  it('0 reads the status on every check', async () => {
+    const { g, store } = gate(0);
+    await g.check('pod-sync');
+    await g.check('pod-sync');
+    assert.equal(store.reads, 2);
+  });
+
+  it('no status yet (everyone acts) is reused like any status that lets this release act', async () => {
+    const { g, store, advance } = gate(10_000, undefined);
+    assert.equal((await g.check('pod-sync')).act, true);
+    advance(1_000);
+    assert.equal((await g.check('pod-sync')).act, true);
+    assert.equal(store.reads, 1);
+  });
+
+  it('concurrent checks share one read in flight', async () => {
+    const { g, store } = gate(10_000);
+    const decisions = await Promise.all([g.check('pod-sync'), g.check('pod-sync'), g.check('pod-sync')]);
+    assert.ok(decisions.every((d) => d.act));
+    assert.equal(store.reads, 1);
+  });
+
+  it('a failed read is not cached: the next check reads again', async () => {
+    const store = { reads: 0 };
+    let fail = true;
+    const failing = new ReleaseGate({
+      statuses: {
+        get: async () => {
+          store.reads++;
+          if (fail) throw new Error('throttled');
+          return undefined;
+        },
+      },
+      releases: { record: async () => {} },
+      clock: { now: () => 0, monotonic: () => 0, sleep: async () => {} },
+      own: { release: '1.5.0' },
+      recordTtlMs: 300_000,
+      statusCacheMs: 10_000,
+    });
+    await assert.rejects(failing.check('pod-sync'), /throttled/);
+    fail = false;
+    assert.equal((await failing.check('pod-sync')).act, true);
+    assert.equal(store.reads, 2);
   });
 });

@@ -7,7 +7,7 @@ import {
   type StateTable,
   type StoredItem,
 } from '../../state/dynamodb.ts';
-import { type PodProvider, ProviderNotFoundError } from '../provider.ts';
+import { type AppliedPodStatus, type PodProvider, ProviderNotFoundError } from '../provider.ts';
 import { type MockPodPlan, mockCreateIntent, mockPodPlan } from './mock-pod-plan.ts';
 import { type MockContainer, type MockPodState, mockHostIp, mockPodObject } from './mock-pod-status.ts';
 
@@ -83,6 +83,10 @@ const DEFAULT_TOMBSTONE_TTL_SECONDS = 24 * 60 * 60;
  * getPod reads strongly consistently; listPods queries gsi1, which DynamoDB
  * updates asynchronously (normally within a second): a pod created or
  * deleted a moment ago may be missing from, or still in, the list.
+ *
+ * It reports status at once (AppliedPodStatus): createPod and updatePod
+ * resolve with the status computed from the record they wrote or found,
+ * which is what getPod and listPods compute from the same record.
  */
 export class MockPodProvider implements PodProvider {
   private readonly table: StateTable;
@@ -98,7 +102,7 @@ export class MockPodProvider implements PodProvider {
    * @throws Error with the annotation's message when the pod asks to fail, or
    *   naming an invalid annotation or missing field; nothing is stored then.
    */
-  async createPod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+  async createPod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
     const state = podState(pod);
     const intent = mockCreateIntent(pod.metadata?.annotations);
     if ('fail' in intent) throw new Error(intent.fail);
@@ -106,7 +110,8 @@ export class MockPodProvider implements PodProvider {
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
       const current = await this.read(key);
-      if (current && current.uid === state.uid && current.deletedAt === undefined) return;
+      if (current && current.uid === state.uid && current.deletedAt === undefined)
+        return this.status(current);
       const again = current?.uid === state.uid ? current : undefined;
       const record: MockPodRecord = {
         ...state,
@@ -121,7 +126,7 @@ export class MockPodProvider implements PodProvider {
         await this.table.put(toItem(record), {
           condition: current ? versionIs(current.version) : { expression: 'attribute_not_exists(pk)' },
         });
-        return;
+        return this.status(record);
       } catch (err) {
         // Someone else wrote this name since we read it: decide again from what they wrote.
         if (!isConditionFailed(err)) throw err;
@@ -140,12 +145,12 @@ export class MockPodProvider implements PodProvider {
    * @throws ProviderNotFoundError when this uid does not run.
    * @throws Error naming an invalid annotation; nothing is changed then.
    */
-  async updatePod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+  async updatePod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
     const state = podState(pod);
     const plan = mockPodPlan(pod.metadata?.annotations);
     signal?.throwIfAborted();
     try {
-      await this.table.update(
+      const updated = await this.table.update(
         mockPodKey(state.namespace, state.name),
         {
           expression:
@@ -166,6 +171,7 @@ export class MockPodProvider implements PodProvider {
         },
         { condition: runs(state.uid) },
       );
+      return this.status(fromItem(updated));
     } catch (err) {
       if (isConditionFailed(err)) throw notFound(state, err);
       throw err;
@@ -226,6 +232,11 @@ export class MockPodProvider implements PodProvider {
   private async read(key: ItemKey): Promise<MockPodRecord | undefined> {
     const item = await this.table.get(key);
     return item ? fromItem(item) : undefined;
+  }
+
+  /** What getPod would report now for this record. */
+  private status(record: MockPodRecord): AppliedPodStatus {
+    return mockPodObject(record, this.clock.now(), this.hostIp(record.node)).status;
   }
 
   private hostIp(node: string): string {
