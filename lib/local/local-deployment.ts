@@ -19,6 +19,14 @@ export const POD_SYNC_CONCURRENCY_VARIABLE = 'SVK_LOCAL_POD_SYNC_CONCURRENCY';
 /** pod-sync's reserved concurrency, or `unlimited` for none (the local runtime before it had one). */
 export type PodSyncConcurrency = number | 'unlimited';
 
+/** `unlimited` or a positive whole number, as text (an env var, a command-line flag); undefined when it is neither. */
+export function parsePodSyncConcurrency(raw: string): PodSyncConcurrency | undefined {
+  const text = raw.trim();
+  if (text === 'unlimited') return text;
+  const value = Number(text);
+  return /^\d+$/.test(text) && Number.isSafeInteger(value) && value >= 1 ? value : undefined;
+}
+
 /**
  * Reads `SVK_LOCAL_POD_SYNC_CONCURRENCY`: a positive whole number or
  * `unlimited`; unset or empty gives the default. Anything else is a
@@ -27,9 +35,8 @@ export type PodSyncConcurrency = number | 'unlimited';
 export function podSyncConcurrencyFromEnv(env: Record<string, string | undefined>): PodSyncConcurrency {
   const raw = env[POD_SYNC_CONCURRENCY_VARIABLE]?.trim();
   if (!raw) return DEFAULT_POD_SYNC_CONCURRENCY;
-  if (raw === 'unlimited') return raw;
-  const value = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < 1) {
+  const value = parsePodSyncConcurrency(raw);
+  if (value === undefined) {
     throw new ConfigError([
       {
         variable: POD_SYNC_CONCURRENCY_VARIABLE,
