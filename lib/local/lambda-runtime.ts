@@ -196,8 +196,9 @@ export class LocalLambdaRuntime {
       release();
       running.delete(invocation);
       resolveDone(result);
-      this.#onResult?.(invocation, result);
+      // Before the callback, so that a throwing onResult cannot stall the queue.
       this.#startQueued(name);
+      this.#onResult?.(invocation, result);
     };
     // The signal aborts before the caller can observe the outcome.
     const stop = (result: Extract<InvocationResult, { error: Error }>) => {
