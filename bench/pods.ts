@@ -6,9 +6,10 @@
  *
  * Usage: npx tsx bench/pods.ts [--pods 100,1000,10000] [--cap-minutes 20]
  *          [--delete-cap-minutes 10] [--concurrency 32]
+ *          [--pod-sync-concurrency 10|unlimited]
  *
- * One LocalDeployment (schedules every 60 s, timeout 130 s, as in
- * serverless.yml) serves one virtual node for the whole run. Per burst: a
+ * One LocalDeployment (schedules every 60 s, timeout 130 s, pod-sync's
+ * reserved concurrency `--pod-sync-concurrency`, as in serverless.yml) serves one virtual node for the whole run. Per burst: a
  * fresh namespace, N pods created with `spec.nodeName` already set (so the
  * scheduler is not measured, only our pipeline), `--concurrency` creates in
  * flight, until every pod is Running in the API server or `--cap-minutes`
@@ -46,7 +47,12 @@ import {
 } from '../lib/kube/client.ts';
 import { currentInvocation } from '../lib/local/invocation-scope.ts';
 import type { InvocationResult } from '../lib/local/lambda-function.ts';
-import { LocalDeployment } from '../lib/local/local-deployment.ts';
+import {
+  DEFAULT_POD_SYNC_CONCURRENCY,
+  LocalDeployment,
+  type PodSyncConcurrency,
+  parsePodSyncConcurrency,
+} from '../lib/local/local-deployment.ts';
 import { KnownPodStore } from '../lib/pod/known-pods.ts';
 import { MockPodProvider, mockPodKey } from '../lib/provider/mock/mock-pods.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
@@ -106,6 +112,7 @@ interface Options {
   capMs: number;
   deleteCapMs: number;
   concurrency: number;
+  podSyncConcurrency: PodSyncConcurrency;
   baseline: boolean;
 }
 
@@ -117,6 +124,7 @@ function parseOptions(argv: string[]): Options {
       'cap-minutes': { type: 'string', default: '20' },
       'delete-cap-minutes': { type: 'string', default: '10' },
       concurrency: { type: 'string', default: '32' },
+      'pod-sync-concurrency': { type: 'string', default: String(DEFAULT_POD_SYNC_CONCURRENCY) },
       'skip-baseline': { type: 'boolean', default: false },
     },
   });
@@ -133,11 +141,18 @@ function parseOptions(argv: string[]): Options {
   if (!(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= 256)) {
     throw new Error(`--concurrency must be an integer between 1 and 256, got "${values.concurrency}"`);
   }
+  const podSyncConcurrency = parsePodSyncConcurrency(values['pod-sync-concurrency']);
+  if (podSyncConcurrency === undefined) {
+    throw new Error(
+      `--pod-sync-concurrency must be a positive integer or unlimited, got "${values['pod-sync-concurrency']}"`,
+    );
+  }
   return {
     bursts,
     capMs: minutes('cap-minutes', values['cap-minutes']),
     deleteCapMs: minutes('delete-cap-minutes', values['delete-cap-minutes']),
     concurrency,
+    podSyncConcurrency,
     baseline: !values['skip-baseline'],
   };
 }
@@ -1037,6 +1052,7 @@ async function main(): Promise<void> {
       },
       rateMs: RATE_MS,
       timeoutMs: TIMEOUT_MS,
+      podSyncConcurrency: options.podSyncConcurrency,
       onResult: (invocation, result) => {
         observer.onResult(invocation.functionName, result);
         if (result.status !== 'ok' && invocation.functionName !== 'pod-sync') {
@@ -1069,7 +1085,9 @@ async function main(): Promise<void> {
       intervalMs: 500,
       signal: interrupted,
     });
-    log(`${NODE} Ready; bursts of ${options.bursts.join(', ')} pods`);
+    log(
+      `${NODE} Ready; bursts of ${options.bursts.join(', ')} pods; pod-sync reserved concurrency ${options.podSyncConcurrency}`,
+    );
 
     const results: BurstFigures[] = [];
     const file = join(benchDir, `pods-${new Date().toISOString().replaceAll(':', '-')}.json`);
@@ -1087,7 +1105,7 @@ async function main(): Promise<void> {
       );
     }
     const peakRss = process.resourceUsage().maxRSS / 1024;
-    const text = `${report(results, baseline)}\n\nProcess peak RSS ${fixed(peakRss, 0)} MB. Raw figures: ${file}\n`;
+    const text = `${report(results, baseline)}\n\npod-sync reserved concurrency ${options.podSyncConcurrency}. Process peak RSS ${fixed(peakRss, 0)} MB. Raw figures: ${file}\n`;
     // The functions log on stdout too: the report is also kept apart from them.
     writeFileSync(file.replace(/\.json$/, '.md'), text);
     process.stdout.write(`\n${text}`);

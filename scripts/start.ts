@@ -13,6 +13,8 @@
  * - Logs: the functions' JSON lines, one readable line each (lib/log/pretty.ts).
  *   For that this script runs twice: the supervisor formats the stdout of the
  *   runner (`--run`), which does the work.
+ * - pod-sync runs at most SVK_LOCAL_POD_SYNC_CONCURRENCY invocations at once
+ *   (10, serverless.yml's podSyncConcurrency); further pod events wait.
  * - Ctrl-C (or SIGTERM): the schedules stop, running invocations end as if
  *   their sandboxes died (every write is conditional or fenced, so state stays
  *   consistent; locks they held are taken over after SVK_LOCK_LEASE_SECONDS),
@@ -28,7 +30,7 @@ import { loadConfig } from '../lib/config/config.ts';
 import { isApiServerReachable, loadKubeConfig } from '../lib/kube/client.ts';
 import { controlPlaneBinariesPresent, startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
-import { LocalDeployment } from '../lib/local/local-deployment.ts';
+import { LocalDeployment, podSyncConcurrencyFromEnv } from '../lib/local/local-deployment.ts';
 import { formatLogLine } from '../lib/log/pretty.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
@@ -111,6 +113,7 @@ async function run(): Promise<void> {
   try {
     // Refuse a bad configuration before starting anything.
     const config = loadConfig(process.env);
+    const podSyncConcurrency = podSyncConcurrencyFromEnv(process.env);
     mkdirSync(dir, { recursive: true });
 
     let kubeconfig = await currentKubeconfig();
@@ -152,6 +155,7 @@ async function run(): Promise<void> {
         SVK_DYNAMODB_ENDPOINT: endpoint,
         AWS_REGION: config.dynamodb.region,
       },
+      podSyncConcurrency,
       // pod-sync runs once per pod event: only its failures are worth a line.
       onResult: (invocation, result) => {
         // At Ctrl-C every running invocation ends as crashed: expected, not news.
@@ -165,7 +169,7 @@ async function run(): Promise<void> {
     deployment.start();
 
     say(
-      `running heartbeat, pod-watch, pod-status and reconcile every minute and pod-sync on pod events, for node(s) ${config.nodeNames.join(', ')}`,
+      `running heartbeat, pod-watch, pod-status and reconcile every minute and pod-sync on pod events (at most ${podSyncConcurrency} at once), for node(s) ${config.nodeNames.join(', ')}`,
     );
     say(`try: kubectl --kubeconfig ${kubectlConfig} get nodes -o wide`);
     say(`     kubectl --kubeconfig ${kubectlConfig} apply -f examples/`);

@@ -58,6 +58,15 @@ interface Job {
 }
 
 /**
+ * Whether EventBridge would retry a delivery that failed with `error`: not
+ * when the target says so (`retryable: false`, e.g. a function that no longer
+ * exists), which EventBridge sends to the dead-letter queue without retrying.
+ */
+function isRetryable(error: unknown): boolean {
+  return !(typeof error === 'object' && error !== null && 'retryable' in error && error.retryable === false);
+}
+
+/**
  * An in-process EventBridge bus. `putEvents` has the AWS API's contract
  * (1 to 10 entries, request size limit as a `ValidationException`, per-entry
  * failures for bad entries) and delivers to matching rules, after it returns,
@@ -66,6 +75,8 @@ interface Job {
  * The other fields and methods are test knobs for EventBridge's at-least-once,
  * unordered delivery. Retries model EventBridge plus Lambda's
  * asynchronous-invocation retries as one count; AWS retries far longer by default.
+ * A target that waits (a Lambda function at its reserved concurrency queues
+ * the event) has not failed: throttling never uses up retries, as on AWS.
  *
  * Limits: one bus (`EventBusName` and `TraceHeader` are ignored), patterns
  * match `source` and `detail-type` only, and the request size limit is
@@ -232,7 +243,7 @@ export class LocalEventBus {
           return;
         } catch (error) {
           this.#log(this.deliveries, { ...record, status: 'failed', error });
-          if (attempt > this.retries) {
+          if (attempt > this.retries || !isRetryable(error)) {
             this.deadLetters.push({ rule: job.rule.name, event, error, attempts: attempt });
             return;
           }

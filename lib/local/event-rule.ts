@@ -12,7 +12,11 @@ export function matches(pattern: EventPattern, event: BusEvent): boolean {
   return true;
 }
 
-/** A rule with one target, e.g. `runtime.asTarget('pod-sync')`. A rejection counts as a failed delivery. */
+/**
+ * A rule with one target, e.g. `runtime.asTarget('pod-sync')`. A rejection
+ * counts as a failed delivery; one with an error whose `retryable` is false
+ * is dead-lettered at once, without retries.
+ */
 export interface Rule {
   name: string;
   pattern: EventPattern;

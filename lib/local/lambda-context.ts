@@ -40,6 +40,20 @@ export class SandboxCrashedError extends Error {
   }
 }
 
+/**
+ * An asynchronous invocation that never ran because the runtime was stopped
+ * (`stopAll({ abortRunning: true })`): like invoking a function that no
+ * longer exists, which EventBridge does not retry (`retryable` is false, and
+ * the local bus dead-letters it at once).
+ */
+export class FunctionStoppedError extends Error {
+  override name = 'FunctionStoppedError';
+  readonly retryable = false;
+  constructor(functionName: string) {
+    super(`${functionName}: the local runtime was stopped before this asynchronous invocation started`);
+  }
+}
+
 function deprecated(name: string): never {
   throw new Error(
     `context.${name}() is the deprecated callback API; return a promise from the handler instead`,

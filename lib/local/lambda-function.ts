@@ -1,5 +1,5 @@
 import type { Context } from 'aws-lambda';
-import type { LambdaTimeoutError, SandboxCrashedError } from './lambda-context.ts';
+import type { FunctionStoppedError, LambdaTimeoutError, SandboxCrashedError } from './lambda-context.ts';
 
 /**
  * A real exported handler (a middy handler or a plain async function). The
@@ -16,6 +16,13 @@ interface FunctionBase {
   /** The function's configured timeout (Lambda's `timeout`, in ms here). */
   timeoutMs: number;
   memoryMb?: number;
+  /**
+   * Lambda's `reservedConcurrency`: at most this many asynchronous invocations
+   * (bus deliveries, schedules) run at once; more wait in the function's FIFO
+   * queue, as throttled events wait in Lambda's asynchronous event queue, and
+   * start as invocations finish. A positive whole number; undefined = unlimited.
+   */
+  reservedConcurrency?: number;
 }
 
 /** Runs in this process: module state is shared between invocations, like one warm sandbox. */
@@ -47,6 +54,13 @@ export type InvocationResult =
   | { status: 'error'; error: unknown }
   | { status: 'timeout'; error: LambdaTimeoutError }
   | { status: 'crashed'; error: SandboxCrashedError };
+
+/**
+ * How an asynchronous invocation ended: as {@link InvocationResult} once it
+ * started, or `dropped` when the runtime stopped before it could start (or
+ * was stopped when it arrived).
+ */
+export type AsyncInvocationResult = InvocationResult | { status: 'dropped'; error: FunctionStoppedError };
 
 /** A running (or finished) invocation. */
 export interface Invocation {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '../clock.ts';
 import {
   createLambdaContext,
+  FunctionStoppedError,
   LambdaTimeoutError,
   LOCAL_ACCOUNT_ID,
   LOCAL_REGION,
@@ -9,6 +10,7 @@ import {
   scheduledEvent,
 } from './lambda-context.ts';
 import type {
+  AsyncInvocationResult,
   Invocation,
   InvocationResult,
   InvokeOptions,
@@ -20,6 +22,7 @@ import { startInChildProcess, startInProcess, viaJson } from './sandbox.ts';
 export { guardDependency, InvocationAbortedError, invocationSignal } from './invocation-scope.ts';
 export {
   createLambdaContext,
+  FunctionStoppedError,
   type LambdaContextOptions,
   LambdaTimeoutError,
   SandboxCrashedError,
@@ -27,6 +30,7 @@ export {
 } from './lambda-context.ts';
 
 export type {
+  AsyncInvocationResult,
   ChildProcessFunction,
   InProcessFunction,
   Invocation,
@@ -56,11 +60,59 @@ export class UnknownFunctionError extends Error {
 
 const noop = () => {};
 
+/** An asynchronous invocation waiting for a free slot of its function's reserved concurrency. */
+interface Queued {
+  payload: unknown;
+  options: InvokeOptions;
+  resolve: (result: AsyncInvocationResult) => void;
+}
+
+/** First in, first out, with O(1) `shift`: a 10,000-event burst queues 10,000 entries. */
+class Fifo<T> {
+  #items: (T | undefined)[] = [];
+  #head = 0;
+
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(item: T): void {
+    this.#items.push(item);
+  }
+
+  shift(): T | undefined {
+    if (this.length === 0) return undefined;
+    const item = this.#items[this.#head];
+    this.#items[this.#head++] = undefined;
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+
+  /** Empties the queue, returning what it held, oldest first. */
+  drain(): T[] {
+    const items = this.#items.slice(this.#head) as T[];
+    this.#items = [];
+    this.#head = 0;
+    return items;
+  }
+}
+
 /**
  * Runs the real handlers as Lambda would, with the failure modes that later
  * tests inject.
  *
- * - Concurrency: invocations of one function run at once; nothing serialises them.
+ * - Concurrency: invocations of one function run at once; nothing serialises
+ *   them. A function with `reservedConcurrency` runs at most that many
+ *   asynchronous invocations ({@link invokeAsync}, bus targets, schedules) at
+ *   once; the others wait in its FIFO queue without a deadline, as throttled
+ *   events wait in Lambda's asynchronous event queue (where throttling does not
+ *   use up the function's retry attempts), and each gets its full timeout when
+ *   it starts. Direct {@link invoke} calls are never throttled: they model a
+ *   test calling the handler, not Lambda's Invoke API; they do take a slot.
+ *   Unlike Lambda, queued events do not expire (`maximumEventAge`).
  * - Timeout: at the deadline the caller gets `timeout` and the invocation's
  *   signal aborts with {@link LambdaTimeoutError}. In process, a promise cannot
  *   be killed: the handler keeps running until it checks the signal, and only
@@ -78,6 +130,10 @@ const noop = () => {};
 export class LocalLambdaRuntime {
   readonly #functions = new Map<string, LambdaFunctionDefinition>();
   readonly #running = new Map<string, Set<Invocation>>();
+  readonly #queues = new Map<string, Fifo<Queued>>();
+  /** Asynchronous invocations not yet finished, queued or running: what a graceful `stopAll` waits for. */
+  readonly #pending = new Set<Promise<AsyncInvocationResult>>();
+  #closed = false;
   readonly #schedules = new Set<AbortController>();
   readonly #exits = new Set<Promise<void>>();
   readonly #clock: Clock;
@@ -94,11 +150,22 @@ export class LocalLambdaRuntime {
 
   register(definition: LambdaFunctionDefinition): void {
     if (!(definition.timeoutMs > 0)) throw new RangeError(`${definition.name}: timeoutMs must be positive`);
+    const reserved = definition.reservedConcurrency;
+    if (reserved !== undefined && !(Number.isInteger(reserved) && reserved > 0)) {
+      throw new RangeError(`${definition.name}: reservedConcurrency must be a positive whole number`);
+    }
     this.#functions.set(definition.name, definition);
     if (!this.#running.has(definition.name)) this.#running.set(definition.name, new Set());
+    if (!this.#queues.has(definition.name)) this.#queues.set(definition.name, new Fifo());
+    // A raised limit lets queued invocations start now.
+    this.#startQueued(definition.name);
   }
 
-  /** Starts an invocation and returns at once; await `done` for its outcome. */
+  /**
+   * Starts an invocation and returns at once; await `done` for its outcome.
+   * Never throttled (see the class comment); use {@link invokeAsync} for
+   * what Lambda invokes asynchronously.
+   */
   invoke(name: string, event: unknown, options: InvokeOptions = {}): Invocation {
     const fn = this.#definition(name);
     const payload = viaJson(event ?? {});
@@ -129,6 +196,8 @@ export class LocalLambdaRuntime {
       release();
       running.delete(invocation);
       resolveDone(result);
+      // Before the callback, so that a throwing onResult cannot stall the queue.
+      this.#startQueued(name);
       this.#onResult?.(invocation, result);
     };
     // The signal aborts before the caller can observe the outcome.
@@ -169,6 +238,33 @@ export class LocalLambdaRuntime {
     return invocation;
   }
 
+  /**
+   * Invokes `name` asynchronously (Lambda's `InvocationType: Event`, as
+   * EventBridge and schedules do): at once when the function is below its
+   * reserved concurrency, else after the invocations queued before it. The
+   * event is copied now, as Lambda stores the event when it accepts it.
+   * Resolves with the outcome once the invocation ran, or `dropped` when the
+   * runtime stopped first; never rejects.
+   */
+  invokeAsync(name: string, event: unknown, options: InvokeOptions = {}): Promise<AsyncInvocationResult> {
+    this.#definition(name);
+    const payload = viaJson(event ?? {});
+    if (this.#closed) return Promise.resolve({ status: 'dropped', error: new FunctionStoppedError(name) });
+    const queue = this.#queues.get(name) ?? new Fifo();
+    const result = new Promise<AsyncInvocationResult>((resolve) => {
+      queue.push({ payload, options, resolve });
+    });
+    this.#pending.add(result);
+    void result.then(() => this.#pending.delete(result));
+    this.#startQueued(name);
+    return result;
+  }
+
+  /** How many asynchronous invocations of `name` wait for a free slot. */
+  queuedCount(name: string): number {
+    return this.#queues.get(name)?.length ?? 0;
+  }
+
   /** How many invocations of `name` have not finished. */
   runningCount(name: string): number {
     return this.#running.get(name)?.size ?? 0;
@@ -181,13 +277,16 @@ export class LocalLambdaRuntime {
 
   /**
    * An event-bus target that invokes `name` as EventBridge invokes a Lambda
-   * target: resolves with the result, rejects on error, timeout or crash (so
-   * the bus's retries and dead-letter list apply).
+   * target, asynchronously ({@link invokeAsync}): resolves with the result,
+   * rejects on error, timeout or crash (so the bus's retries and dead-letter
+   * list apply), and with a non-retryable {@link FunctionStoppedError} when the
+   * runtime stopped before the invocation started. Waiting in the queue is not
+   * a failure: the bus sees nothing until the invocation ran.
    */
   asTarget(name: string): (event: unknown) => Promise<unknown> {
     this.#definition(name);
     return async (event) => {
-      const result = await this.invoke(name, event).done;
+      const result = await this.invokeAsync(name, event);
       if (result.status === 'ok') return result.result;
       throw result.error;
     };
@@ -212,7 +311,7 @@ export class LocalLambdaRuntime {
             region: this.#region,
             account: this.#accountId,
           });
-      this.invoke(name, event);
+      void this.invokeAsync(name, event);
     };
     const loop = async () => {
       if (options.startImmediately) fire();
@@ -234,17 +333,46 @@ export class LocalLambdaRuntime {
   }
 
   /**
-   * Stops every schedule, then waits for the running invocations to finish
-   * (each is bounded by its timeout), or crashes them first with `abortRunning`,
-   * and for every forked child process to exit.
+   * Stops every schedule, then waits for the running invocations and the
+   * queued asynchronous ones to finish (each is bounded by its timeout once it
+   * starts), and for every forked child process to exit.
+   *
+   * With `abortRunning` it is the end of the runtime: queued asynchronous
+   * invocations are dropped without starting and resolve `dropped`, running
+   * ones are crashed, and later asynchronous invocations are dropped at once
+   * (so a bus stops retrying into it). Direct {@link invoke} still works.
    */
   async stopAll(options: { abortRunning?: boolean } = {}): Promise<void> {
     for (const control of this.#schedules) control.abort();
     this.#schedules.clear();
+    if (options.abortRunning) {
+      this.#closed = true;
+      for (const [name, queue] of this.#queues) {
+        for (const queued of queue.drain()) {
+          queued.resolve({ status: 'dropped', error: new FunctionStoppedError(name) });
+        }
+      }
+    }
     const all = [...this.#running.values()].flatMap((set) => [...set]);
     if (options.abortRunning) for (const invocation of all) invocation.crash('runtime stopped');
     await Promise.all(all.map((invocation) => invocation.done));
+    // Queued invocations start as the running ones finish: wait for those too.
+    await Promise.all([...this.#pending]);
     await Promise.all(this.#exits);
+  }
+
+  /** Starts queued invocations of `name` while it has free slots, oldest first. */
+  #startQueued(name: string): void {
+    const fn = this.#functions.get(name);
+    const queue = this.#queues.get(name);
+    const running = this.#running.get(name);
+    if (!fn || !queue || !running) return;
+    const limit = fn.reservedConcurrency ?? Number.POSITIVE_INFINITY;
+    while (running.size < limit) {
+      const queued = queue.shift();
+      if (!queued) return;
+      this.invoke(name, queued.payload, queued.options).done.then(queued.resolve);
+    }
   }
 
   #definition(name: string): LambdaFunctionDefinition {

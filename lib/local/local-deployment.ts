@@ -3,11 +3,49 @@ import { createPodStatusHandler } from '../../functions/pod-status.ts';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
 import { createPodWatchHandler } from '../../functions/pod-watch.ts';
 import { createReconcileHandler } from '../../functions/reconcile.ts';
+import { ConfigError } from '../config/config.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts';
 import { LocalEventBus } from './event-bus.ts';
 import type { InvocationResult, Invocation as RuntimeInvocation } from './lambda-function.ts';
 import { LocalLambdaRuntime } from './lambda-runtime.ts';
 import { createLocalBusPublisher } from './local-bus-publisher.ts';
+
+/** pod-sync's reserved concurrency: the default of `podSyncConcurrency` in serverless.yml. */
+export const DEFAULT_POD_SYNC_CONCURRENCY = 10;
+
+/** Environment variable of `npm start` that overrides {@link DEFAULT_POD_SYNC_CONCURRENCY}. */
+export const POD_SYNC_CONCURRENCY_VARIABLE = 'SVK_LOCAL_POD_SYNC_CONCURRENCY';
+
+/** pod-sync's reserved concurrency, or `unlimited` for none (the local runtime before it had one). */
+export type PodSyncConcurrency = number | 'unlimited';
+
+/** `unlimited` or a positive whole number, as text (an env var, a command-line flag); undefined when it is neither. */
+export function parsePodSyncConcurrency(raw: string): PodSyncConcurrency | undefined {
+  const text = raw.trim();
+  if (text === 'unlimited') return text;
+  const value = Number(text);
+  return /^\d+$/.test(text) && Number.isSafeInteger(value) && value >= 1 ? value : undefined;
+}
+
+/**
+ * Reads `SVK_LOCAL_POD_SYNC_CONCURRENCY`: a positive whole number or
+ * `unlimited`; unset or empty gives the default. Anything else is a
+ * {@link ConfigError} naming the variable.
+ */
+export function podSyncConcurrencyFromEnv(env: Record<string, string | undefined>): PodSyncConcurrency {
+  const raw = env[POD_SYNC_CONCURRENCY_VARIABLE]?.trim();
+  if (!raw) return DEFAULT_POD_SYNC_CONCURRENCY;
+  const value = parsePodSyncConcurrency(raw);
+  if (value === undefined) {
+    throw new ConfigError([
+      {
+        variable: POD_SYNC_CONCURRENCY_VARIABLE,
+        message: `must be a positive whole number or unlimited (got "${raw}")`,
+      },
+    ]);
+  }
+  return value;
+}
 
 export interface LocalDeploymentOptions {
   /** The functions' environment (their configuration). */
@@ -19,13 +57,19 @@ export interface LocalDeploymentOptions {
   /** Deliveries of a pod event that pod-sync fails before it is dead-lettered (EventBridge and Lambda retry). */
   syncRetries?: number;
   syncRetryDelayMs?: number;
+  /**
+   * pod-sync's reserved concurrency, as `podSyncConcurrency` in serverless.yml
+   * (default {@link DEFAULT_POD_SYNC_CONCURRENCY}): pod events beyond it wait
+   * in the runtime's queue. `unlimited` starts every delivery at once.
+   */
+  podSyncConcurrency?: PodSyncConcurrency;
   onResult?: (invocation: RuntimeInvocation, result: InvocationResult) => void;
 }
 
 /**
  * The whole deployment of serverless.yml in one process: the scheduled
- * functions on their schedules, and pod-sync behind a rule on an in-process
- * event bus that pod-watch publishes to. Used by `npm start` and the
+ * functions on their schedules, and pod-sync (with its reserved concurrency)
+ * behind a rule on an in-process event bus that pod-watch publishes to. Used by `npm start` and the
  * pipeline tests.
  */
 export class LocalDeployment {
@@ -50,7 +94,13 @@ export class LocalDeployment {
     this.runtime.register({ name: 'pod-watch', handler: podWatch, timeoutMs });
     this.runtime.register({ name: 'pod-status', handler: podStatus, timeoutMs });
     this.runtime.register({ name: 'reconcile', handler: createReconcileHandler(options.env), timeoutMs });
-    this.runtime.register({ name: 'pod-sync', handler: podSync, timeoutMs: 60_000 });
+    const podSyncConcurrency = options.podSyncConcurrency ?? DEFAULT_POD_SYNC_CONCURRENCY;
+    this.runtime.register({
+      name: 'pod-sync',
+      handler: podSync,
+      timeoutMs: 60_000,
+      ...(podSyncConcurrency === 'unlimited' ? {} : { reservedConcurrency: podSyncConcurrency }),
+    });
     this.bus.addRule({
       name: 'pod-sync',
       pattern: { source: [POD_EVENT_SOURCE], 'detail-type': [POD_EVENT_DETAIL_TYPE] },

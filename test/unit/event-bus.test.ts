@@ -286,4 +286,104 @@ describe('LocalEventBus delivery faults', () => {
       ['default/bad'],
     );
   });
+
+  it('delivers to a function at its reserved concurrency without failures: the events wait their turn', async () => {
+    const runtime = new LocalLambdaRuntime();
+    let active = 0;
+    let maxActive = 0;
+    const started: string[] = [];
+    runtime.register({
+      name: 'pod-sync',
+      timeoutMs: 10_000,
+      reservedConcurrency: 3,
+      handler: async (event: BusEvent) => {
+        started.push(String(event.detail.key));
+        active++;
+        maxActive = Math.max(maxActive, active);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        active--;
+      },
+    });
+    const bus = new LocalEventBus({ retries: 2 });
+    bus.addRule({
+      name: 'pod-sync',
+      pattern: { source: ['svk.pod-watch'] },
+      target: runtime.asTarget('pod-sync'),
+    });
+    const names = Array.from({ length: 20 }, (_, i) => `p${i}`);
+    for (let i = 0; i < names.length; i += 10) {
+      await bus.putEvents(names.slice(i, i + 10).map((name) => podEntry(name)));
+    }
+    await bus.whenIdle();
+    assert.equal(maxActive, 3);
+    assert.deepEqual(
+      started,
+      names.map((name) => `default/${name}`),
+      'first in, first started',
+    );
+    assert.deepEqual(
+      bus.deliveries.map((d) => `${d.status}/${d.attempt}`),
+      names.map(() => 'delivered/1'),
+    );
+    assert.equal(bus.deadLetters.length, 0);
+    assert.equal(runtime.queuedCount('pod-sync'), 0);
+  });
+
+  it('dead-letters at once, without retries, what the target fails as not retryable', async () => {
+    const { bus } = busWithRecorder({ retries: 3 });
+    const gone = Object.assign(new Error('function not found'), { retryable: false });
+    bus.addRule({
+      name: 'gone',
+      pattern: { source: ['svk.pod-watch'] },
+      target: async () => {
+        throw gone;
+      },
+    });
+    await bus.putEvents([podEntry('a')]);
+    await bus.whenIdle();
+    assert.deepEqual(
+      bus.deliveries.filter((d) => d.rule === 'gone').map((d) => [d.status, d.attempt]),
+      [['failed', 1]],
+    );
+    assert.deepEqual(
+      bus.deadLetters.map((d) => [d.rule, d.attempts, d.error]),
+      [['gone', 1, gone]],
+    );
+  });
+
+  it('dead-letters the queued events of a runtime stopped with abortRunning, and goes idle', async () => {
+    const runtime = new LocalLambdaRuntime();
+    const started: string[] = [];
+    runtime.register({
+      name: 'pod-sync',
+      timeoutMs: 60_000,
+      reservedConcurrency: 1,
+      handler: async (event: BusEvent) => {
+        started.push(String(event.detail.key));
+        return new Promise(() => {});
+      },
+    });
+    const bus = new LocalEventBus({ retries: 5 });
+    bus.addRule({
+      name: 'pod-sync',
+      pattern: { source: ['svk.pod-watch'] },
+      target: runtime.asTarget('pod-sync'),
+    });
+    await bus.putEvents(['a', 'b', 'c'].map((name) => podEntry(name)));
+    while (started.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    await runtime.stopAll({ abortRunning: true });
+    await bus.whenIdle();
+    assert.deepEqual(started, ['default/a']);
+    // The crashed one is retried into the stopped runtime once, then dead-lettered like the queued ones.
+    assert.deepEqual(
+      bus.deadLetters
+        .map((d) => [String(d.event.detail.key), d.attempts, (d.error as Error).name] as const)
+        .sort(([a], [b]) => a.localeCompare(b)),
+      [
+        ['default/a', 2, 'FunctionStoppedError'],
+        ['default/b', 1, 'FunctionStoppedError'],
+        ['default/c', 1, 'FunctionStoppedError'],
+      ],
+    );
+  });
 });

@@ -8,6 +8,7 @@ import type { Context } from 'aws-lambda';
 import type { Clock } from '../../lib/clock.ts';
 import {
   createLambdaContext,
+  FunctionStoppedError,
   guardDependency,
   InvocationAbortedError,
   invocationSignal,
@@ -360,6 +361,236 @@ describe('LocalLambdaRuntime', () => {
     const runtime = new LocalLambdaRuntime();
     assert.throws(() => runtime.invoke('nope', {}), /no function registered as nope/);
     assert.throws(() => runtime.register({ name: 'x', timeoutMs: 0, handler: async () => {} }), RangeError);
+  });
+});
+
+/**
+ * A handler whose invocations each wait until the test finishes them by event
+ * number, recording the order they started in and the most that ran at once.
+ */
+function throttledHandler() {
+  const started: number[] = [];
+  const finishers = new Map<number, () => void>();
+  let active = 0;
+  let maxActive = 0;
+  return {
+    started,
+    maxActive: () => maxActive,
+    finish: (n: number) => {
+      const finisher = finishers.get(n);
+      assert.ok(finisher, `invocation ${n} has not started`);
+      finisher();
+    },
+    handler: async (event: { n: number }) => {
+      started.push(event.n);
+      active++;
+      maxActive = Math.max(maxActive, active);
+      try {
+        await new Promise<void>((resolve) => finishers.set(event.n, resolve));
+        return event.n;
+      } finally {
+        active--;
+      }
+    },
+  };
+}
+
+describe('LocalLambdaRuntime reserved concurrency', () => {
+  it('runs at most reservedConcurrency asynchronous invocations, queues the others and starts them in order as slots free', async () => {
+    const runtime = new LocalLambdaRuntime();
+    const fn = throttledHandler();
+    runtime.register({ name: 'pod-sync', timeoutMs: 30_000, reservedConcurrency: 2, handler: fn.handler });
+    const results = [1, 2, 3, 4, 5, 6].map((n) => runtime.invokeAsync('pod-sync', { n }));
+    await until(() => fn.started.length === 2);
+    assert.deepEqual(fn.started, [1, 2]);
+    assert.equal(runtime.runningCount('pod-sync'), 2);
+    assert.equal(runtime.queuedCount('pod-sync'), 4);
+    // Whichever finishes, the oldest queued event takes its slot.
+    fn.finish(2);
+    await until(() => fn.started.length === 3);
+    fn.finish(1);
+    await until(() => fn.started.length === 4);
+    assert.deepEqual(fn.started, [1, 2, 3, 4]);
+    assert.equal(runtime.queuedCount('pod-sync'), 2);
+    for (const n of [4, 3, 5, 6]) {
+      await until(() => fn.started.includes(n));
+      fn.finish(n);
+    }
+    assert.deepEqual(
+      (await Promise.all(results)).map((r) => r.status === 'ok' && r.result),
+      [1, 2, 3, 4, 5, 6],
+    );
+    assert.deepEqual(fn.started, [1, 2, 3, 4, 5, 6]);
+    assert.equal(fn.maxActive(), 2);
+    assert.equal(runtime.runningCount('pod-sync') + runtime.queuedCount('pod-sync'), 0);
+  });
+
+  it('gives a queued invocation its full timeout only once it starts, and a timed-out one frees its slot', async () => {
+    const clock = steppedClock();
+    const runtime = new LocalLambdaRuntime({ clock });
+    const remainingAtStart: number[] = [];
+    runtime.register({
+      name: 'pod-sync',
+      timeoutMs: 1_000,
+      reservedConcurrency: 1,
+      handler: (_event: unknown, context: Context) => {
+        remainingAtStart.push(context.getRemainingTimeInMillis());
+        return new Promise(() => {});
+      },
+    });
+    const first = runtime.invokeAsync('pod-sync', { n: 1 });
+    const second = runtime.invokeAsync('pod-sync', { n: 2 });
+    await until(() => remainingAtStart.length === 1);
+    await clock.advance(999);
+    assert.equal(runtime.queuedCount('pod-sync'), 1, 'waiting is not running: no deadline yet');
+    await clock.advance(1);
+    assert.equal((await first).status, 'timeout');
+    await until(() => remainingAtStart.length === 2);
+    assert.deepEqual(remainingAtStart, [1_000, 1_000]);
+    await clock.advance(999);
+    assert.equal(runtime.runningCount('pod-sync'), 1);
+    await clock.advance(1);
+    assert.equal((await second).status, 'timeout');
+    assert.equal(clock.sleepers(), 0);
+  });
+
+  it('frees the slot of a crashed or failed invocation for the next queued one', async () => {
+    const runtime = new LocalLambdaRuntime();
+    const fn = throttledHandler();
+    runtime.register({ name: 'pod-sync', timeoutMs: 30_000, reservedConcurrency: 1, handler: fn.handler });
+    runtime.register({
+      name: 'fails',
+      timeoutMs: 30_000,
+      reservedConcurrency: 1,
+      handler: async (event: { n: number }) => {
+        if (event.n === 1) throw new Error('reconcile failed');
+        return event.n;
+      },
+    });
+    const results = [1, 2].map((n) => runtime.invokeAsync('pod-sync', { n }));
+    await until(() => fn.started.length === 1);
+    runtime.running('pod-sync')[0]?.crash();
+    await until(() => fn.started.length === 2);
+    fn.finish(2);
+    assert.deepEqual(
+      (await Promise.all(results)).map((r) => r.status),
+      ['crashed', 'ok'],
+    );
+    const failing = await Promise.all([1, 2].map((n) => runtime.invokeAsync('fails', { n })));
+    assert.deepEqual(
+      failing.map((r) => r.status),
+      ['error', 'ok'],
+    );
+  });
+
+  it('copies the event when it is queued, and never throttles direct invokes, which still take a slot', async () => {
+    const runtime = new LocalLambdaRuntime();
+    const fn = throttledHandler();
+    runtime.register({ name: 'pod-sync', timeoutMs: 30_000, reservedConcurrency: 1, handler: fn.handler });
+    const direct = [1, 2].map((n) => runtime.invoke('pod-sync', { n }));
+    await until(() => fn.started.length === 2);
+    const event = { n: 3 };
+    const queued = runtime.invokeAsync('pod-sync', event);
+    event.n = 99;
+    fn.finish(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(runtime.queuedCount('pod-sync'), 1, 'one slot, still taken by invocation 2');
+    fn.finish(2);
+    await until(() => fn.started.length === 3);
+    fn.finish(3);
+    assert.deepEqual(await queued, { status: 'ok', result: 3 });
+    assert.deepEqual(
+      (await Promise.all(direct.map((i) => i.done))).map((r) => r.status),
+      ['ok', 'ok'],
+    );
+  });
+
+  it('queues the overlapping firings of a schedule only when the function sets reservedConcurrency', async () => {
+    const clock = steppedClock();
+    const runtime = new LocalLambdaRuntime({ clock });
+    const hang = () => new Promise(() => {});
+    runtime.register({ name: 'limited', timeoutMs: 130_000, reservedConcurrency: 1, handler: hang });
+    runtime.register({ name: 'unlimited', timeoutMs: 130_000, handler: hang });
+    runtime.schedule('limited', { rateMs: 60_000, startImmediately: true });
+    runtime.schedule('unlimited', { rateMs: 60_000, startImmediately: true });
+    await clock.advance(60_000);
+    assert.equal(runtime.runningCount('unlimited'), 2);
+    assert.equal(runtime.runningCount('limited'), 1);
+    assert.equal(runtime.queuedCount('limited'), 1);
+    await runtime.stopAll({ abortRunning: true });
+    assert.equal(clock.sleepers(), 0);
+  });
+
+  it('stopAll waits for the queued invocations to run, one slot at a time', async () => {
+    const runtime = new LocalLambdaRuntime();
+    const fn = throttledHandler();
+    runtime.register({ name: 'pod-sync', timeoutMs: 30_000, reservedConcurrency: 1, handler: fn.handler });
+    const results = [1, 2, 3].map((n) => runtime.invokeAsync('pod-sync', { n }));
+    let stopped = false;
+    const stopping = runtime.stopAll().then(() => {
+      stopped = true;
+    });
+    for (const n of [1, 2]) {
+      await until(() => fn.started.includes(n));
+      fn.finish(n);
+    }
+    await until(() => fn.started.length === 3);
+    assert.equal(stopped, false);
+    fn.finish(3);
+    await stopping;
+    assert.deepEqual(
+      (await Promise.all(results)).map((r) => r.status),
+      ['ok', 'ok', 'ok'],
+    );
+  });
+
+  it('stopAll with abortRunning crashes the running, drops the queued without starting them, and drops later ones', async () => {
+    const clock = steppedClock();
+    const runtime = new LocalLambdaRuntime({ clock });
+    const fn = throttledHandler();
+    const finished: string[] = [];
+    runtime.register({
+      name: 'pod-sync',
+      timeoutMs: 30_000,
+      reservedConcurrency: 2,
+      handler: fn.handler,
+    });
+    const unlimited = new LocalLambdaRuntime({ clock, onResult: (_i, r) => finished.push(r.status) });
+    unlimited.register({ name: 'pod-sync', timeoutMs: 30_000, handler: fn.handler });
+    const results = [1, 2, 3, 4, 5].map((n) => runtime.invokeAsync('pod-sync', { n }));
+    await until(() => fn.started.length === 2);
+    await runtime.stopAll({ abortRunning: true });
+    const settled = await Promise.all(results);
+    assert.deepEqual(
+      settled.map((r) => r.status),
+      ['crashed', 'crashed', 'dropped', 'dropped', 'dropped'],
+    );
+    const dropped = settled[2];
+    assert.ok(dropped?.status === 'dropped' && dropped.error instanceof FunctionStoppedError);
+    assert.equal(dropped.error.retryable, false);
+    assert.equal(runtime.queuedCount('pod-sync'), 0);
+    assert.deepEqual(fn.started, [1, 2], 'queued invocations never started');
+    const late = await runtime.invokeAsync('pod-sync', { n: 6 });
+    assert.equal(late.status, 'dropped');
+    await assert.rejects(runtime.asTarget('pod-sync')({ n: 7 }), FunctionStoppedError);
+    assert.deepEqual(fn.started, [1, 2]);
+    assert.equal(clock.sleepers(), 0, 'no deadline timers left behind');
+    // Another runtime is unaffected.
+    const other = unlimited.invokeAsync('pod-sync', { n: 8 });
+    await until(() => fn.started.includes(8));
+    fn.finish(8);
+    assert.equal((await other).status, 'ok');
+    assert.deepEqual(finished, ['ok']);
+  });
+
+  it('rejects a reservedConcurrency that is not a positive whole number', () => {
+    const runtime = new LocalLambdaRuntime();
+    for (const reservedConcurrency of [0, -1, 1.5, Number.NaN]) {
+      assert.throws(
+        () => runtime.register({ name: 'x', timeoutMs: 1_000, reservedConcurrency, handler: async () => {} }),
+        /x: reservedConcurrency must be a positive whole number/,
+      );
+    }
   });
 });
 
