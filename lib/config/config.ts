@@ -132,6 +132,8 @@ export interface Config {
     leaderWaitMs: number;
     /** The leader stops this long before the invocation's deadline, handing over. */
     stopBeforeDeadlineMs: number;
+    /** Pods created or deleted less than this long ago are left to their events. */
+    resyncGraceMs: number;
   };
 }
 
@@ -510,6 +512,7 @@ const envSchema = z.object({
   SVK_RECONCILE_INTERVAL_SECONDS: wholeNumber(30, 1, 3600),
   SVK_RECONCILE_LEADER_WAIT_MS: wholeNumber(5000, 0, 120000),
   SVK_RECONCILE_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
+  SVK_RECONCILE_RESYNC_GRACE_SECONDS: wholeNumber(60, 0, 3600),
 });
 
 const DEFAULTS = {
@@ -687,6 +690,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       intervalMs: e.SVK_RECONCILE_INTERVAL_SECONDS * 1000,
       leaderWaitMs: e.SVK_RECONCILE_LEADER_WAIT_MS,
       stopBeforeDeadlineMs: e.SVK_RECONCILE_STOP_BEFORE_DEADLINE_MS,
+      resyncGraceMs: e.SVK_RECONCILE_RESYNC_GRACE_SECONDS * 1000,
     },
   };
 }

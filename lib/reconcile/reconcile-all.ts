@@ -228,6 +228,7 @@ export class ClusterReconciler {
       const namespace = pod.metadata?.namespace ?? '';
       const name = pod.metadata?.name ?? '';
       const record = records.get(`${namespace}/${name}`);
+      if (eventLikelyInFlight(pod, record, now, deps.config.reconcile.resyncGraceMs)) return false;
       const step = decideSync(
         { namespace, name, pod, records: record ? [record] : [] },
         { nodes: deps.config.nodeNames, now },
@@ -324,4 +325,29 @@ async function ignoreNotFound(request: Promise<unknown>): Promise<void> {
   } catch (err) {
     if (!isNotFound(err)) throw err;
   }
+}
+
+/**
+ * Whether `pod` was created (and has no known-pod record yet) or was deleted
+ * less than `graceMs` ago, so that its event is most likely still on its way
+ * to pod-sync. The reconciler leaves such pods to their events: in a burst it
+ * would otherwise read and sync each of them a second time (bench/README.md,
+ * Pods). A lost event is still repaired, one grace period later.
+ */
+export function eventLikelyInFlight(
+  pod: V1Pod,
+  record: KnownPod | undefined,
+  now: number,
+  graceMs: number,
+): boolean {
+  if (graceMs <= 0) return false;
+  const deletion = pod.metadata?.deletionTimestamp;
+  if (deletion !== undefined) {
+    // deletionTimestamp is the time of the delete call plus the grace period the call gave.
+    const requestedAt = new Date(deletion).getTime() - (pod.metadata?.deletionGracePeriodSeconds ?? 0) * 1000;
+    return now - requestedAt < graceMs;
+  }
+  if (record) return false;
+  const created = pod.metadata?.creationTimestamp;
+  return created !== undefined && now - new Date(created).getTime() < graceMs;
 }

@@ -54,6 +54,8 @@ const FAST = {
   SVK_LOCK_LEASE_SECONDS: '3',
   SVK_LOCK_POLL_MS: '250',
   SVK_RECONCILE_INTERVAL_SECONDS: '2',
+  // The dropped-event tests create pods and expect the next passes to repair them.
+  SVK_RECONCILE_RESYNC_GRACE_SECONDS: '0',
   SVK_RECONCILE_LEADER_WAIT_MS: '500',
   SVK_RECONCILE_STOP_BEFORE_DEADLINE_MS: '1000',
 };
