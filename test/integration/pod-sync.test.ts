@@ -14,7 +14,7 @@ import type { CoreV1Event, V1Container, V1Pod } from '@kubernetes/client-node';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE, type PodEventDetail } from '../../lib/events/pod-event.ts';
-import { createKubeClients, isNotFound, loadKubeConfig } from '../../lib/kube/client.ts';
+import { isNotFound } from '../../lib/kube/client.ts';
 import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { type InvocationResult, LocalLambdaRuntime } from '../../lib/local/lambda-runtime.ts';
 import { createLogger } from '../../lib/log/logger.ts';
@@ -35,13 +35,14 @@ import {
   deleteTestNamespace,
   freshTable,
   functionEnv,
+  kubeletClients,
   uniqueName,
   waitFor,
 } from '../support/kube.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
-const kubelet = createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.kubeletKubeconfig }));
+const kubelet = kubeletClients(env);
 const namespace = uniqueName('pod-sync');
 const node = uniqueName('vk-sync');
 const otherNode = uniqueName('not-ours');
@@ -182,9 +183,9 @@ async function eventsOf(uid: string): Promise<CoreV1Event[]> {
     .items;
 }
 
-/** One pod-status round with the kubelet's identity: writes the provider's status (Running for the mock). */
-async function statusRound(): Promise<{ written: number }> {
-  const syncer = new PodStatusSyncer({
+/** pod-status's syncer with the kubelet's identity. */
+function statusSyncer(): PodStatusSyncer {
+  return new PodStatusSyncer({
     core: kubelet.core,
     provider,
     knownPods,
@@ -192,7 +193,11 @@ async function statusRound(): Promise<{ written: number }> {
     log,
     maxParallel: 4,
   });
-  return syncer.syncNode(node);
+}
+
+/** One pod-status round: writes the provider's status (Running for the mock). */
+function statusRound(): Promise<{ written: number }> {
+  return statusSyncer().syncNode(node);
 }
 
 describe('pod-sync', () => {
@@ -363,14 +368,7 @@ describe('pod-sync', () => {
     await admin.core.deleteNamespacedPod({ namespace, name: 'grace-over', gracePeriodSeconds: 2 });
     const terminating = (await readPod('grace-over')) ?? pod;
     assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['deleted-in-provider']);
-    const syncer = new PodStatusSyncer({
-      core: kubelet.core,
-      provider,
-      knownPods,
-      clock: systemClock,
-      log,
-      maxParallel: 4,
-    });
+    const syncer = statusSyncer();
     await waitFor(async () => (await syncer.forceDeleteDue([node])) > 0, {
       timeoutMs: 15_000,
       what: 'the force delete to fall due',

@@ -16,6 +16,11 @@ export function adminClients(env: TestEnv = testEnv()): KubeClients {
   return createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }));
 }
 
+/** Clients with the virtual kubelet's own identity (bound to infra/rbac.yaml only). */
+export function kubeletClients(env: TestEnv = testEnv()): KubeClients {
+  return createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.kubeletKubeconfig }));
+}
+
 /**
  * Polls `probe` until it returns a value other than undefined/false, or
  * throws when `timeoutMs` passes, with the last value or error in the message.
