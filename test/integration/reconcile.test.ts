@@ -371,6 +371,16 @@ describe('what reconcileAll repairs', () => {
       passes.length - before <= 2,
       `repaired by the first pass after the change (${passes.length - before})`,
     );
+    // The provider create lands before pod-sync's reconcile completes its record.
+    await waitFor(
+      async () => {
+        const records = await Promise.all(
+          pods.map((pod) => knownPods.get(vk, namespace, pod.metadata?.name ?? '')),
+        );
+        return records.every((r) => r?.appliedHash !== undefined);
+      },
+      { timeoutMs: 15_000, what: 'the known-pod records to be completed' },
+    );
     for (const pod of pods) {
       const record = await knownPods.get(vk, namespace, pod.metadata?.name ?? '');
       assert.equal(record?.uid, pod.metadata?.uid, 'recorded as pod-sync records it');
