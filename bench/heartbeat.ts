@@ -489,7 +489,7 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
       (item) => {
         const e = typeof item?.epoch === 'number' ? item.epoch : 0;
         if (e > epoch) {
-          // Read well before the new holder's first lock renewal (a third of the lock lease),
+          // Read well before the new holder's first lock renewal (a third of the lock TTL),
           // so updatedAt is still the moment of the takeover.
           const at = typeof item?.updatedAt === 'string' ? Date.parse(item.updatedAt) : Number.NaN;
           if (epoch > 0) handovers.push(Number.isNaN(at) ? Date.now() : at);

@@ -17,7 +17,7 @@
  *   (10, serverless.yml's podSyncConcurrency); further pod events wait.
  * - Ctrl-C (or SIGTERM): the schedules stop, running invocations end as if
  *   their sandboxes died (every write is conditional or fenced, so state stays
- *   consistent; locks they held are taken over after SVK_LOCK_LEASE_SECONDS),
+ *   consistent; locks they held are taken over after SVK_LOCK_TTL_SECONDS),
  *   then DynamoDB Local and the control plane stop, and both processes exit 0.
  */
 import { spawn, spawnSync } from 'node:child_process';

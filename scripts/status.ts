@@ -7,9 +7,9 @@
 import { buildDependencies } from '../lib/app/dependencies.ts';
 import { ConfigError, loadConfig } from '../lib/config/config.ts';
 import { createLogger } from '../lib/log/logger.ts';
-import { readQueueDepth } from '../lib/status/dlq-depth.ts';
-import { collectStatus } from '../lib/status/status.ts';
-import { renderStatus } from '../lib/status/status-table.ts';
+import { collectStatus } from '../lib/status-report/collect.ts';
+import { readQueueDepth } from '../lib/status-report/dlq-depth.ts';
+import { renderStatus } from '../lib/status-report/render.ts';
 
 async function main(): Promise<number> {
   const json = process.argv.includes('--json');

@@ -20,8 +20,8 @@ export interface Dependencies {
   log: Logger;
   kube: KubeClients;
   table: StateTable;
-  provider: NodeProvider;
-  pods: PodProvider;
+  nodeProvider: NodeProvider;
+  podProvider: PodProvider;
   metrics: Metrics;
 }
 
@@ -75,22 +75,22 @@ export function buildDependencies(config: Config, overrides: DependencyOverrides
     region: config.dynamodb.region,
   });
   const table = new StateTable(doc, config.dynamodb.tableName);
-  const nodeProvider = new MockNodeProvider({
+  const mockNodeProvider = new MockNodeProvider({
     store: new DynamoDbMockNodeStore(table),
     capacity: config.node.capacity,
     operatingSystem: config.node.operatingSystem,
     kubeletVersion: KUBELET_VERSION,
     clock,
   });
-  const podProvider = new MockPodProvider({
+  const mockPodProvider = new MockPodProvider({
     table,
     clock,
     ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
   });
   const counting = metrics !== noMetrics;
-  const provider = counting ? withNodeProviderMetrics(nodeProvider, metrics) : nodeProvider;
-  const pods = counting ? withPodProviderMetrics(podProvider, metrics) : podProvider;
-  return { config, clock, log, kube, table, provider, pods, metrics };
+  const nodeProvider = counting ? withNodeProviderMetrics(mockNodeProvider, metrics) : mockNodeProvider;
+  const podProvider = counting ? withPodProviderMetrics(mockPodProvider, metrics) : mockPodProvider;
+  return { config, clock, log, kube, table, nodeProvider, podProvider, metrics };
 }
 
 /**

@@ -45,7 +45,7 @@ export interface Config {
   };
   lock: {
     /** A lock whose record does not change for this long is taken over. */
-    leaseMs: number;
+    ttlMs: number;
     /** How often a waiting contender re-reads the lock record. */
     pollMs: number;
   };
@@ -415,7 +415,7 @@ const envSchema = z.object({
   SVK_PING_INTERVAL_SECONDS: wholeNumber(10, ...NODE_RANGES.pingIntervalSeconds),
   SVK_HEARTBEAT_MAX_PARALLEL: wholeNumber(16, 1, 256),
   SVK_HEARTBEAT_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
-  SVK_LOCK_LEASE_SECONDS: wholeNumber(15, 2, 600),
+  SVK_LOCK_TTL_SECONDS: wholeNumber(15, 2, 600),
   SVK_LOCK_POLL_MS: wholeNumber(1000, 50, 60000),
   SVK_POD_CLAIM_SECONDS: wholeNumber(30, 5, 900),
   SVK_POD_STATUS_INTERVAL_SECONDS: wholeNumber(5, 1, 60),
@@ -518,7 +518,7 @@ const envSchema = z.object({
 const DEFAULTS = {
   lease: 40,
   renew: 10,
-  lockLease: 15,
+  lockTtl: 15,
   lockPoll: 1000,
   releaseRecordTtl: 300,
   releaseStatusCache: 10,
@@ -540,12 +540,12 @@ function crossChecks(env: Record<string, string | undefined>): ConfigIssue[] {
       message: `(${lease}) must exceed 3 renew intervals (SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS=${renew})`,
     });
   }
-  const lockLease = num('SVK_LOCK_LEASE_SECONDS', DEFAULTS.lockLease);
+  const lockTtl = num('SVK_LOCK_TTL_SECONDS', DEFAULTS.lockTtl);
   const lockPoll = num('SVK_LOCK_POLL_MS', DEFAULTS.lockPoll);
-  if (lockPoll >= lockLease * 1000) {
+  if (lockPoll >= lockTtl * 1000) {
     issues.push({
       variable: 'SVK_LOCK_POLL_MS',
-      message: `must be shorter than SVK_LOCK_LEASE_SECONDS (${lockLease}s)`,
+      message: `must be shorter than SVK_LOCK_TTL_SECONDS (${lockTtl}s)`,
     });
   }
   const sources = [
@@ -627,7 +627,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxParallel: e.SVK_HEARTBEAT_MAX_PARALLEL,
       stopBeforeDeadlineMs: e.SVK_HEARTBEAT_STOP_BEFORE_DEADLINE_MS,
     },
-    lock: { leaseMs: e.SVK_LOCK_LEASE_SECONDS * 1000, pollMs: e.SVK_LOCK_POLL_MS },
+    lock: { ttlMs: e.SVK_LOCK_TTL_SECONDS * 1000, pollMs: e.SVK_LOCK_POLL_MS },
     pods: {
       claimMs: e.SVK_POD_CLAIM_SECONDS * 1000,
       statusIntervalMs: e.SVK_POD_STATUS_INTERVAL_SECONDS * 1000,

@@ -32,12 +32,12 @@ function toItem(record: LockRecord): StoredItem {
 }
 
 function fromItem(item: StoredItem): LockRecord {
-  const { name, owner, epoch, rvn, leaseMs, updatedAt } = item;
+  const { name, owner, epoch, rvn, ttlMs, updatedAt } = item;
   if (
     typeof name !== 'string' ||
     typeof epoch !== 'number' ||
     typeof rvn !== 'string' ||
-    typeof leaseMs !== 'number'
+    typeof ttlMs !== 'number'
   ) {
     throw new Error(`lock item ${item.pk} is malformed`);
   }
@@ -46,7 +46,7 @@ function fromItem(item: StoredItem): LockRecord {
     ...(typeof owner === 'string' ? { owner } : {}),
     epoch,
     rvn,
-    leaseMs,
+    ttlMs,
     updatedAt: typeof updatedAt === 'string' ? updatedAt : '',
   };
 }

@@ -13,7 +13,7 @@ export interface LeaderLoopOptions {
   clock: Clock;
   log: Logger;
   invocation: Invocation;
-  lockLeaseMs: number;
+  lockTtlMs: number;
   lockPollMs: number;
   /** Time between the starts of two rounds. */
   intervalMs: number;
@@ -42,10 +42,10 @@ export interface LeaderLoopResult {
  * The shape every scheduled function shares, given a once-a-minute schedule
  * and overlapping invocations. Stand by as a hot standby until holding the
  * lock (the previous holder hands over near its deadline; a crashed holder's
- * lock goes stale after one lock lease), keep the lock renewed every third of
- * its lease, run a round every interval until shortly before the deadline,
+ * lock goes stale after one lock TTL), keep the lock renewed every third of
+ * its TTL, run a round every interval until shortly before the deadline,
  * and release so that the next invocation, already waiting, takes over within
- * one poll. Losing the lock, or its lease running out without a renewal,
+ * one poll. Losing the lock, or its TTL running out without a renewal,
  * aborts the `stop` signal the work receives.
  */
 export async function runAsLeader(options: LeaderLoopOptions, work: LeaderWork): Promise<LeaderLoopResult> {
@@ -55,7 +55,7 @@ export async function runAsLeader(options: LeaderLoopOptions, work: LeaderWork):
     store: new DynamoDbLockStore(options.table),
     // Unique per invocation, also when a warm sandbox runs several at once.
     owner: `${invocation.requestId}/${randomUUID().slice(0, 8)}`,
-    leaseMs: options.lockLeaseMs,
+    ttlMs: options.lockTtlMs,
     clock,
   });
   const stopAt = invocation.deadline - options.stopBeforeDeadlineMs;
@@ -118,9 +118,9 @@ export async function runAsLeader(options: LeaderLoopOptions, work: LeaderWork):
 }
 
 /**
- * Renews the lock every third of its lease until `stop` aborts. Aborts
+ * Renews the lock every third of its TTL until `stop` aborts. Aborts
  * `holding` when the lock is lost, or when renewals keep failing until the
- * lease runs out, so that the holder stops acting.
+ * TTL runs out, so that the holder stops acting.
  */
 export async function keepLock(
   locks: LockManager,
@@ -145,7 +145,7 @@ export async function keepLock(
         holding.abort(err);
         return;
       }
-      // A failed renewal is retried; the holder stops acting once the lease runs out.
+      // A failed renewal is retried; the holder stops acting once the TTL runs out.
       log.warn({ err, lock: handle.name }, 'lock renewal failed');
       if (!locks.isValid(handle)) {
         holding.abort(err);

@@ -4,7 +4,7 @@ import { type Clock, systemClock } from '../clock.ts';
 /**
  * The stored state of one lock. `rvn` (record version number) changes on
  * every write, so a contender can tell a live holder (rvn changing) from a
- * dead one (rvn unchanged for a whole lease) without comparing clocks across
+ * dead one (rvn unchanged for a whole TTL) without comparing clocks across
  * machines. `epoch` only ever grows: it increases with each new holder and is
  * the fencing token that leader-only writes are conditioned on.
  */
@@ -14,8 +14,8 @@ export interface LockRecord {
   owner?: string;
   epoch: number;
   rvn: string;
-  /** The lease the holder promised to renew within, in ms. */
-  leaseMs: number;
+  /** The TTL: how long the holder may go without renewing, in ms. */
+  ttlMs: number;
   /** Wall-clock time of the last write, for operators only: never used to decide. */
   updatedAt: string;
 }
@@ -67,7 +67,7 @@ export interface LockManagerOptions {
   /** Unique per invocation, e.g. the request id plus a random suffix. */
   owner: string;
   /** How long a record may stay unchanged before contenders take it over. */
-  leaseMs: number;
+  ttlMs: number;
   clock?: Clock;
 }
 
@@ -79,27 +79,27 @@ interface Observation {
 /**
  * Acquire, renew and release DynamoDB-backed locks with fencing epochs, after
  * amazon-dynamodb-lock-client: a contender takes a lock over only after it has
- * itself watched the record stay unchanged for the holder's whole lease,
+ * itself watched the record stay unchanged for the holder's whole TTL,
  * measured on its own monotonic clock. Clock skew between invocations
- * therefore never shortens a lease.
+ * therefore never shortens a TTL.
  */
 export class LockManager {
   readonly owner: string;
   private readonly store: LockStore;
-  private readonly leaseMs: number;
+  private readonly ttlMs: number;
   private readonly clock: Clock;
   private readonly observed = new Map<string, Observation>();
 
   constructor(options: LockManagerOptions) {
     this.store = options.store;
     this.owner = options.owner;
-    this.leaseMs = options.leaseMs;
+    this.ttlMs = options.ttlMs;
     this.clock = options.clock ?? systemClock;
   }
 
   /**
    * One attempt: returns a handle when the lock was free, released, or stale
-   * (unchanged for a whole lease since this manager first saw that version);
+   * (unchanged for a whole TTL since this manager first saw that version);
    * undefined while another holder is live.
    */
   async tryAcquire(name: string): Promise<LockHandle | undefined> {
@@ -114,7 +114,7 @@ export class LockManager {
       this.observed.set(name, { rvn: current.rvn, since: now });
       return undefined;
     }
-    if (now - seen.since < current.leaseMs) return undefined;
+    if (now - seen.since < current.ttlMs) return undefined;
     return this.write(
       name,
       current.epoch + 1,
@@ -145,7 +145,7 @@ export class LockManager {
     }
   }
 
-  /** Extends the lease. @throws LockLostError when the lock is no longer ours. */
+  /** Extends the TTL. @throws LockLostError when the lock is no longer ours. */
   async renew(handle: LockHandle): Promise<void> {
     const started = this.clock.monotonic();
     const next = this.record(handle.name, handle.epoch);
@@ -156,7 +156,7 @@ export class LockManager {
       throw err;
     }
     handle.rvn = next.rvn;
-    handle.validUntil = started + this.leaseMs;
+    handle.validUntil = started + this.ttlMs;
   }
 
   /**
@@ -173,7 +173,7 @@ export class LockManager {
     handle.validUntil = Number.NEGATIVE_INFINITY;
   }
 
-  /** True while the handle's lease, counted from its last renewal, has not run out. */
+  /** True while the handle's TTL, counted from its last renewal, has not run out. */
   isValid(handle: LockHandle): boolean {
     return this.clock.monotonic() < handle.validUntil;
   }
@@ -198,7 +198,7 @@ export class LockManager {
       owner: this.owner,
       epoch,
       rvn: next.rvn,
-      validUntil: started + this.leaseMs,
+      validUntil: started + this.ttlMs,
       ...(takenOverFrom === undefined ? {} : { takenOverFrom }),
     };
   }
@@ -209,7 +209,7 @@ export class LockManager {
       owner: this.owner,
       epoch,
       rvn: randomUUID(),
-      leaseMs: this.leaseMs,
+      ttlMs: this.ttlMs,
       updatedAt: new Date(this.clock.now()).toISOString(),
     };
   }

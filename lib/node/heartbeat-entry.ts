@@ -19,7 +19,7 @@ export async function heartbeat(
   invocation: Invocation,
   hooks: Pick<HeartbeatOptions, 'onTick'> = {},
 ): Promise<HeartbeatResult> {
-  const { config, clock, kube, table, provider, metrics } = deps;
+  const { config, clock, kube, table, nodeProvider, metrics } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
   const nodeConfig = new NodeConfigController({
     ...(config.nodeConfig.source ? { source: config.nodeConfig.source } : {}),
@@ -55,7 +55,7 @@ export async function heartbeat(
     controller = new NodeController({
       name,
       settings: timing,
-      provider,
+      provider: nodeProvider,
       core: kube.core,
       lease,
       clock,
@@ -64,7 +64,7 @@ export async function heartbeat(
     return controller;
   });
   const configure = (decision: typeof initial) => {
-    provider.configure?.(decision.settings);
+    nodeProvider.configure?.(decision.settings);
     for (const c of controllers) c.configure(withTiming(decision.settings), [decision.condition]);
   };
   configure(initial);
@@ -75,7 +75,7 @@ export async function heartbeat(
     log,
     invocation,
     renewIntervalMs: timing.leaseRenewIntervalMs,
-    lockLeaseMs: config.lock.leaseMs,
+    lockTtlMs: config.lock.ttlMs,
     lockPollMs: config.lock.pollMs,
     maxParallel: config.heartbeat.maxParallel,
     stopBeforeDeadlineMs: config.heartbeat.stopBeforeDeadlineMs,

@@ -16,7 +16,7 @@ export interface HeartbeatOptions {
   log: Logger;
   invocation: Invocation;
   renewIntervalMs: number;
-  lockLeaseMs: number;
+  lockTtlMs: number;
   lockPollMs: number;
   maxParallel: number;
   stopBeforeDeadlineMs: number;
@@ -46,7 +46,7 @@ export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult
       clock: options.clock,
       log,
       invocation: options.invocation,
-      lockLeaseMs: options.lockLeaseMs,
+      lockTtlMs: options.lockTtlMs,
       lockPollMs: options.lockPollMs,
       intervalMs: options.renewIntervalMs,
       stopBeforeDeadlineMs: options.stopBeforeDeadlineMs,

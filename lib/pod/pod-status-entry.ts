@@ -40,12 +40,12 @@ export async function podStatus(
   invocation: Invocation,
   hooks: PodStatusHooks = {},
 ): Promise<PodStatusResult> {
-  const { config, clock, kube, table, pods } = deps;
+  const { config, clock, kube, table, podProvider } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
   const knownPods = new KnownPodStore(table);
   const common = {
     core: kube.core,
-    provider: pods,
+    provider: podProvider,
     knownPods,
     clock,
     log,
@@ -63,7 +63,7 @@ export async function podStatus(
       clock,
       log,
       invocation,
-      lockLeaseMs: config.lock.leaseMs,
+      lockTtlMs: config.lock.ttlMs,
       lockPollMs: config.lock.pollMs,
       intervalMs: config.pods.statusIntervalMs,
       stopBeforeDeadlineMs: config.pods.statusStopBeforeDeadlineMs,

@@ -599,10 +599,10 @@ export function createPodReconciler(
     nodes?: readonly string[];
   },
 ): PodReconciler {
-  const { config, clock, kube, table, pods } = deps;
+  const { config, clock, kube, table, podProvider } = deps;
   return new PodReconciler({
     core: kube.core,
-    provider: pods,
+    provider: podProvider,
     knownPods: new KnownPodStore(table),
     events: new KubePodEventRecorder({ core: kube.core, clock, log: options.log }),
     envSources: kubeEnvSources(kube.core),

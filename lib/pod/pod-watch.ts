@@ -117,7 +117,7 @@ export function podWatch(
     store: new DynamoDbLockStore(table),
     // Unique per invocation, also when a warm sandbox runs several at once.
     owner: `${invocation.requestId}/${randomUUID().slice(0, 8)}`,
-    leaseMs: config.lock.leaseMs,
+    ttlMs: config.lock.ttlMs,
     clock,
   });
   const knownPods = new KnownPodStore(table);

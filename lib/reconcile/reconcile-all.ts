@@ -68,7 +68,7 @@ export class ClusterReconciler {
     this.owned = new OwnedNodeStore(deps.table);
     const common = {
       core: deps.kube.core,
-      provider: deps.pods,
+      provider: deps.podProvider,
       knownPods: this.knownPods,
       clock: deps.clock,
       log,
@@ -196,7 +196,7 @@ export class ClusterReconciler {
     const controller = new NodeController({
       name,
       settings: deps.config.node,
-      provider: deps.provider,
+      provider: deps.nodeProvider,
       core,
       lease,
       clock: deps.clock,

@@ -4,9 +4,9 @@ import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
 import { type LockHandle, LockLostError } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
+import { type ReconcilerStatus, ReconcilerStatusStore, sameStatus } from '../release/reconciler-status.ts';
 import { releaseLessThan } from '../release/release.ts';
 import { RunningReleaseStore } from '../release/running-releases.ts';
-import { type ReconcilerStatus, ReconcilerStatusStore, sameStatus } from '../release/status.ts';
 import { ClusterReconciler, type ReconcileAllResult } from './reconcile-all.ts';
 import { decideTransition, type LeaderRelease, releaseCheck, type Transition } from './transitions.ts';
 
@@ -205,7 +205,7 @@ export async function reconcile(
         clock,
         log,
         invocation,
-        lockLeaseMs: config.lock.leaseMs,
+        lockTtlMs: config.lock.ttlMs,
         lockPollMs: config.lock.pollMs,
         intervalMs: config.reconcile.intervalMs,
         stopBeforeDeadlineMs: config.reconcile.stopBeforeDeadlineMs,

@@ -1,6 +1,6 @@
+import { type ReconcilerStatus, sameStatus } from '../release/reconciler-status.ts';
 import { maxRelease, minRelease, releaseLessThan } from '../release/release.ts';
 import type { ReleaseRange } from '../release/running-releases.ts';
-import { type ReconcilerStatus, sameStatus } from '../release/status.ts';
 
 /** What the leader's own release brings. */
 export interface LeaderRelease {

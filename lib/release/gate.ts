@@ -1,9 +1,9 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Clock } from '../clock.ts';
 import type { Invocation } from '../invocation.ts';
+import { type ReconcilerStatus, ReconcilerStatusStore } from './reconciler-status.ts';
 import { releaseLessThan } from './release.ts';
 import { RunningReleaseStore } from './running-releases.ts';
-import { type ReconcilerStatus, ReconcilerStatusStore } from './status.ts';
 
 /** What a function knows about its own release. */
 export interface OwnRelease {

@@ -134,7 +134,7 @@ describe('heartbeat against the real control plane', { concurrency: true }, () =
     const sampler = sampleNode(admin, d.node);
     holder.crash('killed by the test');
     const killedAt = Date.now();
-    // The standby takes over after one lock lease (15 s); watch well past that.
+    // The standby takes over after one lock TTL (15 s); watch well past that.
     await waitFor(
       async () => ((await d.table.get(lockKey('heartbeat')))?.epoch as number) > (lock?.epoch as number),
       {

@@ -9,7 +9,7 @@ describe('DynamoDB locks against DynamoDB Local', () => {
     const { table } = await freshTable();
     const store = new DynamoDbLockStore(table);
     const name = uniqueName('lock');
-    const contenders = ['a', 'b', 'c'].map((owner) => new LockManager({ store, owner, leaseMs: 5_000 }));
+    const contenders = ['a', 'b', 'c'].map((owner) => new LockManager({ store, owner, ttlMs: 5_000 }));
     const handles = await Promise.all(contenders.map((c) => c.tryAcquire(name)));
     const held = handles.filter((h) => h !== undefined);
     assert.equal(held.length, 1);
@@ -21,8 +21,8 @@ describe('DynamoDB locks against DynamoDB Local', () => {
     const { table } = await freshTable();
     const store = new DynamoDbLockStore(table);
     const name = uniqueName('lock');
-    const frozen = new LockManager({ store, owner: 'frozen', leaseMs: 1_500 });
-    const contender = new LockManager({ store, owner: 'contender', leaseMs: 1_500 });
+    const frozen = new LockManager({ store, owner: 'frozen', ttlMs: 1_500 });
+    const contender = new LockManager({ store, owner: 'contender', ttlMs: 1_500 });
     const old = await frozen.tryAcquire(name);
     assert.ok(old);
     await fencedWrite(table, old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'frozen' } }]);
@@ -54,8 +54,8 @@ describe('DynamoDB locks against DynamoDB Local', () => {
     const { table } = await freshTable();
     const store = new DynamoDbLockStore(table);
     const name = uniqueName('lock');
-    const holder = new LockManager({ store, owner: 'holder', leaseMs: 1_500 });
-    const contender = new LockManager({ store, owner: 'contender', leaseMs: 1_500 });
+    const holder = new LockManager({ store, owner: 'holder', ttlMs: 1_500 });
+    const contender = new LockManager({ store, owner: 'contender', ttlMs: 1_500 });
     const handle = await holder.tryAcquire(name);
     assert.ok(handle);
     const keep = setInterval(() => holder.renew(handle).catch(() => undefined), 400);

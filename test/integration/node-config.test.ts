@@ -57,7 +57,7 @@ async function deployment(
     SVK_NODE_CONFIG_NAMESPACE: place.namespace,
     SVK_NODE_CONFIG_NAME: place.name,
     // A crashed holder is taken over quickly by the next process.
-    SVK_LOCK_LEASE_SECONDS: '4',
+    SVK_LOCK_TTL_SECONDS: '4',
     SVK_LOCK_POLL_MS: '500',
     ...options.env,
   });

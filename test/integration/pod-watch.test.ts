@@ -124,7 +124,7 @@ async function recordTruth(node: string): Promise<{ events: Seen[]; stop(): Prom
 
 const SHORT_ENV = {
   // A crashed watcher's lock goes stale after 3 s, not 15.
-  SVK_LOCK_LEASE_SECONDS: '3',
+  SVK_LOCK_TTL_SECONDS: '3',
   SVK_LOCK_POLL_MS: '200',
   SVK_POD_WATCH_STOP_BEFORE_DEADLINE_MS: '2000',
   SVK_POD_WATCH_TIMEOUT_SECONDS: '10',
@@ -391,7 +391,7 @@ describe('pod-watch against the real API server', () => {
     const lockName = podWatchLockName(d.node);
     const current = await store.get(lockName);
     assert.ok(current?.owner);
-    const usurper = new LockManager({ store, owner: 'usurper', leaseMs: 3_000 });
+    const usurper = new LockManager({ store, owner: 'usurper', ttlMs: 3_000 });
     const next = { ...current, owner: 'usurper', epoch: current.epoch + 1, rvn: randomUUID() };
     await store.replaceIfVersion(current.rvn, next);
     // From here on, any write of the deposed watcher's epoch is rejected.

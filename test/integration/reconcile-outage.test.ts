@@ -9,7 +9,7 @@ import { after, describe, it } from 'node:test';
 import { buildDependencies } from '../../lib/app/dependencies.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { reconcile } from '../../lib/reconcile/reconcile-entry.ts';
-import { ReconcilerStatusStore } from '../../lib/release/status.ts';
+import { ReconcilerStatusStore } from '../../lib/release/reconciler-status.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
 import {
   adminClients,
@@ -41,7 +41,7 @@ describe('reconciler across an API server outage', () => {
       loadConfig(
         functionEnv(tableName, {
           SVK_NODE_NAMES: node,
-          SVK_LOCK_LEASE_SECONDS: '5',
+          SVK_LOCK_TTL_SECONDS: '5',
           SVK_LOCK_POLL_MS: '250',
           SVK_RECONCILE_INTERVAL_SECONDS: '5',
           SVK_RECONCILE_STOP_BEFORE_DEADLINE_MS: '1000',

@@ -24,8 +24,8 @@ import type { ReconcileAllResult } from '../../lib/reconcile/reconcile-all.ts';
 import { RECONCILE_LOCK, type ReconcileResult, reconcile } from '../../lib/reconcile/reconcile-entry.ts';
 import type { Transition } from '../../lib/reconcile/transitions.ts';
 import { isReleaseRefused } from '../../lib/release/gate.ts';
+import { ReconcilerStatusStore, STATUS_KEY } from '../../lib/release/reconciler-status.ts';
 import { RELEASES_PARTITION } from '../../lib/release/running-releases.ts';
-import { ReconcilerStatusStore, STATUS_KEY } from '../../lib/release/status.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { testEnv } from '../support/env.ts';
 import {
@@ -51,7 +51,7 @@ const running: Array<{ abort: AbortController; done: Promise<unknown> }> = [];
 
 /** Fast periods for every scenario; each scenario adds its own. */
 const FAST = {
-  SVK_LOCK_LEASE_SECONDS: '3',
+  SVK_LOCK_TTL_SECONDS: '3',
   SVK_LOCK_POLL_MS: '250',
   SVK_RECONCILE_INTERVAL_SECONDS: '2',
   // The dropped-event tests create pods and expect the next passes to repair them.
@@ -141,7 +141,7 @@ async function providerPods(provider: MockPodProvider, nodeName: string): Promis
 }
 
 describe('reconciler election and fencing', () => {
-  it('two invocations at once: one leads; killed, the other leads within one lock lease', {
+  it('two invocations at once: one leads; killed, the other leads within one lock TTL', {
     timeout: 3 * 60_000,
   }, async () => {
     const { name: tableName, table } = await freshTable(env);
@@ -154,7 +154,7 @@ describe('reconciler election and fencing', () => {
       name: 'reconcile',
       mode: 'child-process',
       module: reconcileModule,
-      env: functionEnv(tableName, { ...FAST, SVK_NODE_NAMES: vk, SVK_LOCK_LEASE_SECONDS: '4' }, env),
+      env: functionEnv(tableName, { ...FAST, SVK_NODE_NAMES: vk, SVK_LOCK_TTL_SECONDS: '4' }, env),
       timeoutMs: 90_000,
     });
     const a = runtime.invoke('reconcile', scheduledEvent());
@@ -216,7 +216,7 @@ describe('reconciler election and fencing', () => {
         SVK_NODE_NAMES: vk,
         SVK_RELEASE: '1.0.0',
         // Renewals far apart, so the leader learns of the take-over from its status write.
-        SVK_LOCK_LEASE_SECONDS: '60',
+        SVK_LOCK_TTL_SECONDS: '60',
         SVK_RECONCILE_LEADER_WAIT_MS: '4000',
       }),
       60_000,
@@ -237,7 +237,7 @@ describe('reconciler election and fencing', () => {
       owner: 'intruder/1',
       epoch: (held.epoch as number) + 1,
       rvn: randomUUID(),
-      leaseMs: 60_000,
+      ttlMs: 60_000,
       updatedAt: new Date().toISOString(),
     });
 

@@ -90,8 +90,8 @@ describe('configuration', () => {
     rejects({ SVK_NODE_LABELS: `k=${'v'.repeat(64)}` }, 'SVK_NODE_LABELS', /at most 63/);
   });
 
-  it('rejects a lock poll not shorter than the lock lease', () => {
-    rejects({ SVK_LOCK_LEASE_SECONDS: '2', SVK_LOCK_POLL_MS: '2000' }, 'SVK_LOCK_POLL_MS', /shorter than/);
+  it('rejects a lock poll not shorter than the lock TTL', () => {
+    rejects({ SVK_LOCK_TTL_SECONDS: '2', SVK_LOCK_POLL_MS: '2000' }, 'SVK_LOCK_POLL_MS', /shorter than/);
   });
 
   it('rejects other enumerations and formats', () => {

@@ -50,8 +50,8 @@ describe('LockManager', () => {
   it('gives a free lock to exactly one of two contenders, at epoch 1', async () => {
     const store = memoryStore();
     const clock = manualClock();
-    const a = new LockManager({ store, owner: 'a', leaseMs: 15_000, clock });
-    const b = new LockManager({ store, owner: 'b', leaseMs: 15_000, clock });
+    const a = new LockManager({ store, owner: 'a', ttlMs: 15_000, clock });
+    const b = new LockManager({ store, owner: 'b', ttlMs: 15_000, clock });
     const [ha, hb] = await Promise.all([a.tryAcquire('l'), b.tryAcquire('l')]);
     assert.equal([ha, hb].filter(Boolean).length, 1);
     assert.equal((ha ?? hb)?.epoch, 1);
@@ -60,8 +60,8 @@ describe('LockManager', () => {
   it('does not take over a lock whose holder keeps renewing', async () => {
     const store = memoryStore();
     const clock = manualClock();
-    const holder = new LockManager({ store, owner: 'a', leaseMs: 15_000, clock });
-    const contender = new LockManager({ store, owner: 'b', leaseMs: 15_000, clock });
+    const holder = new LockManager({ store, owner: 'a', ttlMs: 15_000, clock });
+    const contender = new LockManager({ store, owner: 'b', ttlMs: 15_000, clock });
     const handle = await holder.tryAcquire('l');
     assert.ok(handle);
     for (let i = 0; i < 10; i++) {
@@ -75,8 +75,8 @@ describe('LockManager', () => {
   it('takes over only after watching the record unchanged for a whole lease, raising the epoch', async () => {
     const store = memoryStore();
     const clock = manualClock();
-    const holder = new LockManager({ store, owner: 'a', leaseMs: 15_000, clock });
-    const contender = new LockManager({ store, owner: 'b', leaseMs: 15_000, clock });
+    const holder = new LockManager({ store, owner: 'a', ttlMs: 15_000, clock });
+    const contender = new LockManager({ store, owner: 'b', ttlMs: 15_000, clock });
     const old = await holder.tryAcquire('l');
     assert.ok(old);
     // The contender starts counting when it first sees this version,
@@ -94,8 +94,8 @@ describe('LockManager', () => {
   it('hands over at once on release, and the epoch keeps growing', async () => {
     const store = memoryStore();
     const clock = manualClock();
-    const a = new LockManager({ store, owner: 'a', leaseMs: 15_000, clock });
-    const b = new LockManager({ store, owner: 'b', leaseMs: 15_000, clock });
+    const a = new LockManager({ store, owner: 'a', ttlMs: 15_000, clock });
+    const b = new LockManager({ store, owner: 'b', ttlMs: 15_000, clock });
     const ha = await a.tryAcquire('l');
     assert.ok(ha);
     assert.equal(await b.tryAcquire('l'), undefined);
@@ -108,7 +108,7 @@ describe('LockManager', () => {
   it('a handle is valid for one lease from the start of its last renewal', async () => {
     const store = memoryStore();
     const clock = manualClock();
-    const a = new LockManager({ store, owner: 'a', leaseMs: 15_000, clock });
+    const a = new LockManager({ store, owner: 'a', ttlMs: 15_000, clock });
     const handle = await a.tryAcquire('l');
     assert.ok(handle);
     clock.advance(14_999);
@@ -122,8 +122,8 @@ describe('LockManager', () => {
   it('acquire polls until the deadline and gives up', async () => {
     const store = memoryStore();
     const clock = manualClock();
-    const a = new LockManager({ store, owner: 'a', leaseMs: 15_000, clock });
-    const b = new LockManager({ store, owner: 'b', leaseMs: 15_000, clock });
+    const a = new LockManager({ store, owner: 'a', ttlMs: 15_000, clock });
+    const b = new LockManager({ store, owner: 'b', ttlMs: 15_000, clock });
     assert.ok(await a.tryAcquire('l'));
     const got = await b.acquire('l', { pollMs: 1_000, until: 5_000 });
     assert.equal(got, undefined);

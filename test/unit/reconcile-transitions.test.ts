@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decideTransition, releaseCheck } from '../../lib/reconcile/transitions.ts';
+import type { ReconcilerStatus } from '../../lib/release/reconciler-status.ts';
 import { compareReleases, InvalidReleaseError, releaseLessThan } from '../../lib/release/release.ts';
-import type { ReconcilerStatus } from '../../lib/release/status.ts';
 
 const own = { release: '1.4.0', minCompatibleRelease: '1.2.0' };
 const done: ReconcilerStatus = { state: 'done', version: '1.4.0', minCompatibleRelease: '1.2.0' };

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Clock } from '../../lib/clock.ts';
 import { decideGate, ReleaseGate } from '../../lib/release/gate.ts';
-import type { ReconcilerStatus } from '../../lib/release/status.ts';
+import type { ReconcilerStatus } from '../../lib/release/reconciler-status.ts';
 
 const status: ReconcilerStatus = { state: 'done', version: '2.0.0', minCompatibleRelease: '1.5.0' };
 

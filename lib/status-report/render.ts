@@ -1,4 +1,4 @@
-import type { StatusReport } from './status.ts';
+import type { StatusReport } from './collect.ts';
 
 /** Left-aligned columns, two spaces apart; `-` for empty cells. */
 export function table(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<string>>): string {
@@ -46,7 +46,7 @@ export function renderStatus(report: StatusReport): string {
         l.epoch === undefined ? '' : String(l.epoch),
         l.owner ?? '',
         age(l.ageSeconds),
-        age(l.leaseSeconds),
+        age(l.ttlSeconds),
       ]),
     ),
   );

@@ -10,7 +10,7 @@ import { POD_STATUS_LOCK } from '../pod/pod-status-entry.ts';
 import { podWatchLockName } from '../pod/watch-node.ts';
 import type { PodProvider } from '../provider/provider.ts';
 import { RECONCILE_LOCK } from '../reconcile/reconcile-entry.ts';
-import { STATUS_KEY } from '../release/status.ts';
+import { STATUS_KEY } from '../release/reconciler-status.ts';
 import type { StateTable } from '../state/dynamodb.ts';
 import type { QueueDepth } from './dlq-depth.ts';
 
@@ -41,7 +41,7 @@ export interface LockReport {
   epoch?: number;
   /** Seconds since the holder last wrote the record (wall clock, for operators only). */
   ageSeconds?: number;
-  leaseSeconds?: number;
+  ttlSeconds?: number;
   /** `held` (renewed within its lease), `stale` (owner set, not renewed within its lease: takeover due), `released`, `none`. */
   state: 'held' | 'stale' | 'released' | 'none';
 }
@@ -91,7 +91,7 @@ export interface StatusSources {
   config: Config;
   kube: KubeClients;
   table: StateTable;
-  pods: PodProvider;
+  podProvider: PodProvider;
   clock: Clock;
   /** Reads the dead-letter queue's depth; injected so that only one module imports the SQS SDK. */
   queueDepth?: (url: string) => Promise<QueueDepth>;
@@ -186,7 +186,7 @@ async function readLocks({ config, table, clock }: StatusSources): Promise<LockR
       const ageMs = record.updatedAt ? clock.now() - Date.parse(record.updatedAt) : undefined;
       const state = !record.owner
         ? 'released'
-        : ageMs !== undefined && ageMs <= record.leaseMs
+        : ageMs !== undefined && ageMs <= record.ttlMs
           ? 'held'
           : 'stale';
       return {
@@ -194,7 +194,7 @@ async function readLocks({ config, table, clock }: StatusSources): Promise<LockR
         ...(record.owner ? { owner: record.owner } : {}),
         epoch: record.epoch,
         ...(ageMs !== undefined ? { ageSeconds: seconds(ageMs) } : {}),
-        leaseSeconds: seconds(record.leaseMs),
+        ttlSeconds: seconds(record.ttlMs),
         state,
       };
     }),
@@ -214,7 +214,7 @@ async function readReconciler({ table }: StatusSources): Promise<StatusReport['r
 }
 
 async function readPods(
-  { config, kube, table, pods: provider, clock }: StatusSources,
+  { config, kube, table, podProvider: provider, clock }: StatusSources,
   onError: (section: string, err: unknown) => void,
 ): Promise<PodReport[]> {
   const knownPods = new KnownPodStore(table);
