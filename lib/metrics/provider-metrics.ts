@@ -31,11 +31,26 @@ export function withNodeProviderMetrics(provider: NodeProvider, metrics: Metrics
 }
 
 export function withPodProviderMetrics(provider: PodProvider, metrics: Metrics): PodProvider {
+  const { containerLogs, podStats } = provider;
   return {
     createPod: (pod, signal) => counted(metrics, 'createPod', signal, () => provider.createPod(pod, signal)),
     updatePod: (pod, signal) => counted(metrics, 'updatePod', signal, () => provider.updatePod(pod, signal)),
     deletePod: (pod, signal) => counted(metrics, 'deletePod', signal, () => provider.deletePod(pod, signal)),
     getPod: (ns, name, signal) => counted(metrics, 'getPod', signal, () => provider.getPod(ns, name, signal)),
     listPods: (node, signal) => counted(metrics, 'listPods', signal, () => provider.listPods(node, signal)),
+    ...(containerLogs
+      ? {
+          containerLogs: (pod, container, options, signal) =>
+            counted(metrics, 'containerLogs', signal, () =>
+              containerLogs.call(provider, pod, container, options, signal),
+            ),
+        }
+      : {}),
+    ...(podStats
+      ? {
+          podStats: (node, signal) =>
+            counted(metrics, 'podStats', signal, () => podStats.call(provider, node, signal)),
+        }
+      : {}),
   };
 }

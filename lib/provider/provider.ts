@@ -99,6 +99,76 @@ export interface PodProvider {
   getPod(namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined>;
   /** Every pod the provider runs on `nodeName`, statuses current. */
   listPods(nodeName: string, signal?: AbortSignal): Promise<V1Pod[]>;
+  /**
+   * Optional: the log of one container of a pod the provider runs, as the
+   * kubelet's `/containerLogs` serves it (`kubectl logs`). Resolves with the
+   * log's bytes, lines separated by `\n`, each line prefixed with its
+   * RFC 3339 timestamp and a space when `options.timestamps`. With
+   * `options.follow` the stream stays open and yields new lines as they are
+   * written, until the container stops or `signal` aborts; otherwise it ends
+   * with the last line written so far. ProviderNotFoundError when the provider
+   * has no such pod (by uid) or container, or no previous instance when
+   * `options.previous`.
+   */
+  containerLogs?(
+    pod: V1Pod,
+    container: string,
+    options: ContainerLogOptions,
+    signal?: AbortSignal,
+  ): Promise<AsyncIterable<Uint8Array>>;
+  /**
+   * Optional: resource usage of every pod the provider runs on `nodeName`
+   * (the kubelet's `/stats/summary` and `/metrics/resource`). A pod or a
+   * container the provider has no figures for is left out, never reported
+   * as zero.
+   */
+  podStats?(nodeName: string, signal?: AbortSignal): Promise<PodUsage[]>;
+}
+
+/** Which part of a container's log to read: the kubelet's `/containerLogs` query, parsed. */
+export interface ContainerLogOptions {
+  /** Only the last N lines (before `limitBytes` applies). */
+  tailLines?: number;
+  /** Only lines written at or after this time (`sinceSeconds` and `sinceTime` both become this). */
+  since?: Date;
+  /** Prefix each line with its RFC 3339 timestamp (nanosecond precision where known) and a space. */
+  timestamps?: boolean;
+  /** End the stream once this many bytes were yielded (a line may be cut). */
+  limitBytes?: number;
+  /** The log of the container's previous, terminated instance (after a restart). */
+  previous?: boolean;
+  /** Keep the stream open and yield lines as they are written. */
+  follow?: boolean;
+}
+
+/** One sample of a container's usage, as the kubelet's stats summary reports it. */
+export interface ContainerUsage {
+  name: string;
+  /** When the container (this instance) started. */
+  startTime?: Date;
+  /** When the figures were sampled. */
+  time: Date;
+  cpu?: {
+    /** Average usage over the last sampling window, in nanocores (1e9 = one core). */
+    usageNanoCores?: number;
+    /** Cumulative CPU time since the container started, in core-nanoseconds. */
+    usageCoreNanoSeconds?: number;
+  };
+  memory?: {
+    usageBytes?: number;
+    /** What the OOM killer and eviction look at; metrics-server reads this. */
+    workingSetBytes?: number;
+    rssBytes?: number;
+  };
+}
+
+/** The usage of one pod: its containers' samples. Pod totals are their sums. */
+export interface PodUsage {
+  namespace: string;
+  name: string;
+  uid: string;
+  startTime?: Date;
+  containers: ContainerUsage[];
 }
 
 /**
