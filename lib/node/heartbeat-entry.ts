@@ -2,9 +2,8 @@ import type { Dependencies } from '../app/dependencies.ts';
 import type { NodeSettings } from '../config/config.ts';
 import type { Invocation } from '../invocation.ts';
 import { NodeConfigController } from '../node-config/node-config-controller.ts';
+import { buildNodeController } from './build-node-controller.ts';
 import { type HeartbeatOptions, type HeartbeatResult, runHeartbeat } from './heartbeat.ts';
-import { NodeController } from './node-controller.ts';
-import { NodeLease } from './node-lease.ts';
 
 /**
  * The heartbeat function's one entry point: stand by for the heartbeat lock,
@@ -40,29 +39,9 @@ export async function heartbeat(
     statusIntervalMs: timing.statusIntervalMs,
     pingIntervalMs: timing.pingIntervalMs,
   });
-  const controllers = config.nodeNames.map((name) => {
-    const nodeLog = log.child({ node: name });
-    let controller: NodeController | undefined;
-    const lease = new NodeLease({
-      core: kube.core,
-      coordination: kube.coordination,
-      nodeName: name,
-      durationSeconds: timing.leaseDurationSeconds,
-      clock,
-      log: nodeLog,
-      beforeRecreate: () => controller?.ensureRegistered() ?? Promise.resolve(),
-    });
-    controller = new NodeController({
-      name,
-      settings: timing,
-      provider: nodeProvider,
-      core: kube.core,
-      lease,
-      clock,
-      log: nodeLog,
-    });
-    return controller;
-  });
+  const controllers = config.nodeNames.map((name) =>
+    buildNodeController(deps, { name, settings: timing, log }),
+  );
   const configure = (decision: typeof initial) => {
     nodeProvider.configure?.(decision.settings);
     for (const c of controllers) c.configure(withTiming(decision.settings), [decision.condition]);

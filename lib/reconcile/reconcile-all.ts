@@ -2,8 +2,8 @@ import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-
 import type { Dependencies } from '../app/dependencies.ts';
 import { isConflict, isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
-import { NodeController } from '../node/node-controller.ts';
-import { NODE_LEASE_NAMESPACE, NodeLease } from '../node/node-lease.ts';
+import { buildNodeController } from '../node/build-node-controller.ts';
+import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
 import { DanglingPodCleaner, type DanglingResult, listNodePods } from '../pod/dangling.ts';
 import { type KnownPod, KnownPodStore } from '../pod/known-pods.ts';
 import { PodStatusSyncer } from '../pod/pod-status.ts';
@@ -177,7 +177,7 @@ export class ClusterReconciler {
    */
   private async ensureNode(name: string, signal?: AbortSignal): Promise<boolean> {
     const { deps, log } = this.options;
-    const { core, coordination } = deps.kube;
+    const { core } = deps.kube;
     try {
       await core.readNode({ name });
       return false;
@@ -185,23 +185,7 @@ export class ClusterReconciler {
       if (!isNotFound(err)) throw err;
     }
     const nodeLog = log.child({ node: name });
-    const lease = new NodeLease({
-      core,
-      coordination,
-      nodeName: name,
-      durationSeconds: deps.config.node.leaseDurationSeconds,
-      clock: deps.clock,
-      log: nodeLog,
-    });
-    const controller = new NodeController({
-      name,
-      settings: deps.config.node,
-      provider: deps.nodeProvider,
-      core,
-      lease,
-      clock: deps.clock,
-      log: nodeLog,
-    });
+    const controller = buildNodeController(deps, { name, settings: deps.config.node, log });
     await controller.start(signal);
     nodeLog.info('Node missing (new, or deleted behind our back): registered it');
     return true;
