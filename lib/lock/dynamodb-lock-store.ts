@@ -1,10 +1,10 @@
 import {
-  type Expression,
   isConditionFailed,
   type StateTable,
   type StoredItem,
   type TransactWriteOp,
 } from '../state/dynamodb.ts';
+import type { Expression } from '../state/expression.ts';
 import {
   LockConflictError,
   type LockHandle,
@@ -51,7 +51,12 @@ function fromItem(item: StoredItem): LockRecord {
   };
 }
 
-/** Lock records in the state table; conditional-write failures become LockConflictError. */
+/**
+ * Lock records in the state table; conditional-write failures become
+ * LockConflictError. Also the one fencing check: a lock is held while its
+ * record keeps the holder's owner and epoch, the condition that renewal,
+ * release, fenced writes and the leadership check all use.
+ */
 export class DynamoDbLockStore implements LockStore {
   constructor(private readonly table: StateTable) {}
 
@@ -78,6 +83,39 @@ export class DynamoDbLockStore implements LockStore {
     return this.conditional(() => this.table.put(toItem(next), { condition: heldCondition(owner, epoch) }));
   }
 
+  /**
+   * Writes `ops` only if `handle` still holds its lock, in one transaction
+   * with a condition check on the lock record: a deposed holder's write is
+   * rejected and nothing is written.
+   * @throws LockLostError when the handle no longer holds the lock.
+   */
+  async fencedWrite(handle: LockHandle, ops: TransactWriteOp[]): Promise<void> {
+    try {
+      await this.table.transactWrite([
+        { check: lockKey(handle.name), condition: heldCondition(handle.owner, handle.epoch) },
+        ...ops,
+      ]);
+    } catch (err) {
+      if (
+        isConditionFailed(err) &&
+        err.reasons.some((r) => r.index === 0 && r.code === 'ConditionalCheckFailed')
+      ) {
+        throw new LockLostError(handle.name, `epoch ${handle.epoch} no longer holds it`);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Checks that `handle` still holds its lock: the fenced write of nothing,
+   * for work that cannot itself be fenced (Kubernetes writes), done just
+   * before it.
+   * @throws LockLostError when it does not.
+   */
+  assertHeld(handle: LockHandle): Promise<void> {
+    return this.fencedWrite(handle, []);
+  }
+
   private async conditional(write: () => Promise<void>): Promise<void> {
     try {
       await write();
@@ -85,31 +123,5 @@ export class DynamoDbLockStore implements LockStore {
       if (isConditionFailed(err)) throw new LockConflictError(err.message);
       throw err;
     }
-  }
-}
-
-/**
- * Writes `ops` only if `handle` still holds its lock, in one transaction with
- * a condition check on the lock record: a deposed holder's write is rejected
- * with LockLostError and nothing is written.
- */
-export async function fencedWrite(
-  table: StateTable,
-  handle: LockHandle,
-  ops: TransactWriteOp[],
-): Promise<void> {
-  try {
-    await table.transactWrite([
-      { check: lockKey(handle.name), condition: heldCondition(handle.owner, handle.epoch) },
-      ...ops,
-    ]);
-  } catch (err) {
-    if (
-      isConditionFailed(err) &&
-      err.reasons.some((r) => r.index === 0 && r.code === 'ConditionalCheckFailed')
-    ) {
-      throw new LockLostError(handle.name, `fenced write rejected: epoch ${handle.epoch} no longer holds it`);
-    }
-    throw err;
   }
 }

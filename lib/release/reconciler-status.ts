@@ -1,4 +1,4 @@
-import { fencedWrite } from '../lock/dynamodb-lock-store.ts';
+import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import type { LockHandle } from '../lock/lock.ts';
 import type { StateTable, StoredItem } from '../state/dynamodb.ts';
 import { isRelease } from './release.ts';
@@ -68,7 +68,11 @@ function fromItem(item: StoredItem): StoredReconcilerStatus {
 
 /** The status item in the state table. */
 export class ReconcilerStatusStore {
-  constructor(private readonly table: StateTable) {}
+  private readonly locks: DynamoDbLockStore;
+
+  constructor(private readonly table: StateTable) {
+    this.locks = new DynamoDbLockStore(table);
+  }
 
   /** The current status, undefined before the first reconcile completed. @throws MalformedStatusError */
   async get(): Promise<StoredReconcilerStatus | undefined> {
@@ -90,6 +94,6 @@ export class ReconcilerStatusStore {
       epoch: handle.epoch,
       updatedAt: new Date(now).toISOString(),
     };
-    await fencedWrite(this.table, handle, [{ put: item }]);
+    await this.locks.fencedWrite(handle, [{ put: item }]);
   }
 }

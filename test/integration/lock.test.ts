@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DynamoDbLockStore, fencedWrite, lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
+import { DynamoDbLockStore, lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
 import { LockLostError, LockManager } from '../../lib/lock/lock.ts';
 import { freshTable, uniqueName, waitFor } from '../support/kube.ts';
 
@@ -25,7 +25,7 @@ describe('DynamoDB locks against DynamoDB Local', () => {
     const contender = new LockManager({ store, owner: 'contender', ttlMs: 1_500 });
     const old = await frozen.tryAcquire(name);
     assert.ok(old);
-    await fencedWrite(table, old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'frozen' } }]);
+    await store.fencedWrite(old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'frozen' } }]);
 
     // The holder stops renewing (frozen); the contender polls until it may take over.
     const started = Date.now();
@@ -38,7 +38,7 @@ describe('DynamoDB locks against DynamoDB Local', () => {
     // The old holder wakes up and tries to act.
     await assert.rejects(frozen.renew(old), LockLostError);
     await assert.rejects(
-      fencedWrite(table, old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'stale' } }]),
+      store.fencedWrite(old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'stale' } }]),
       LockLostError,
     );
     assert.equal(
@@ -46,7 +46,7 @@ describe('DynamoDB locks against DynamoDB Local', () => {
       'frozen',
       'nothing written',
     );
-    await fencedWrite(table, taken, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'contender' } }]);
+    await store.fencedWrite(taken, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'contender' } }]);
     assert.equal((await table.get({ pk: `status#${name}`, sk: 'status' }))?.writer, 'contender');
   });
 
