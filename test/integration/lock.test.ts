@@ -50,6 +50,21 @@ describe('DynamoDB locks against DynamoDB Local', () => {
     assert.equal((await table.get({ pk: `status#${name}`, sk: 'status' }))?.writer, 'contender');
   });
 
+  it('the leadership check is the fence itself: it passes while held and rejects a deposed holder', async () => {
+    const { table } = await freshTable();
+    const store = new DynamoDbLockStore(table);
+    const name = uniqueName('lock');
+    const holder = new LockManager({ store, owner: 'holder', ttlMs: 5_000 });
+    const handle = await holder.tryAcquire(name);
+    assert.ok(handle);
+    await store.assertHeld(handle);
+    const current = await store.get(name);
+    assert.ok(current);
+    await store.replaceIfVersion(current.rvn, { ...current, owner: 'usurper', epoch: 2, rvn: 'usurped' });
+    await assert.rejects(store.assertHeld(handle), LockLostError);
+    await store.assertHeld({ ...handle, owner: 'usurper', epoch: 2 });
+  });
+
   it('a live holder keeps its lock against a polling contender', async () => {
     const { table } = await freshTable();
     const store = new DynamoDbLockStore(table);
