@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { CoreV1Api, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Clock } from '../clock.ts';
-import { parsePodEvent, podKey } from '../events/pod-event.ts';
+import { type PodEventDetail, parsePodEvent, podKey } from '../events/pod-event.ts';
 import type { Invocation } from '../invocation.ts';
 import { isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
@@ -624,10 +624,10 @@ export function createPodReconciler(
 const DEADLINE_MARGIN_MS = 3_000;
 
 /**
- * The pod event's detail. A malformed event is logged and rejected
- * (InvalidEventError), before anything is written.
+ * The pod event's detail: pod-sync's event parser. A malformed event is
+ * logged and rejected (InvalidEventError), before anything is written.
  */
-export function validPodSyncEvent(log: Logger, event: unknown): ReturnType<typeof parsePodEvent>['detail'] {
+export function validPodSyncEvent(event: unknown, log: Logger): PodEventDetail {
   try {
     return parsePodEvent(event).detail;
   } catch (err) {
@@ -636,20 +636,15 @@ export function validPodSyncEvent(log: Logger, event: unknown): ReturnType<typeo
   }
 }
 
-/**
- * The pod-sync function's entry point: validates the EventBridge event
- * (InvalidEventError, logged, sends it to the dead-letter queue, nothing
- * written), then reconciles the key it names.
- */
+/** The pod-sync function's entry point: reconciles the key a valid pod event names. */
 export async function podSync(
   deps: Dependencies,
   invocation: Invocation,
-  event: unknown,
+  detail: PodEventDetail,
 ): Promise<SyncResult> {
   const { clock, metrics } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
   const started = clock.monotonic();
-  const detail = validPodSyncEvent(log, event);
   metrics.eventsConsumed(1);
   const reconciler = createPodReconciler(deps, {
     log: log.child({ event: detail.type, resourceVersion: detail.resourceVersion }),

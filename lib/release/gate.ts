@@ -1,6 +1,5 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Clock } from '../clock.ts';
-import type { Invocation } from '../invocation.ts';
 import { type ReconcilerStatus, ReconcilerStatusStore } from './reconciler-status.ts';
 import { releaseLessThan } from './release.ts';
 import { RunningReleaseStore } from './running-releases.ts';
@@ -46,7 +45,7 @@ export function decideGate(status: ReconcilerStatus | undefined, own: OwnRelease
   return { act: true, reason: `compatible with the reconciled state of release ${status.version}` };
 }
 
-/** What a gated entry point returns instead of acting. */
+/** What a gated invocation returns instead of acting (lib/handler's releaseGate middleware). */
 export interface ReleaseRefused {
   refused: true;
   release: string;
@@ -177,30 +176,6 @@ export function releaseGateOf(deps: Dependencies, options: { reconciler?: boolea
     gates.set(deps, gate);
   }
   return gate;
-}
-
-/**
- * Runs `act` only if this release may act under the reconciler status (the
- * one line every handler adds); otherwise logs why and returns a refusal
- * without doing anything else.
- */
-export async function whenReleaseMayAct<T>(
-  deps: Dependencies,
-  invocation: Invocation,
-  act: (deps: Dependencies, invocation: Invocation) => Promise<T>,
-  options: { reconciler?: boolean } = {},
-): Promise<T | ReleaseRefused> {
-  const decision = await releaseGateOf(deps, options).check(invocation.functionName);
-  if (!decision.act) {
-    deps.log
-      .child({ requestId: invocation.requestId })
-      .warn(
-        { release: deps.config.release, reason: decision.reason },
-        'release may not act under the reconciler status: doing nothing',
-      );
-    return { refused: true, release: deps.config.release, reason: decision.reason };
-  }
-  return act(deps, invocation);
 }
 
 export function isReleaseRefused(value: unknown): value is ReleaseRefused {

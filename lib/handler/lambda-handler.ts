@@ -1,0 +1,50 @@
+import middy from '@middy/core';
+import type { Dependencies } from '../app/dependencies.ts';
+import type { Invocation } from '../invocation.ts';
+import type { ReleaseRefused } from '../release/gate.ts';
+import { type ColdStartOptions, coldStartDependencies } from './cold-start.ts';
+
+import { flushMetrics } from './flush-metrics.ts';
+import { type FunctionContext, invocationScope, MiddlewareOrderError } from './function-context.ts';
+import { type ReleaseGateMiddlewareOptions, releaseGate } from './release-gate.ts';
+import { type EventParser, validEvent } from './valid-event.ts';
+
+export interface LambdaHandlerOptions<TEvent> extends ColdStartOptions {
+  /** The trigger's event parser ({@link validEvent}). */
+  event: EventParser<TEvent>;
+  /**
+   * The release gate's options, or false for a function that must act
+   * whatever the reconciler status says (it may still check the gate itself,
+   * with releaseGateOf, before the parts that need it).
+   */
+  gate?: ReleaseGateMiddlewareOptions | false;
+}
+
+/** What a handler runs: one lib/ entry point, given the dependencies, the invocation and the parsed event. */
+export type EntryPoint<TEvent, TResult> = (
+  deps: Dependencies,
+  invocation: Invocation,
+  event: TEvent,
+) => Promise<TResult>;
+
+/**
+ * A Lambda handler in middy's idiom: the middlewares, in order, are
+ * {@link flushMetrics} (its hooks run last), {@link coldStartDependencies},
+ * {@link validEvent} and {@link releaseGate} (unless `gate` is false); the
+ * handler itself only calls `run`.
+ */
+export function lambdaHandler<TEvent, TResult>(
+  options: LambdaHandlerOptions<TEvent>,
+  run: EntryPoint<TEvent, TResult>,
+): middy.MiddyfiedHandler<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>> {
+  const handler = middy<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>>()
+    .use(flushMetrics())
+    .use(coldStartDependencies(options))
+    .use(validEvent(options.event));
+  if (options.gate !== false) handler.use(releaseGate(options.gate));
+  return handler.handler((_event, context) => {
+    const { deps, invocation } = invocationScope(context);
+    if (!context.trigger) throw new MiddlewareOrderError('validEvent must run before the handler');
+    return run(deps, invocation, context.trigger.event);
+  });
+}

@@ -1,0 +1,39 @@
+import type middy from '@middy/core';
+import { type ReleaseRefused, releaseGateOf } from '../release/gate.ts';
+import { type FunctionContext, invocationScope } from './function-context.ts';
+
+export interface ReleaseGateMiddlewareOptions {
+  /**
+   * The reconciler does not wait for a reconciler of its own release (it is
+   * the one that brings the state up to it); every other function does.
+   */
+  reconciler?: boolean;
+}
+
+/**
+ * Lets the invocation go on only if this release may act under the
+ * reconciler status (see ReleaseGate: it records the release, then reads the
+ * status); otherwise logs why and ends the invocation with a
+ * {@link ReleaseRefused} result, without running the handler or anything
+ * after this middleware. A gate that cannot be read (DynamoDB unreachable)
+ * fails the invocation.
+ */
+export function releaseGate(
+  options: ReleaseGateMiddlewareOptions = {},
+): middy.MiddlewareObj<unknown, unknown, Error, FunctionContext> {
+  return {
+    name: 'releaseGate',
+    before: async (request): Promise<ReleaseRefused | undefined> => {
+      const { deps, invocation } = invocationScope(request.context);
+      const decision = await releaseGateOf(deps, options).check(invocation.functionName);
+      if (decision.act) return undefined;
+      deps.log
+        .child({ requestId: invocation.requestId })
+        .warn(
+          { release: deps.config.release, reason: decision.reason },
+          'release may not act under the reconciler status: doing nothing',
+        );
+      return { refused: true, release: deps.config.release, reason: decision.reason };
+    },
+  };
+}
