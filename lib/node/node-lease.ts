@@ -4,9 +4,9 @@ import { isConflict, isNotFound, type KubeClients } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
-/** Immediate, successive retries of one renewal before waiting for the next interval (kubelet: 5). */
+/** Immediate, successive retries of one renewal before waiting for the next interval (5, as the kubelet's nodelease controller). */
 export const MAX_UPDATE_RETRIES = 5;
-/** Ensure-lease backoff: 100 ms doubling up to 7 s (kubelet). */
+/** Ensure-lease backoff: 100 ms doubling up to 7 s, as the kubelet's nodelease controller. */
 export const ENSURE_BACKOFF_START_MS = 100;
 export const ENSURE_BACKOFF_MAX_MS = 7_000;
 

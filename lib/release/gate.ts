@@ -18,12 +18,13 @@ export interface OwnRelease {
 export type GateDecision = { act: true; reason: string } | { act: false; reason: string };
 
 /**
- * Seed 004's WaitReady as a decision: may a function of `own` release act on
- * the state `status` describes? Unlike the seed, no status (no reconcile has
- * completed yet) lets everyone act: scheduled functions cannot wait for the
- * reconciler, and before a first status nothing has restricted anything. A
- * `working` status does not block either (seed: a release compatible with
- * both the old and the new state keeps running while reconciling).
+ * WaitReady of Monogon's reconciler as a decision: may a function of `own`
+ * release act on the state `status` describes? Unlike WaitReady, no status
+ * (no reconcile has completed yet) lets everyone act: scheduled functions
+ * cannot wait for the reconciler, and before a first status nothing has
+ * restricted anything. A `working` status does not block either: a release
+ * compatible with both the old and the new state keeps running while the
+ * reconciler works.
  */
 export function decideGate(status: ReconcilerStatus | undefined, own: OwnRelease): GateDecision {
   if (!status) return { act: true, reason: 'no reconciler status yet' };
@@ -81,7 +82,7 @@ export interface ReleaseGateOptions {
  * pod-sync runs twice per pod, so reading the status on every check costs a
  * GetItem per invocation. A status that lets this release act is therefore
  * reused for `statusCacheMs` (measured on the monotonic clock from the start
- * of the read); the release is still recorded on every check as before. Why
+ * of the read); the release is still recorded on every check. Why
  * this cannot let a release act on state it is incompatible with:
  *
  * - A status stops letting release R act only through the reconciler's

@@ -4,7 +4,7 @@ import type { StateTable, StoredItem } from '../state/dynamodb.ts';
 import { isRelease } from './release.ts';
 
 /**
- * The reconciler status (seed 004's KubernetesReconcilerStatus): what the
+ * The reconciler status (KubernetesReconcilerStatus in Monogon's reconciler): what the
  * last reconciler did to the cluster's state, and which releases may act on
  * that state. Written only by the reconcile leader, fenced on its lock.
  */
