@@ -7,6 +7,7 @@ import {
 import type { Expression } from '../state/expression.ts';
 import {
   LockConflictError,
+  type LockFence,
   type LockHandle,
   LockLostError,
   type LockRecord,
@@ -53,11 +54,11 @@ function fromItem(item: StoredItem): LockRecord {
 
 /**
  * Lock records in the state table; conditional-write failures become
- * LockConflictError. Also the one fencing check: a lock is held while its
- * record keeps the holder's owner and epoch, the condition that renewal,
+ * LockConflictError. Also the lock's fence: a lock is held while its record
+ * keeps the holder's owner and epoch, the one condition that renewal,
  * release, fenced writes and the leadership check all use.
  */
-export class DynamoDbLockStore implements LockStore {
+export class DynamoDbLockStore implements LockStore, LockFence {
   constructor(private readonly table: StateTable) {}
 
   async get(name: string): Promise<LockRecord | undefined> {
@@ -83,12 +84,7 @@ export class DynamoDbLockStore implements LockStore {
     return this.conditional(() => this.table.put(toItem(next), { condition: heldCondition(owner, epoch) }));
   }
 
-  /**
-   * Writes `ops` only if `handle` still holds its lock, in one transaction
-   * with a condition check on the lock record: a deposed holder's write is
-   * rejected and nothing is written.
-   * @throws LockLostError when the handle no longer holds the lock.
-   */
+  /** One transaction: the condition check on the lock record first, then `ops`. */
   async fencedWrite(handle: LockHandle, ops: TransactWriteOp[]): Promise<void> {
     try {
       await this.table.transactWrite([
@@ -106,12 +102,7 @@ export class DynamoDbLockStore implements LockStore {
     }
   }
 
-  /**
-   * Checks that `handle` still holds its lock: the fenced write of nothing,
-   * for work that cannot itself be fenced (Kubernetes writes), done just
-   * before it.
-   * @throws LockLostError when it does not.
-   */
+  /** The fenced write of nothing: the same condition check, alone in its transaction. */
   assertHeld(handle: LockHandle): Promise<void> {
     return this.fencedWrite(handle, []);
   }

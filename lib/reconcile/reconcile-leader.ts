@@ -1,6 +1,6 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
-import { type LockHandle, LockLostError } from '../lock/lock.ts';
+import { type LockFence, type LockHandle, LockLostError } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import { type ReconcilerStatus, ReconcilerStatusStore, sameStatus } from '../release/reconciler-status.ts';
 import { releaseLessThan } from '../release/release.ts';
@@ -61,7 +61,7 @@ export class ReconcileLeader {
   private readonly own: LeaderRelease;
   private readonly releases: RunningReleaseStore;
   private readonly statuses: ReconcilerStatusStore;
-  private readonly locks: DynamoDbLockStore;
+  private readonly fence: LockFence;
   private readonly cluster: ClusterReconciler;
   private readonly counts = { initialAttempts: 0, reconciled: 0, rejectedStatusWrites: 0 };
   private transition: Transition | undefined;
@@ -75,8 +75,8 @@ export class ReconcileLeader {
       minCompatibleRelease: deps.config.gating.minCompatibleRelease,
     };
     this.releases = new RunningReleaseStore(deps.table);
-    this.statuses = new ReconcilerStatusStore(deps.table);
-    this.locks = new DynamoDbLockStore(deps.table);
+    this.fence = new DynamoDbLockStore(deps.table);
+    this.statuses = new ReconcilerStatusStore(deps.table, this.fence);
     this.cluster = new ClusterReconciler({ deps, log, owner });
   }
 
@@ -211,7 +211,7 @@ export class ReconcileLeader {
     initial: boolean,
   ): Promise<ReconcileAllResult> {
     const { hooks } = this.options;
-    await this.locks.assertHeld(handle);
+    await this.fence.assertHeld(handle);
     try {
       const result = await this.cluster.reconcileAll(stop);
       this.counts.reconciled++;

@@ -1,5 +1,5 @@
 import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
-import type { LockHandle } from '../lock/lock.ts';
+import type { LockFence, LockHandle } from '../lock/lock.ts';
 import type { StateTable, StoredItem } from '../state/dynamodb.ts';
 import { isRelease } from './release.ts';
 
@@ -68,11 +68,11 @@ function fromItem(item: StoredItem): StoredReconcilerStatus {
 
 /** The status item in the state table. */
 export class ReconcilerStatusStore {
-  private readonly locks: DynamoDbLockStore;
-
-  constructor(private readonly table: StateTable) {
-    this.locks = new DynamoDbLockStore(table);
-  }
+  constructor(
+    private readonly table: StateTable,
+    /** The reconcile lock's fence (the lock store on the same table unless given). */
+    private readonly fence: LockFence = new DynamoDbLockStore(table),
+  ) {}
 
   /** The current status, undefined before the first reconcile completed. @throws MalformedStatusError */
   async get(): Promise<StoredReconcilerStatus | undefined> {
@@ -94,6 +94,6 @@ export class ReconcilerStatusStore {
       epoch: handle.epoch,
       updatedAt: new Date(now).toISOString(),
     };
-    await this.locks.fencedWrite(handle, [{ put: item }]);
+    await this.fence.fencedWrite(handle, [{ put: item }]);
   }
 }
