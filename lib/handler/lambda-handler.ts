@@ -1,15 +1,23 @@
 import middy from '@middy/core';
-import type { Dependencies } from '../app/dependencies.ts';
+import { type Dependencies, type DependencyOverrides, loadDependencies } from '../app/dependencies.ts';
+import { loadConfig } from '../config/config.ts';
 import type { Invocation } from '../invocation.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
-import { type ColdStartOptions, coldStartDependencies } from './cold-start.ts';
-
+import { coldStartDependencies } from './cold-start.ts';
 import { flushMetrics } from './flush-metrics.ts';
 import { type FunctionContext, invocationScope, MiddlewareOrderError } from './function-context.ts';
 import { type ReleaseGateMiddlewareOptions, releaseGate } from './release-gate.ts';
 import { type EventParser, validEvent } from './valid-event.ts';
 
-export interface LambdaHandlerOptions<TEvent> extends ColdStartOptions {
+export interface LambdaHandlerOptions<TEvent> {
+  /**
+   * The function's environment, read once, at the first invocation: a bad
+   * configuration fails that invocation (and the next ones), naming every
+   * problem, before anything is written.
+   */
+  env: Record<string, string | undefined>;
+  /** What a test or `npm start` supplies instead of the defaults. */
+  overrides?: Omit<DependencyOverrides, 'functionName'>;
   /** The trigger's event parser ({@link validEvent}). */
   event: EventParser<TEvent>;
   /**
@@ -39,7 +47,11 @@ export function lambdaHandler<TEvent, TResult>(
 ): middy.MiddyfiedHandler<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>> {
   const handler = middy<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>>()
     .use(flushMetrics())
-    .use(coldStartDependencies(options))
+    .use(
+      coldStartDependencies((functionName) =>
+        loadDependencies(loadConfig(options.env), { ...options.overrides, functionName }),
+      ),
+    )
     .use(validEvent(options.event));
   if (options.gate !== false) handler.use(releaseGate(options.gate));
   return handler.handler((_event, context) => {

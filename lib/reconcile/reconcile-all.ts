@@ -2,7 +2,7 @@ import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-
 import type { Dependencies } from '../app/dependencies.ts';
 import { isConflict, isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
-import { buildNodeController } from '../node/build-node-controller.ts';
+import { buildNodeController } from '../node/heartbeat-entry.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
 import { DanglingPodCleaner, type DanglingResult, listNodePods } from '../pod/dangling.ts';
 import { type KnownPod, KnownPodStore } from '../pod/known-pods.ts';

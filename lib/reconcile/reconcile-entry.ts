@@ -1,5 +1,6 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Invocation } from '../invocation.ts';
+import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
 import { LockLostError } from '../lock/lock.ts';
 import {
@@ -34,7 +35,13 @@ export async function reconcile(
 ): Promise<ReconcileResult> {
   const { config } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
-  const leader = new ReconcileLeader({ deps, log, owner: invocation.requestId, hooks });
+  const leader = new ReconcileLeader({
+    deps,
+    log,
+    owner: invocation.requestId,
+    fence: new DynamoDbLockStore(deps.table),
+    hooks,
+  });
   const newest = await leader.newerRelease();
   if (newest !== undefined) {
     log.info({ release: config.release, newest }, 'a newer release runs: not campaigning');

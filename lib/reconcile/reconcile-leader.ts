@@ -1,5 +1,4 @@
 import type { Dependencies } from '../app/dependencies.ts';
-import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import { type LockFence, type LockHandle, LockLostError } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import { type ReconcilerStatus, ReconcilerStatusStore, sameStatus } from '../release/reconciler-status.ts';
@@ -47,6 +46,8 @@ export interface ReconcileLeaderOptions {
   log: Logger;
   /** Who acts (the request id), for pod claims and logs. */
   owner: string;
+  /** The reconcile lock's fence: status writes and the pre-pass check go through it. */
+  fence: LockFence;
   hooks?: ReconcileHooks;
 }
 
@@ -69,14 +70,14 @@ export class ReconcileLeader {
   epoch: number | undefined;
 
   constructor(private readonly options: ReconcileLeaderOptions) {
-    const { deps, log, owner } = options;
+    const { deps, log, owner, fence } = options;
     this.own = {
       release: deps.config.release,
       minCompatibleRelease: deps.config.gating.minCompatibleRelease,
     };
     this.releases = new RunningReleaseStore(deps.table);
-    this.fence = new DynamoDbLockStore(deps.table);
-    this.statuses = new ReconcilerStatusStore(deps.table, this.fence);
+    this.fence = fence;
+    this.statuses = new ReconcilerStatusStore(deps.table, fence);
     this.cluster = new ClusterReconciler({ deps, log, owner });
   }
 
