@@ -4,7 +4,7 @@ import { type LeaderLoopResult, runAsLeader, settledValues } from '../lock/leade
 import { mapSettledLimit } from '../util/map-limit.ts';
 import { DanglingPodCleaner, type DanglingResult } from './dangling.ts';
 import { KnownPodStore } from './known-pods.ts';
-import { type NodeStatusResult, PodStatusSyncer } from './pod-status.ts';
+import { type NodeStatusResult, PodStatusSyncer } from './pod-status-syncer.ts';
 
 /** The lock that makes one invocation at a time the pod-status holder for all nodes of a deployment. */
 export const POD_STATUS_LOCK = 'pod-status';
