@@ -1,18 +1,17 @@
-import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
-import type { Clock } from '../clock.ts';
+import type { V1Pod } from '@kubernetes/client-node';
 import { listNodePods } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
-import type { Logger } from '../log/logger.ts';
-import { isProviderNotFound, type PodProvider } from '../provider/provider.ts';
+import { isProviderNotFound } from '../provider/provider.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
-import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
+import { isClaimLive, type KnownPod, KnownPodConflictError } from './known-pods.ts';
+import type { PodStatusSyncerOptions } from './pod-status-syncer.ts';
 
 /**
- * virtual-kubelet's deleteDanglingPods (node/podcontroller.go), per node and with uids: provider pods whose
- * pod the API server no longer has (same namespace/name *and* uid) are
- * deleted in the provider; known-pod records whose pod is gone are cleaned up
- * the way pod-sync would (provider delete, forget), so a lost DELETED event
- * leaves nothing behind.
+ * virtual-kubelet's deleteDanglingPods (node/podcontroller.go), per node and
+ * with uids: provider pods whose pod the API server no longer has (same
+ * namespace/name *and* uid) are deleted in the provider; known-pod records
+ * whose pod is gone are cleaned up the way pod-sync would (provider delete,
+ * forget), so a lost DELETED event leaves nothing behind.
  *
  * Order matters: records, then the provider's list, then the API server's
  * (a consistent list from etcd). Anything a record or the provider has
@@ -21,14 +20,8 @@ import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore }
  * it was deleted, and deleting it is never a race with its creation.
  */
 
-export interface DanglingPodCleanerOptions {
-  core: CoreV1Api;
-  provider: PodProvider;
-  knownPods: KnownPodStore;
-  clock: Clock;
-  log: Logger;
-  maxParallel: number;
-  /** Page size of the API server list. Default 500. */
+/** The pod-status poller's ports, and the page size of the API server's list (default 500). */
+export interface DanglingPodCleanerOptions extends PodStatusSyncerOptions {
   pageSize?: number;
 }
 

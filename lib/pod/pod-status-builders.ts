@@ -67,16 +67,30 @@ function wholeSeconds(epochMs: number): Date {
   return new Date(Math.floor(epochMs / 1000) * 1000);
 }
 
+type TerminatedState = NonNullable<NonNullable<V1ContainerStatus['state']>['terminated']>;
+
+/**
+ * The container statuses with every container (or only the running ones)
+ * terminated as `how` says, finished at `nowMs`. A container that already
+ * terminated keeps its own record.
+ */
 function terminateContainers(
   statuses: V1ContainerStatus[] | undefined,
-  terminated: (c: V1ContainerStatus) => NonNullable<NonNullable<V1ContainerStatus['state']>['terminated']>,
+  how: Pick<TerminatedState, 'exitCode' | 'reason' | 'message'>,
+  nowMs: number,
   onlyRunning: boolean,
 ): V1ContainerStatus[] | undefined {
-  return statuses?.map((c) =>
-    onlyRunning && !c.state?.running
-      ? c
-      : { ...c, ready: false, started: false, state: { terminated: terminated(c) } },
-  );
+  const finishedAt = wholeSeconds(nowMs);
+  return statuses?.map((c) => {
+    if (onlyRunning && !c.state?.running) return c;
+    const terminated = c.state?.terminated ?? {
+      ...how,
+      finishedAt,
+      ...(c.state?.running?.startedAt ? { startedAt: c.state.running.startedAt } : {}),
+      ...(c.containerID ? { containerID: c.containerID } : {}),
+    };
+    return { ...c, ready: false, started: false, state: { terminated } };
+  });
 }
 
 /**
@@ -85,17 +99,14 @@ function terminateContainers(
  * terminated with exit code -137. The owning controller then replaces it.
  */
 export function lostStatus(current: V1PodStatus | undefined, nowMs: number): V1PodStatus {
-  const finishedAt = wholeSeconds(nowMs);
   const containerStatuses = terminateContainers(
     current?.containerStatuses,
-    (c) => ({
+    {
       exitCode: CONTAINER_NOT_FOUND_EXIT_CODE,
       reason: STATUS_REASONS.notFound,
       message: STATUS_REASONS.containerNotFoundMessage,
-      finishedAt,
-      ...(c.state?.running?.startedAt ? { startedAt: c.state.running.startedAt } : {}),
-      ...(c.containerID ? { containerID: c.containerID } : {}),
-    }),
+    },
+    nowMs,
     true,
   );
   return {
@@ -113,18 +124,10 @@ export function lostStatus(current: V1PodStatus | undefined, nowMs: number): V1P
  * terminated. It makes the pod "not running", so it is force-deleted at once.
  */
 export function terminatedStatus(current: V1PodStatus | undefined, nowMs: number): V1PodStatus {
-  const finishedAt = wholeSeconds(nowMs);
   const containerStatuses = terminateContainers(
     current?.containerStatuses,
-    (c) =>
-      c.state?.terminated ?? {
-        exitCode: 0,
-        reason: STATUS_REASONS.terminated,
-        message: STATUS_REASONS.containerTerminatedMessage,
-        finishedAt,
-        ...(c.state?.running?.startedAt ? { startedAt: c.state.running.startedAt } : {}),
-        ...(c.containerID ? { containerID: c.containerID } : {}),
-      },
+    { exitCode: 0, reason: STATUS_REASONS.terminated, message: STATUS_REASONS.containerTerminatedMessage },
+    nowMs,
     false,
   );
   return {
