@@ -73,23 +73,20 @@ export async function podStatus(
       round: async (stop, number) => {
         const started = clock.monotonic();
         const round: PodStatusRound = { round: number, nodes: [], forceDeleted: 0 };
-        if (started - danglingAt >= danglingIntervalMs) {
-          danglingAt = started;
-          round.dangling = settledValues(
-            await mapSettledLimit(nodes, config.pods.maxParallel, (n) => cleaner.cleanNode(n, stop)),
+        /** One pass over every node, in parallel; a node whose pass failed is logged and left out. */
+        const eachNode = async <T>(pass: (node: string) => Promise<T>, failed: string): Promise<T[]> =>
+          settledValues(
+            await mapSettledLimit(nodes, config.pods.maxParallel, pass),
             nodes,
             log,
             stop,
-            'dangling pod pass failed',
+            failed,
           );
+        if (started - danglingAt >= danglingIntervalMs) {
+          danglingAt = started;
+          round.dangling = await eachNode((n) => cleaner.cleanNode(n, stop), 'dangling pod pass failed');
         }
-        round.nodes = settledValues(
-          await mapSettledLimit(nodes, config.pods.maxParallel, (n) => syncer.syncNode(n, stop)),
-          nodes,
-          log,
-          stop,
-          'pod status round failed',
-        );
+        round.nodes = await eachNode((n) => syncer.syncNode(n, stop), 'pod status round failed');
         try {
           round.forceDeleted = await syncer.forceDeleteDue(nodes, stop);
         } catch (err) {
