@@ -1,10 +1,9 @@
-import type { V1Pod } from '@kubernetes/client-node';
 import { listNodePods } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
-import { isProviderNotFound } from '../provider/provider.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
 import { isClaimLive, type KnownPod, KnownPodConflictError } from './known-pods.ts';
 import type { PodStatusSyncerOptions } from './pod-status-syncer.ts';
+import { deleteInProvider, deleteUidInProvider } from './provider-delete.ts';
 
 /**
  * virtual-kubelet's deleteDanglingPods (node/podcontroller.go), per node and
@@ -66,7 +65,7 @@ export class DanglingPodCleaner {
       const fields = { pod: podKey(pod.metadata), uid: pod.metadata?.uid };
       try {
         signal?.throwIfAborted();
-        await this.deleteInProvider(pod, signal);
+        await deleteInProvider(provider, pod, signal);
         deletedKeys.add(podKey(pod.metadata));
         result.deleted++;
         log.info({ ...fields, node }, 'deleted dangling pod in provider');
@@ -82,12 +81,8 @@ export class DanglingPodCleaner {
       const fields = { pod: podKey(record), uid: record.uid };
       try {
         signal?.throwIfAborted();
-        if (!deletedKeys.has(podKey(record))) {
-          const current = await provider.getPod(record.namespace, record.name, signal);
-          if (current?.metadata?.uid === record.uid) {
-            await this.deleteInProvider(current, signal);
-            result.deleted++;
-          }
+        if (!deletedKeys.has(podKey(record)) && (await deleteUidInProvider(provider, record, signal))) {
+          result.deleted++;
         }
         if (await this.forget(record)) {
           result.forgotten++;
@@ -98,14 +93,6 @@ export class DanglingPodCleaner {
       }
     });
     return result;
-  }
-
-  private async deleteInProvider(pod: V1Pod, signal?: AbortSignal): Promise<void> {
-    try {
-      await this.options.provider.deletePod(pod, signal);
-    } catch (err) {
-      if (!isProviderNotFound(err)) throw err;
-    }
   }
 
   /** False when someone (pod-sync) changed the record since it was read: they own it now. */

@@ -1,14 +1,15 @@
-import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { isNotFound } from '../kube/client.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
-import { isProviderNotFound, type PodProvider } from '../provider/provider.ts';
+import type { PodProvider } from '../provider/provider.ts';
 import { errorMessage } from '../util/error-message.ts';
-import type { KnownPodIdentity, KnownPodStore } from './known-pods.ts';
+import type { KnownPod, KnownPodStore } from './known-pods.ts';
 import { POD_EVENT_REASONS, type PodEventRecorder } from './pod-events.ts';
 import { forceDeletePod, podRef } from './pod-status-writes.ts';
 import type { SyncState, SyncStep } from './pod-sync-decision.ts';
 import { PodSyncRetryError, type SyncOutcome } from './pod-sync-result.ts';
+import { deleteInProvider, deleteUidInProvider } from './provider-delete.ts';
 
 /**
  * The deleting steps of a pod reconcile: in the provider (a stale uid, an
@@ -31,12 +32,12 @@ export interface PodDeleterOptions {
 export class PodDeleter {
   constructor(private readonly options: PodDeleterOptions) {}
 
-  /** Deletes the provider's pod of this name if it is the record's uid (never a newer pod's). */
-  async deleteUidInProvider(record: KnownPodIdentity): Promise<void> {
-    const { provider, signal } = this.options;
-    const current = await provider.getPod(record.namespace, record.name, signal);
-    if (current?.metadata?.uid !== record.uid) return;
-    await this.deleteInProvider(current);
+  /** A record about a pod that is gone or replaced: its uid deleted in the provider, the record forgotten. */
+  async forgetStale(record: KnownPod, log: Logger): Promise<void> {
+    const { provider, knownPods, signal } = this.options;
+    await deleteUidInProvider(provider, record, signal);
+    await knownPods.delete(record);
+    log.info({ staleUid: record.uid }, 'pod gone or replaced: deleted in provider and forgotten');
   }
 
   /**
@@ -57,18 +58,18 @@ export class PodDeleter {
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
-    await this.deleteInProvider(held);
+    await deleteInProvider(provider, held, signal);
     log.info({ orphanUid: uid }, 'pod gone from the API server: deleted in provider');
     return 'orphan-deleted';
   }
 
   /** A terminating pod that no longer runs: deleted from the API server at once, then in the provider, then forgotten. */
   async forceDelete(step: Extract<SyncStep, { kind: 'force-delete' }>, log: Logger): Promise<SyncOutcome> {
-    const { core, knownPods } = this.options;
+    const { core, knownPods, provider, signal } = this.options;
     const result = await forceDeletePod(core, podRef(step.pod));
     log.info({ result }, 'terminating and not running: force-deleted from the API server');
     try {
-      await this.deleteInProvider(step.pod);
+      await deleteInProvider(provider, step.pod, signal);
     } catch (err) {
       // Best effort: the DELETED event and the dangling-pod pass try again.
       log.warn({ err }, 'provider delete after force delete failed');
@@ -86,9 +87,9 @@ export class PodDeleter {
     step: Extract<SyncStep, { kind: 'provider-delete' }>,
     log: Logger,
   ): Promise<SyncOutcome> {
-    const { knownPods, events } = this.options;
+    const { knownPods, events, provider, signal } = this.options;
     try {
-      const result = await this.deleteInProvider(step.pod);
+      const result = await deleteInProvider(provider, step.pod, signal);
       if (result === 'deleted') {
         await events.record(
           step.pod,
@@ -118,16 +119,5 @@ export class PodDeleter {
       'terminating: deleted in provider, force delete scheduled',
     );
     return 'deleted-in-provider';
-  }
-
-  /** deletePod, with "the provider does not have it" counted as done. */
-  private async deleteInProvider(pod: V1Pod): Promise<'deleted' | 'not-found'> {
-    try {
-      await this.options.provider.deletePod(pod, this.options.signal);
-      return 'deleted';
-    } catch (err) {
-      if (isProviderNotFound(err)) return 'not-found';
-      throw err;
-    }
   }
 }

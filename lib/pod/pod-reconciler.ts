@@ -141,9 +141,7 @@ export class PodReconciler {
         await this.waitForClaim(step.record, log);
         return undefined;
       case 'forget-stale':
-        await this.deleter.deleteUidInProvider(step.record);
-        await this.options.knownPods.delete(step.record);
-        log.info({ staleUid: step.record.uid }, 'pod gone or replaced: deleted in provider and forgotten');
+        await this.deleter.forgetStale(step.record, log);
         return undefined;
       case 'delete-orphan':
         return this.deleter.deleteOrphan(state, log);
