@@ -135,9 +135,7 @@ export class PodApplier {
         throw new PodSyncRetryError(
           `${podKey(step.pod.metadata)}: provider call took longer than the claim`,
           'provider',
-          {
-            cause: err,
-          },
+          { cause: err },
         );
       }
       return { outcome: await this.providerFailed(step.pod, create, err, log) };
@@ -202,9 +200,7 @@ export class PodApplier {
     throw new PodSyncRetryError(
       `${podKey(pod.metadata)}: provider ${create ? 'create' : 'update'} failed: ${message}`,
       'provider',
-      {
-        cause: err,
-      },
+      { cause: err },
     );
   }
 }

@@ -104,9 +104,7 @@ export class PodDeleter {
       throw new PodSyncRetryError(
         `${podKey(step.pod.metadata)}: provider delete failed: ${message}`,
         'provider',
-        {
-          cause: err,
-        },
+        { cause: err },
       );
     }
     await knownPods.markTerminating(
