@@ -1,5 +1,5 @@
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
-import { podSync, validPodSyncEvent } from '../lib/pod/pod-sync.ts';
+import { podSync, validPodSyncEvent } from '../lib/pod/pod-sync-entry.ts';
 
 /**
  * Triggered by the pod event rule: reconciles the one pod key an event names.
@@ -9,7 +9,7 @@ import { podSync, validPodSyncEvent } from '../lib/pod/pod-sync.ts';
  * (cold start).
  */
 export function createPodSyncHandler(env: Record<string, string | undefined> = process.env) {
-  return lambdaHandler({ env, event: validPodSyncEvent }, podSync);
+  return lambdaHandler({ env, event: (event, log) => validPodSyncEvent(log, event) }, podSync);
 }
 
 export const handler = createPodSyncHandler();
