@@ -21,9 +21,9 @@ export interface LambdaHandlerOptions<TEvent> {
   /** The trigger's event parser ({@link validEvent}). */
   event: EventParser<TEvent>;
   /**
-   * The release gate's options, or false for a function that must act
-   * whatever the reconciler status says (it may still check the gate itself,
-   * with releaseGateOf, before the parts that need it).
+   * The release gate's options, or false for a function that must start
+   * without waiting for the gate (its entry point then checks it itself,
+   * with releaseRefusal, before the parts that need it).
    */
   gate?: ReleaseGateMiddlewareOptions | false;
 }
