@@ -5,7 +5,8 @@
  * dead-letter queue. Exits 1 when a section could not be read.
  */
 import { buildDependencies } from '../lib/app/dependencies.ts';
-import { ConfigError, loadConfig } from '../lib/config/config.ts';
+import { ConfigError } from '../lib/config/config.ts';
+import { loadConfig } from '../lib/config/load-config.ts';
 import { createLogger } from '../lib/log/logger.ts';
 import { collectStatus } from '../lib/status-report/collect.ts';
 import { readQueueDepth } from '../lib/status-report/dlq-depth.ts';

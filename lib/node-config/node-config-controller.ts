@@ -1,6 +1,6 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
-import type { NodeSettings } from '../config/config.ts';
+import type { NodeSettings } from '../config/node-settings.ts';
 import { apiStatusCode, isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { StateTable } from '../state/dynamodb.ts';

@@ -124,7 +124,7 @@ export async function collectStatus(sources: StatusSources): Promise<StatusRepor
   return {
     generatedAt: new Date(clock.now()).toISOString(),
     table: config.dynamodb.tableName,
-    provider: config.provider,
+    provider: config.provider.name,
     nodes,
     locks,
     reconciler,

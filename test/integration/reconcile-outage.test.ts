@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { buildDependencies } from '../../lib/app/dependencies.ts';
-import { loadConfig } from '../../lib/config/config.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 import { reconcile } from '../../lib/reconcile/reconcile-entry.ts';
 import { ReconcilerStatusStore } from '../../lib/release/reconciler-status.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';

@@ -14,7 +14,7 @@ import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
 import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { buildDependencies } from '../../lib/app/dependencies.ts';
 import { systemClock } from '../../lib/clock.ts';
-import { loadConfig } from '../../lib/config/config.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
 import { type InvocationResult, LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
 import { lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
