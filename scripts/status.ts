@@ -4,7 +4,7 @@
  * nodes, locks, reconciler, known pods with their provider state, and the
  * dead-letter queue. Exits 1 when a section could not be read.
  */
-import { buildDependencies } from '../lib/app/dependencies.ts';
+import { loadDependencies } from '../lib/app/dependencies.ts';
 import { ConfigError } from '../lib/config/config.ts';
 import { loadConfig } from '../lib/config/load-config.ts';
 import { createLogger } from '../lib/log/logger.ts';
@@ -15,7 +15,7 @@ import { renderStatus } from '../lib/status-report/render.ts';
 async function main(): Promise<number> {
   const json = process.argv.includes('--json');
   const config = loadConfig(process.env);
-  const deps = buildDependencies(config, { log: createLogger({ level: 'silent' }) });
+  const deps = await loadDependencies(config, { log: createLogger({ level: 'silent' }) });
   const report = await collectStatus({
     ...deps,
     queueDepth: (url) =>

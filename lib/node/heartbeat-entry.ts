@@ -69,7 +69,7 @@ export async function heartbeat(
   };
   configure(initial);
   return runHeartbeat({
-    table,
+    lockStore: deps.lockStore,
     controllers,
     clock,
     log,

@@ -87,10 +87,13 @@ export type ProviderName = keyof ProviderSettingsMap;
 /** Every provider, by name. Typed as a mapped type so that a name and its settings stay paired. */
 export const PROVIDERS: { [N in ProviderName]: ProviderEntry<ProviderSettingsMap[N]> } = ENTRIES;
 
+/** Provider `N` (each of them, for a union) and its settings. */
+type ProviderConfigOf<N extends ProviderName> = {
+  [K in N]: { name: K; settings: ProviderSettingsMap[K] };
+}[N];
+
 /** The chosen provider and its settings: `config.provider`. */
-export type ProviderConfig = {
-  [N in ProviderName]: { name: N; settings: ProviderSettingsMap[N] };
-}[ProviderName];
+export type ProviderConfig = ProviderConfigOf<ProviderName>;
 
 export const PROVIDER_NAMES: readonly ProviderName[] = Object.keys(PROVIDERS).filter(isProviderName);
 
@@ -102,14 +105,14 @@ export function isProviderName(name: string): name is ProviderName {
 export function parseProviderSettings<N extends ProviderName>(
   name: N,
   env: Env,
-): SettingsResult<{ name: N; settings: ProviderSettingsMap[N] }> {
+): SettingsResult<ProviderConfigOf<N>> {
   const result = PROVIDERS[name].parseSettings(env);
   return result.ok ? { ok: true, settings: { name, settings: result.settings } } : result;
 }
 
 /** Loads the chosen provider's factory (a dynamic import) and builds its providers. */
 export async function createProviders<N extends ProviderName>(
-  provider: { name: N; settings: ProviderSettingsMap[N] },
+  provider: ProviderConfigOf<N>,
   context: ProviderContext,
 ): Promise<Providers> {
   const factory = await PROVIDERS[provider.name].load();
