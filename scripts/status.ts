@@ -1,6 +1,6 @@
 /**
  * `npm run status [-- --json]`: what the deployment described by the
- * environment is doing (the functions' own configuration, lib/config/config.ts):
+ * environment is doing (the functions' own configuration, lib/config/load-config.ts):
  * nodes, locks, reconciler, known pods with their provider state, and the
  * dead-letter queue. Exits 1 when a section could not be read.
  */
