@@ -18,10 +18,11 @@ import type { NodeProvider, PodProvider } from './provider.ts';
  *   variable (`parseSettings` in lib/config/env-parsing.ts does the work).
  *   loadConfig runs it at cold start and reports its issues in the same
  *   ConfigError as every other variable; the settings land in
- *   `config.provider` as `{ name: '<name>', settings }`.
+ *   `config.provider` as `{ name: '<name>', settings }`. Settings name
+ *   secrets (a Secrets Manager ARN, say), never hold their values.
  * - `factory.ts`, exporting {@link ProviderFactory}'s `createProviders`:
  *   builds the node and pod providers from the settings and a
- *   {@link ProviderContext}. It is loaded with a dynamic `import()` only
+ *   {@link ProviderContext}, reading any secret the settings name. It is loaded with a dynamic `import()` only
  *   when the provider is chosen, so the heavy code (and its npm packages) of
  *   the others is never loaded; in the packaged functions it is a separate
  *   chunk (serverless.yml, `splitting`).
