@@ -1,11 +1,6 @@
 import { z } from 'zod';
-import {
-  isQuantity,
-  labelValueError,
-  qualifiedNameError,
-  TAINT_EFFECTS,
-  type TaintEffect,
-} from './kube-validation.ts';
+import { isQuantity } from '../kube/quantity.ts';
+import { labelValueError, qualifiedNameError, TAINT_EFFECTS, type TaintEffect } from './kube-validation.ts';
 
 /**
  * The virtual nodes' settings and their value rules. The rules are shared by
