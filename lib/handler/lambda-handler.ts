@@ -1,10 +1,9 @@
 import middy from '@middy/core';
 import { type Dependencies, type DependencyOverrides, loadDependencies } from '../app/dependencies.ts';
-import { loadConfig } from '../config/config.ts';
+import { loadConfig } from '../config/load-config.ts';
 import type { Invocation } from '../invocation.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
 import { coldStartDependencies } from './cold-start.ts';
-import { flushMetrics } from './flush-metrics.ts';
 import { type FunctionContext, invocationScope, MiddlewareOrderError } from './function-context.ts';
 import { type ReleaseGateMiddlewareOptions, releaseGate } from './release-gate.ts';
 import { type EventParser, validEvent } from './valid-event.ts';
@@ -37,16 +36,16 @@ export type EntryPoint<TEvent, TResult> = (
 
 /**
  * A Lambda handler in middy's idiom: the middlewares, in order, are
- * {@link flushMetrics} (its hooks run last), {@link coldStartDependencies},
- * {@link validEvent} and {@link releaseGate} (unless `gate` is false); the
- * handler itself only calls `run`.
+ * {@link coldStartDependencies}, {@link validEvent} and {@link releaseGate}
+ * (unless `gate` is false); the handler itself only calls `run`. Metrics
+ * need no middleware: each data point is written when it is reported
+ * (lib/metrics/emf.ts), so nothing waits for a flush at the end.
  */
 export function lambdaHandler<TEvent, TResult>(
   options: LambdaHandlerOptions<TEvent>,
   run: EntryPoint<TEvent, TResult>,
 ): middy.MiddyfiedHandler<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>> {
   const handler = middy<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>>()
-    .use(flushMetrics())
     .use(
       coldStartDependencies((functionName) =>
         loadDependencies(loadConfig(options.env), { ...options.overrides, functionName }),

@@ -1,5 +1,5 @@
 import type { Dependencies } from '../app/dependencies.ts';
-import type { NodeSettings } from '../config/config.ts';
+import type { NodeSettings } from '../config/node-settings.ts';
 import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import { NodeConfigController } from '../node-config/node-config-controller.ts';
@@ -50,7 +50,7 @@ export async function heartbeat(
   };
   configure(initial);
   return runHeartbeat({
-    table,
+    lockStore: deps.lockStore,
     controllers,
     clock,
     log,

@@ -1,6 +1,5 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Invocation } from '../invocation.ts';
-import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
 import { LockLostError } from '../lock/lock.ts';
 import {
@@ -39,7 +38,7 @@ export async function reconcile(
     deps,
     log,
     owner: invocation.requestId,
-    fence: new DynamoDbLockStore(deps.table),
+    fence: deps.lockStore,
     hooks,
   });
   const newest = await leader.newerRelease();
@@ -51,7 +50,7 @@ export async function reconcile(
     const loop = await runAsLeader(
       {
         lock: RECONCILE_LOCK,
-        table: deps.table,
+        lockStore: deps.lockStore,
         clock: deps.clock,
         log,
         invocation,

@@ -164,7 +164,7 @@ export function releaseGateOf(deps: Dependencies, options: { reconciler?: boolea
   if (!gate) {
     const { release, gating } = deps.config;
     gate = new ReleaseGate({
-      statuses: new ReconcilerStatusStore(deps.table),
+      statuses: new ReconcilerStatusStore(deps.table, deps.lockStore),
       releases: new RunningReleaseStore(deps.table),
       clock: deps.clock,
       own: {
