@@ -1,3 +1,4 @@
+import { loadDependencies } from '../lib/app/dependencies.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
 import { heartbeat } from '../lib/node/heartbeat-entry.ts';
@@ -8,8 +9,9 @@ import { heartbeat } from '../lib/node/heartbeat-entry.ts';
  * hot standby. `env` is read once, at the first invocation (cold start).
  */
 export function createHeartbeatHandler(env: Record<string, string | undefined> = process.env) {
-  return lambdaHandler({ env, event: parseScheduledEvent }, (deps, invocation) =>
-    heartbeat(deps, invocation),
+  return lambdaHandler(
+    { env, dependencies: loadDependencies, event: parseScheduledEvent },
+    (deps, invocation) => heartbeat(deps, invocation),
   );
 }
 

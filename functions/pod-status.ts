@@ -1,3 +1,4 @@
+import { loadDependencies } from '../lib/app/dependencies.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
 import { podStatus } from '../lib/pod/pod-status-entry.ts';
@@ -9,8 +10,9 @@ import { podStatus } from '../lib/pod/pod-status-entry.ts';
  * read once, at the first invocation (cold start).
  */
 export function createPodStatusHandler(env: Record<string, string | undefined> = process.env) {
-  return lambdaHandler({ env, event: parseScheduledEvent }, (deps, invocation) =>
-    podStatus(deps, invocation),
+  return lambdaHandler(
+    { env, dependencies: loadDependencies, event: parseScheduledEvent },
+    (deps, invocation) => podStatus(deps, invocation),
   );
 }
 

@@ -1,3 +1,4 @@
+import { loadDependencies } from '../lib/app/dependencies.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
 import { podSync, validPodSyncEvent } from '../lib/pod/pod-sync-entry.ts';
 
@@ -9,7 +10,10 @@ import { podSync, validPodSyncEvent } from '../lib/pod/pod-sync-entry.ts';
  * (cold start).
  */
 export function createPodSyncHandler(env: Record<string, string | undefined> = process.env) {
-  return lambdaHandler({ env, event: (event, log) => validPodSyncEvent(log, event) }, podSync);
+  return lambdaHandler(
+    { env, dependencies: loadDependencies, event: (event, log) => validPodSyncEvent(log, event) },
+    podSync,
+  );
 }
 
 export const handler = createPodSyncHandler();

@@ -1,3 +1,4 @@
+import { loadDependencies } from '../lib/app/dependencies.ts';
 import { createEventBridgePublisher } from '../lib/events/eventbridge-publisher.ts';
 import type { EventPublisher } from '../lib/events/publisher.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
@@ -17,14 +18,17 @@ export function createPodWatchHandler(
   overrides: { publisher?: EventPublisher } = {},
 ) {
   let publisher = overrides.publisher;
-  return lambdaHandler({ env, event: parseScheduledEvent }, (deps, invocation) => {
-    publisher ??= createEventBridgePublisher({
-      busName: deps.config.events.busName,
-      region: deps.config.dynamodb.region,
-      onPublished: (count) => deps.metrics.eventsPublished(count),
-    });
-    return podWatch(deps, publisher, invocation);
-  });
+  return lambdaHandler(
+    { env, dependencies: loadDependencies, event: parseScheduledEvent },
+    (deps, invocation) => {
+      publisher ??= createEventBridgePublisher({
+        busName: deps.config.events.busName,
+        region: deps.config.dynamodb.region,
+        onPublished: (count) => deps.metrics.eventsPublished(count),
+      });
+      return podWatch(deps, publisher, invocation);
+    },
+  );
 }
 
 export const handler = createPodWatchHandler();

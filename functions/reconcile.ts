@@ -1,3 +1,4 @@
+import { loadDependencies } from '../lib/app/dependencies.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
 import { reconcile } from '../lib/reconcile/reconcile-entry.ts';
@@ -9,8 +10,9 @@ import { reconcile } from '../lib/reconcile/reconcile-entry.ts';
  * deadline. `env` is read once, at the first invocation (cold start).
  */
 export function createReconcileHandler(env: Record<string, string | undefined> = process.env) {
-  return lambdaHandler({ env, event: parseScheduledEvent, gate: { reconciler: true } }, (deps, invocation) =>
-    reconcile(deps, invocation),
+  return lambdaHandler(
+    { env, dependencies: loadDependencies, event: parseScheduledEvent, gate: { reconciler: true } },
+    (deps, invocation) => reconcile(deps, invocation),
   );
 }
 

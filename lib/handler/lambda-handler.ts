@@ -1,5 +1,6 @@
 import middy from '@middy/core';
-import { type Dependencies, type DependencyOverrides, loadDependencies } from '../app/dependencies.ts';
+import type { Dependencies, DependencyOverrides } from '../app/dependencies.ts';
+import type { Config } from '../config/config.ts';
 import { loadConfig } from '../config/load-config.ts';
 import type { Invocation } from '../invocation.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
@@ -15,8 +16,15 @@ export interface LambdaHandlerOptions<TEvent> {
    * problem, before anything is written.
    */
   env: Record<string, string | undefined>;
-  /** What a test or `npm start` supplies instead of the defaults. */
-  overrides?: Omit<DependencyOverrides, 'functionName'>;
+  /**
+   * The composition root (loadDependencies), named by the handler so that
+   * what a function is built from is one step from it; a test may wrap it
+   * to supply ports of its own.
+   */
+  dependencies: (
+    config: Config,
+    overrides: Pick<DependencyOverrides, 'functionName'>,
+  ) => Promise<Dependencies>;
   /** The trigger's event parser ({@link validEvent}). */
   event: EventParser<TEvent>;
   /**
@@ -48,7 +56,7 @@ export function lambdaHandler<TEvent, TResult>(
   const handler = middy<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>>()
     .use(
       coldStartDependencies((functionName) =>
-        loadDependencies(loadConfig(options.env), { ...options.overrides, functionName }),
+        options.dependencies(loadConfig(options.env), { functionName }),
       ),
     )
     .use(validEvent(options.event));

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import type { Dependencies } from '../../lib/app/dependencies.ts';
+import { type Dependencies, loadDependencies } from '../../lib/app/dependencies.ts';
 import { ConfigError } from '../../lib/config/config.ts';
 import {
   InvalidEventError,
@@ -49,7 +49,7 @@ interface Call {
 function recordingHandler(handlerEnv: Record<string, string>) {
   const calls: Call[] = [];
   const handler = lambdaHandler(
-    { env: handlerEnv, event: parseScheduledEvent, gate: false },
+    { env: handlerEnv, dependencies: loadDependencies, event: parseScheduledEvent, gate: false },
     async (deps, invocation, event) => {
       calls.push({ deps, invocation, event });
       return 'done';
