@@ -16,6 +16,13 @@ export async function freePorts(count: number, host?: string): Promise<number[]>
   return ports;
 }
 
+/** One port that is free now on `host` (every interface when omitted). */
+export async function freePort(host?: string): Promise<number> {
+  const [port] = await freePorts(1, host);
+  if (port === undefined) throw new Error('could not determine a free port');
+  return port;
+}
+
 function listen(host: string | undefined): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = createServer();
