@@ -68,15 +68,20 @@ export class CertificateAuthority {
         '',
       ].join('\n'),
     );
-    const self = ['-x509', '-extensions', 'ca', '-days', '3650', '-set_serial', serial()];
-    const subjectArgs = ['-subj', '/CN=svk-local-ca'];
     await openssl([
       'req',
-      ...self,
+      '-x509',
       ...NEW_EC_KEY,
       '-config',
       config,
-      ...subjectArgs,
+      '-extensions',
+      'ca',
+      '-subj',
+      '/CN=svk-local-ca',
+      '-days',
+      '3650',
+      '-set_serial',
+      serial(),
       '-keyout',
       ca.key,
       '-out',
@@ -95,12 +100,12 @@ export class CertificateAuthority {
     const csr = join(this.dir, `${name}.csr`);
     const extensions = join(this.dir, `${name}.ext`);
     writeFileSync(extensions, extensionLines(request).join('\n'));
-    const config = ['-config', join(this.dir, 'openssl.cnf')];
     await openssl([
       'req',
       '-new',
       ...NEW_EC_KEY,
-      ...config,
+      '-config',
+      join(this.dir, 'openssl.cnf'),
       '-subj',
       subj,
       '-keyout',
@@ -108,15 +113,19 @@ export class CertificateAuthority {
       '-out',
       csr,
     ]);
-    const signer = ['-CA', this.cert, '-CAkey', this.key, '-set_serial', serial()];
-    const validity = ['-days', String(request.days ?? 365)];
     await openssl([
       'x509',
       '-req',
       '-in',
       csr,
-      ...signer,
-      ...validity,
+      '-CA',
+      this.cert,
+      '-CAkey',
+      this.key,
+      '-set_serial',
+      serial(),
+      '-days',
+      String(request.days ?? 365),
       '-extfile',
       extensions,
       '-out',
