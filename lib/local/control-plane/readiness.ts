@@ -9,6 +9,7 @@ import { request as httpsRequest } from 'node:https';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { isNotFound } from '../../kube/client.ts';
+import { errorMessage } from '../../util/error-message.ts';
 import { ControlPlaneStartError } from './start-error.ts';
 
 const PROBE_INTERVAL_MS = 200;
@@ -50,7 +51,7 @@ export async function waitFor(
       if (await check()) return;
       lastError = '';
     } catch (err) {
-      lastError = err instanceof Error ? err.message : String(err);
+      lastError = errorMessage(err);
     }
     if (Date.now() > deadline) {
       throw new ControlPlaneStartError(
