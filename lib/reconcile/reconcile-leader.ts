@@ -66,8 +66,7 @@ export class ReconcileLeader {
   private readonly cluster: ClusterReconciler;
   private readonly counts = { initialAttempts: 0, reconciled: 0, rejectedStatusWrites: 0 };
   private transition: Transition | undefined;
-  /** The fencing epoch of the lock this leader holds, once elected. */
-  epoch: number | undefined;
+  private heldEpoch: number | undefined;
 
   constructor(private readonly options: ReconcileLeaderOptions) {
     const { deps, log, owner, fence } = options;
@@ -81,6 +80,11 @@ export class ReconcileLeader {
     this.cluster = new ClusterReconciler({ deps, log, owner });
   }
 
+  /** The fencing epoch of the lock this leader holds, once elected. */
+  get epoch(): number | undefined {
+    return this.heldEpoch;
+  }
+
   /** The newest running release when it is newer than this one (this one must not campaign), else undefined. */
   async newerRelease(): Promise<string | undefined> {
     const newest = (await this.releases.range(this.own.release, this.options.deps.clock.now())).max;
@@ -89,7 +93,7 @@ export class ReconcileLeader {
 
   /** One round of the leader loop: {@link lead} first, {@link periodic} after. */
   async round(stop: AbortSignal, round: number, handle: LockHandle): Promise<void> {
-    this.epoch = handle.epoch;
+    this.heldEpoch = handle.epoch;
     try {
       await (round === 1 ? this.lead(stop, handle) : this.periodic(stop, handle));
     } catch (err) {
