@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../provider/registry.ts';
 import type { ConfigIssue } from './env-parsing.ts';
+import type { TickPartName } from './env-variables.ts';
 import type { NodeSettings } from './node-settings.ts';
 
 /**
@@ -67,6 +68,15 @@ export interface Config {
     flushMs: number;
     /** Minimum time between two bookmark writes of one node (always written at the end). */
     bookmarkIntervalMs: number;
+  };
+  /** The tick function (lib/tick/): short invocations chained through a FIFO queue. */
+  tick: {
+    /** The chain's SQS FIFO queue; absent locally, where the in-process queue is given instead. */
+    queueUrl?: string;
+    /** What each tick does. */
+    parts: TickPartName[];
+    /** A tick stops its work this long after it started (at the latest shortly before its deadline). */
+    workMs: number;
   };
   /** Cluster access: at most one of a kubeconfig file, secret, parameter or EKS cluster (lib/kube/credentials.ts). */
   kube: {

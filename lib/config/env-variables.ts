@@ -91,6 +91,32 @@ const provider = z
     return z.NEVER;
   });
 
+/** What a tick invocation does (lib/tick/tick-entry.ts). */
+export const TICK_PART_NAMES = ['heartbeat', 'pod-watch', 'pod-status', 'reconcile'] as const;
+export type TickPartName = (typeof TICK_PART_NAMES)[number];
+
+function isTickPartName(name: string): name is TickPartName {
+  return (TICK_PART_NAMES as readonly string[]).includes(name);
+}
+
+const tickParts = z
+  .string()
+  .default(TICK_PART_NAMES.join(','))
+  .transform((raw, ctx): TickPartName[] => {
+    const names = raw
+      .split(',')
+      .map((n) => n.trim())
+      .filter((n) => n.length > 0);
+    if (names.length === 0) ctx.addIssue({ code: 'custom', message: 'must name at least one part' });
+    const parts: TickPartName[] = [];
+    for (const part of names) {
+      if (isTickPartName(part)) parts.push(part);
+      else ctx.addIssue({ code: 'custom', message: `"${part}" is not one of ${TICK_PART_NAMES.join(', ')}` });
+    }
+    if (new Set(parts).size !== parts.length) ctx.addIssue({ code: 'custom', message: 'names a part twice' });
+    return parts;
+  });
+
 function name(message: string) {
   return z
     .string()
@@ -110,7 +136,7 @@ export const ENV_VARIABLES = {
   SVK_KUBELET_PORT: wholeNumber(10250, ...NODE_RANGES.kubeletPort),
   SVK_NODE_LEASE_DURATION_SECONDS: wholeNumber(40, ...NODE_RANGES.leaseDurationSeconds),
   SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS: wholeNumber(10, ...NODE_RANGES.leaseRenewIntervalSeconds),
-  SVK_NODE_STATUS_INTERVAL_SECONDS: wholeNumber(60, ...NODE_RANGES.statusIntervalSeconds),
+  SVK_NODE_STATUS_INTERVAL_SECONDS: wholeNumber(300, ...NODE_RANGES.statusIntervalSeconds),
   SVK_PING_INTERVAL_SECONDS: wholeNumber(10, ...NODE_RANGES.pingIntervalSeconds),
   SVK_HEARTBEAT_MAX_PARALLEL: wholeNumber(16, 1, 256),
   SVK_HEARTBEAT_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
@@ -139,6 +165,12 @@ export const ENV_VARIABLES = {
     )
     .default('default'),
   SVK_DLQ_URL: z.url({ protocol: /^https?$/, message: 'must be the https URL of an SQS queue' }).optional(),
+  SVK_TICK_QUEUE_URL: z
+    .url({ protocol: /^https?$/, message: 'must be the https URL of an SQS FIFO queue' })
+    .refine((url) => url.endsWith('.fifo'), 'must be the URL of a FIFO queue (ending in .fifo)')
+    .optional(),
+  SVK_TICK_PARTS: tickParts,
+  SVK_TICK_WORK_MS: wholeNumber(6000, 500, 60000),
   SVK_POD_WATCH_MAX_PARALLEL: wholeNumber(16, 1, 256),
   SVK_POD_WATCH_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
   SVK_POD_WATCH_TIMEOUT_SECONDS: wholeNumber(60, 5, 600),

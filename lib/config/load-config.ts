@@ -93,8 +93,13 @@ function loops(e: EnvValues): Pick<Config, 'heartbeat' | 'pods' | 'podWatch' | '
 }
 
 /** Where state, events and metrics go. */
-function services(e: EnvValues): Pick<Config, 'dynamodb' | 'events' | 'metrics' | 'nodeConfig'> {
+function services(e: EnvValues): Pick<Config, 'dynamodb' | 'events' | 'metrics' | 'nodeConfig' | 'tick'> {
   return {
+    tick: {
+      ...(e.SVK_TICK_QUEUE_URL ? { queueUrl: e.SVK_TICK_QUEUE_URL } : {}),
+      parts: e.SVK_TICK_PARTS,
+      workMs: e.SVK_TICK_WORK_MS,
+    },
     dynamodb: {
       tableName: e.SVK_TABLE_NAME,
       ...(e.SVK_DYNAMODB_ENDPOINT ? { endpoint: e.SVK_DYNAMODB_ENDPOINT } : {}),

@@ -186,7 +186,9 @@ export type WatchQuery = Record<string, string | number | boolean | undefined>;
  * `DELETED`, `BOOKMARK`, or `ERROR` with a Status object). Resolves when the
  * server ends the stream (at `timeoutSeconds`) or `signal` aborts; no event is
  * delivered after that. Rejects when the request fails: apiStatusCode() of the
- * error is the HTTP status when the server refused the watch.
+ * error is the HTTP status when the server refused the watch. `onOpen` is
+ * called once the server accepted the watch (its response began), before
+ * any event.
  */
 export function watchStream(
   kc: KubeConfig,
@@ -194,6 +196,7 @@ export function watchStream(
   query: WatchQuery,
   onEvent: (type: string, object: unknown) => void,
   signal: AbortSignal,
+  options: { onOpen?: () => void } = {},
 ): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (signal.aborted) {
@@ -226,6 +229,7 @@ export function watchStream(
         (c) => {
           controller = c;
           if (settled) c.abort();
+          else options.onOpen?.();
         },
         (err: unknown) => settle(err),
       );

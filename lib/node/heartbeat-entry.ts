@@ -34,13 +34,7 @@ export async function heartbeat(
   const initial = await nodeConfig.resolve();
   let resolvedAt = clock.monotonic();
   const timing = initial.settings;
-  const withTiming = (settings: NodeSettings): NodeSettings => ({
-    ...settings,
-    leaseDurationSeconds: timing.leaseDurationSeconds,
-    leaseRenewIntervalMs: timing.leaseRenewIntervalMs,
-    statusIntervalMs: timing.statusIntervalMs,
-    pingIntervalMs: timing.pingIntervalMs,
-  });
+  const withTiming = (settings: NodeSettings): NodeSettings => keepTiming(settings, timing);
   const controllers = config.nodeNames.map((name) =>
     buildNodeController(deps, { name, settings: timing, log }),
   );
@@ -73,6 +67,21 @@ export async function heartbeat(
       resolvedAt = clock.monotonic();
     },
   });
+}
+
+/**
+ * `settings` with the intervals and lease duration of `timing`: a node config
+ * that changes them takes effect from the next invocation (the heartbeat's
+ * loop runs on the timing it started with).
+ */
+export function keepTiming(settings: NodeSettings, timing: NodeSettings): NodeSettings {
+  return {
+    ...settings,
+    leaseDurationSeconds: timing.leaseDurationSeconds,
+    leaseRenewIntervalMs: timing.leaseRenewIntervalMs,
+    statusIntervalMs: timing.statusIntervalMs,
+    pingIntervalMs: timing.pingIntervalMs,
+  };
 }
 
 export interface NodeControllerSpec {

@@ -81,6 +81,16 @@ export class NodeController {
     this.extraConditions = extraConditions;
   }
 
+  /**
+   * Writes its lines (and its lease's) to `log` from now on: a warm sandbox
+   * keeps a controller across invocations, and each line carries the request
+   * id of the invocation it belongs to.
+   */
+  setLogger(log: Logger): void {
+    this.options.log = log;
+    this.options.lease.setLogger(log);
+  }
+
   /** Registers the Node if missing, ensures its Lease, then writes its status. */
   async start(signal?: AbortSignal): Promise<void> {
     await this.probe(signal);
@@ -139,7 +149,9 @@ export class NodeController {
           () => this.options.lease.renew(signal, now + settings.leaseRenewIntervalMs),
           false,
         );
-    let statusWritten = await attempt('registration check', () => this.checkRegistered(), false);
+    // No read of the Node per tick: the lease's owner reference makes the garbage collector
+    // delete the lease with its Node, so the next renewal's 404 registers the Node again.
+    let statusWritten = false;
     await attempt('labels and taints update', () => this.syncMetadata(), undefined);
     const changed = this.fingerprint() !== this.lastFingerprint;
     // Without leases the status write is the heartbeat, so it goes out every tick like the renewal
@@ -159,11 +171,7 @@ export class NodeController {
     // Due times count from the tick that wrote, not from when the write ended:
     // ticks are exactly one renew interval apart, a write ends a bit later.
     if (statusWritten) this.lastStatusAt = now;
-    const renewedAt = leaseRenewed ? this.options.lease.lastRenewTime() : clock.now();
-    const renewalLagMs =
-      this.leaseDisabled || previousRenewal === undefined || renewedAt === undefined
-        ? undefined
-        : Math.max(0, renewedAt - previousRenewal);
+    const renewalLagMs = this.renewalLag(leaseRenewed, previousRenewal);
     return {
       node: this.name,
       leaseRenewed,
@@ -176,27 +184,41 @@ export class NodeController {
   }
 
   /**
-   * Whether the Node still exists, read from the API server's watch cache
-   * (resourceVersion 0: no etcd read), so that a deleted Node is registered
-   * again within one renew interval. Returns true when it wrote the status.
+   * Keeps the node alive while the state store cannot be reached: renews its
+   * Lease and nothing else (no ping, status, labels or registration: a Node
+   * that does not exist is left so). Renewing a Lease twice is harmless, so
+   * this needs no lock. Throws what the API server throws.
    */
-  private async checkRegistered(): Promise<boolean> {
-    const list = await this.options.kube.core.listNode({
-      fieldSelector: `metadata.name=${this.name}`,
-      resourceVersion: '0',
-    });
-    const found = list.items[0];
-    if (found) {
-      if (found.metadata?.uid !== this.current?.metadata?.uid) {
-        this.current = found;
-        this.options.lease.setNodeUid(found.metadata?.uid);
+  async keepAlive(signal?: AbortSignal): Promise<TickResult> {
+    const { clock, kube, lease } = this.options;
+    const now = clock.monotonic();
+    if (!this.current) {
+      try {
+        this.current = await kube.core.readNode({ name: this.name });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        return { node: this.name, leaseRenewed: false, statusWritten: false, requests: kube.requests() };
       }
-      return false;
+      lease.setNodeUid(this.current.metadata?.uid);
     }
-    this.options.log.warn('node was deleted: registering it again');
-    await this.register();
-    if (this.report) await this.applyStatus(this.report);
-    return this.report !== undefined;
+    const previousRenewal = lease.lastRenewTime();
+    const leaseRenewed =
+      !this.leaseDisabled && (await lease.renew(signal, now + this.settings.leaseRenewIntervalMs));
+    const renewalLagMs = this.renewalLag(leaseRenewed, previousRenewal);
+    return {
+      node: this.name,
+      leaseRenewed,
+      statusWritten: false,
+      requests: kube.requests(),
+      ...(renewalLagMs === undefined ? {} : { renewalLagMs }),
+    };
+  }
+
+  private renewalLag(leaseRenewed: boolean, previousRenewal: number | undefined): number | undefined {
+    const renewedAt = leaseRenewed ? this.options.lease.lastRenewTime() : this.options.clock.now();
+    return this.leaseDisabled || previousRenewal === undefined || renewedAt === undefined
+      ? undefined
+      : Math.max(0, renewedAt - previousRenewal);
   }
 
   /**

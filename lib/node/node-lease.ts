@@ -54,6 +54,11 @@ export class NodeLease {
     return Number.isNaN(ms) ? undefined : ms;
   }
 
+  /** Writes its lines to `log` from now on (see NodeController.setLogger). */
+  setLogger(log: Logger): void {
+    this.options.log = log;
+  }
+
   /** Tells the lease which Node uid to own it; a new uid (re-registration) is written on the next renewal. */
   setNodeUid(uid: string | undefined): void {
     this.nodeUid = uid;

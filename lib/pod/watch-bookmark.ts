@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from '../clock.ts';
 import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import type { LockHandle } from '../lock/lock.ts';
-import type { StateTable, StoredItem } from '../state/dynamodb.ts';
+import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
 
 /**
  * Where a node's watcher resumes: the resourceVersion up to which every pod
@@ -11,8 +11,10 @@ import type { StateTable, StoredItem } from '../state/dynamodb.ts';
 export interface WatchBookmark {
   node: string;
   resourceVersion: string;
-  /** Fencing epoch of the watcher that wrote it. */
+  /** Fencing epoch of the watcher that wrote it (0 when a tick wrote it). */
   epoch: number;
+  /** The fencing token of the tick that wrote it (lib/tick/tick-slot.ts), when a tick did. */
+  tickFence?: number;
   /** Wall-clock time of the write, for operators only. */
   updatedAt: string;
 }
@@ -22,11 +24,17 @@ export function bookmarkKey(node: string): { pk: string; sk: string } {
 }
 
 function fromItem(item: StoredItem): WatchBookmark {
-  const { node, resourceVersion, epoch, updatedAt } = item;
+  const { node, resourceVersion, epoch, updatedAt, tickFence } = item;
   if (typeof node !== 'string' || typeof resourceVersion !== 'string' || typeof epoch !== 'number') {
     throw new Error(`watch bookmark ${item.pk} is malformed`);
   }
-  return { node, resourceVersion, epoch, updatedAt: typeof updatedAt === 'string' ? updatedAt : '' };
+  return {
+    node,
+    resourceVersion,
+    epoch,
+    updatedAt: typeof updatedAt === 'string' ? updatedAt : '',
+    ...(typeof tickFence === 'number' ? { tickFence } : {}),
+  };
 }
 
 /** The watch bookmarks in the state table. */
@@ -61,5 +69,38 @@ export class WatchBookmarkStore {
       { put: { ...bookmarkKey(node), ...bookmark } },
     ]);
     return bookmark;
+  }
+
+  /**
+   * Writes the bookmark of a tick (no lock: ticks never overlap), unless a
+   * tick with a higher fencing token wrote it already, so a tick that
+   * outlived its message's visibility timeout cannot move it back behind its
+   * successor's. A continuous watcher's bookmark (no token) is overwritten.
+   * Returns false when a later tick's bookmark stands.
+   */
+  async saveForTick(node: string, resourceVersion: string, fence: number): Promise<boolean> {
+    const bookmark: WatchBookmark = {
+      node,
+      resourceVersion,
+      epoch: 0,
+      tickFence: fence,
+      updatedAt: new Date(this.#clock.now()).toISOString(),
+    };
+    try {
+      await this.table.put(
+        { ...bookmarkKey(node), ...bookmark },
+        {
+          condition: {
+            expression: 'attribute_not_exists(#fence) OR #fence <= :fence',
+            names: { '#fence': 'tickFence' },
+            values: { ':fence': fence },
+          },
+        },
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
+    }
   }
 }

@@ -2,7 +2,6 @@ import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import { type EventPublisher, PublishError } from '../events/publisher.ts';
 import { apiStatusCode, isGone, watchStream } from '../kube/client.ts';
-import { listNodePods } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
 import { keepLock } from '../lock/leader-loop.ts';
 import { type LockHandle, LockLostError, type LockManager } from '../lock/lock.ts';
@@ -10,7 +9,10 @@ import type { Logger } from '../log/logger.ts';
 import type { KnownPodStore } from './known-pods.ts';
 import { WatchBatcher } from './watch-batcher.ts';
 import type { WatchBookmarkStore } from './watch-bookmark.ts';
-import { isPodLike, isWatchEventType, podDetail, relistDetails, resourceVersionOf } from './watch-events.ts';
+import { isPodLike, isWatchEventType, podDetail, resourceVersionOf } from './watch-events.ts';
+import { type RelistReason, relistNode } from './watch-relist.ts';
+
+export type { RelistReason } from './watch-relist.ts';
 
 /** Settings of one node's watch loop. */
 export interface NodeWatchSettings {
@@ -45,9 +47,6 @@ export interface NodeWatchOptions {
   /** Aborts when the invocation is killed or times out: nothing more is written. */
   signal: AbortSignal;
 }
-
-/** Why a (re)list happened: no bookmark yet, or the bookmark's resourceVersion expired (410). */
-export type RelistReason = 'no-bookmark' | 'expired';
 
 export interface NodeWatchResult {
   node: string;
@@ -224,26 +223,18 @@ class NodeWatcher {
 
   /** Lists the node's pods, publishes the relist events and saves the list's resourceVersion. */
   async #relist(reason: RelistReason): Promise<string> {
-    const { node, core, knownPods, publisher } = this.#o;
-    const { pods, resourceVersion } = await listNodePods(core, node, this.#o.settings.listPageSize);
-    if (!resourceVersion) throw new Error(`pod list of ${node} returned no resourceVersion`);
-    const known = await knownPods.list(node);
-    const { details, skipped } = relistDetails(node, pods, known, resourceVersion);
-    for (const s of skipped) {
-      this.#log.warn({ pod: podKey(s.pod.metadata), reason: s.reason }, 'pod not announced');
-    }
-    const gone = details.filter((d) => d.type === 'GONE');
-    if (this.#halt.aborted) throw this.#halt.reason;
-    await publisher.publish(details, { signal: this.#halt });
+    const { resourceVersion, published } = await relistNode({
+      node: this.#o.node,
+      reason,
+      core: this.#o.core,
+      knownPods: this.#o.knownPods,
+      publisher: this.#o.publisher,
+      log: this.#log,
+      pageSize: this.#o.settings.listPageSize ?? 500,
+      signal: this.#halt,
+    });
     this.#result.relists.push(reason);
-    this.#result.published += details.length;
-    for (const d of gone) {
-      this.#log.info({ pod: podKey(d), uid: d.uid }, 'pod deleted while nobody watched: announced as GONE');
-    }
-    this.#log.info(
-      { reason, resourceVersion, pods: pods.length, known: known.length, gone: gone.length },
-      'pods listed and announced',
-    );
+    this.#result.published += published;
     await this.#published(resourceVersion, true);
     return resourceVersion;
   }

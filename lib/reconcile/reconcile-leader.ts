@@ -105,11 +105,11 @@ export class ReconcileLeader {
   /**
    * Once, when elected: reads the status and picks its transition; before
    * restricting, waits until no incompatible release runs; when a status
-   * exists, waits for the previous leader's requests still in flight; writes
-   * the working status; reconciles with backoff until it succeeds; writes the
-   * done status.
+   * exists, waits for the previous leader's requests still in flight (less
+   * `waitedMs` already spent since the election); writes the working status;
+   * reconciles with backoff until it succeeds; writes the done status.
    */
-  async lead(stop: AbortSignal, handle: LockHandle): Promise<void> {
+  async lead(stop: AbortSignal, handle: LockHandle, waitedMs = 0): Promise<void> {
     const { deps, log, hooks } = this.options;
     const status = await this.statuses.get();
     const transition = decideTransition(status, this.own);
@@ -118,7 +118,8 @@ export class ReconcileLeader {
     log.info({ status, transition: transition.kind, epoch: handle.epoch }, 'elected: reconciler status read');
     if (transition.kind === 'restrict') await this.waitForCompatibleReleases(stop);
     // The previous leader's Kubernetes requests may still be in flight (best effort).
-    if (status) await deps.clock.sleep(deps.config.reconcile.leaderWaitMs, stop);
+    const wait = deps.config.reconcile.leaderWaitMs - waitedMs;
+    if (status && wait > 0) await deps.clock.sleep(wait, stop);
     const working =
       transition.kind === 'restrict' || transition.kind === 'mark-working' ? transition.write : undefined;
     if (working) await this.writeStatus(handle, working);

@@ -47,8 +47,10 @@ before(async () => {
   tableName = fresh.name;
   node = uniqueName('status');
   ns = uniqueName('status');
+  // The continuous cadence: every lock the status command reports is held.
   deployment = new LocalDeployment({
     env: functionEnv(tableName, { SVK_NODE_NAMES: node }),
+    cadence: 'continuous',
     rateMs: 20_000,
     timeoutMs: 45_000,
     syncRetryDelayMs: 1_000,

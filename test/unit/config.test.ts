@@ -24,7 +24,7 @@ describe('configuration', () => {
     assert.deepEqual(config.nodeNames, ['virtual-kubelet']);
     assert.equal(config.node.leaseDurationSeconds, 40);
     assert.equal(config.node.leaseRenewIntervalMs, 10_000);
-    assert.equal(config.node.statusIntervalMs, 60_000);
+    assert.equal(config.node.statusIntervalMs, 300_000);
     assert.deepEqual(config.node.taints, [
       { key: 'virtual-kubelet.io/provider', value: 'mock', effect: 'NoSchedule' },
     ]);

@@ -1,0 +1,211 @@
+import type { Dependencies } from '../app/dependencies.ts';
+import type { EventPublisher } from '../events/publisher.ts';
+import { settledValues } from '../lock/leader-loop.ts';
+import type { Logger } from '../log/logger.ts';
+import { errorMessage } from '../util/error-message.ts';
+import { mapSettledLimit } from '../util/map-limit.ts';
+import { KnownPodStore } from './known-pods.ts';
+import { WatchBookmarkStore } from './watch-bookmark.ts';
+import { type DrainResult, drainWatch } from './watch-drain.ts';
+import { type RelistReason, relistNode } from './watch-relist.ts';
+
+/** An idle drain ends after this long without an event once the watch opened. */
+export const IDLE_QUIET_MS = 250;
+/** While pods churn, a tick keeps watching until no event came for this long (or its work time is up). */
+export const CHURN_QUIET_MS = 2_000;
+/**
+ * How old a node's resourceVersion may get before a drain waits for the
+ * server's bookmark: kube-apiserver keeps at least 75 s of events in its
+ * watch cache when it can, and a watch from an older resourceVersion fails
+ * with 410 (a relist).
+ */
+export const BOOKMARK_REFRESH_MS = 50_000;
+/** A bookmark that moved only by the server's bookmarks is saved at most this often (after events, at once). */
+export const BOOKMARK_SAVE_MS = 60_000;
+
+/** What one tick did for one node. */
+export interface NodeDrainResult {
+  node: string;
+  relists: RelistReason[];
+  /** Watch requests made. */
+  watches: number;
+  /** Pod events published (relists included). */
+  published: number;
+  /** The resourceVersion everything up to which is published. */
+  resourceVersion?: string;
+  /** The bookmark was saved this tick. */
+  saved: boolean;
+  /** Why the node's drain stopped early (a failed watch or publish); the next tick resumes. */
+  failed?: string;
+}
+
+interface NodeState {
+  /** Everything of the node up to this resourceVersion is published. */
+  resourceVersion?: string;
+  /** The resourceVersion as last saved, and when (monotonic). */
+  saved?: string;
+  savedAt: number;
+  /** When the resourceVersion last came from the server (a bookmark, an event or a list), monotonic. */
+  freshAt: number;
+}
+
+/**
+ * pod-watch driven by ticks: each tick drains every node's watch from where
+ * the last one ended (the resourceVersion kept by the warm sandbox; the
+ * stored bookmark after a cold start, or a list when there is none),
+ * publishes the events, and ends on silence. While events come, it keeps
+ * watching until they stop or the tick's work time is up: the long watch
+ * only while pods churn. At idle a new pod therefore waits for the next
+ * tick, up to one tick period. Ticks never overlap, so no lock; the bookmark
+ * is written conditionally on the tick's fencing token.
+ */
+export class PodWatchTick {
+  readonly #deps: Dependencies;
+  readonly #publisher: EventPublisher;
+  readonly #nodes = new Map<string, NodeState>();
+
+  constructor(deps: Dependencies, publisher: EventPublisher) {
+    this.#deps = deps;
+    this.#publisher = publisher;
+  }
+
+  /** Drains every node's watch; a node whose drain failed is logged (unless stopped) and left out. */
+  async run(tick: {
+    stop: AbortSignal;
+    halt: AbortSignal;
+    log: Logger;
+    fence: number | undefined;
+  }): Promise<NodeDrainResult[]> {
+    const { config } = this.#deps;
+    const { stop, log } = tick;
+    const nodes = config.nodeNames;
+    return settledValues(
+      await mapSettledLimit(nodes, config.podWatch.maxParallel, (node) =>
+        this.#drainNode(node, { ...tick, log: log.child({ node }) }),
+      ),
+      nodes,
+      log,
+      stop,
+      'pod watch drain failed; the next tick resumes',
+    );
+  }
+
+  /**
+   * `stop` (the tick's work time is up) ends the watch, and what came is
+   * still published; `halt` (the invocation ends) stops publishing at once.
+   */
+  async #drainNode(
+    node: string,
+    tick: { stop: AbortSignal; halt: AbortSignal; log: Logger; fence: number | undefined },
+  ): Promise<NodeDrainResult> {
+    const { clock, table, kube, config } = this.#deps;
+    const { stop, halt, log, fence } = tick;
+    const result: NodeDrainResult = { node, relists: [], watches: 0, published: 0, saved: false };
+    const state = await this.#state(node);
+    const relist = async (reason: RelistReason) => {
+      const listed = await relistNode({
+        node,
+        reason,
+        core: kube.core,
+        knownPods: new KnownPodStore(table),
+        publisher: this.#publisher,
+        log,
+        pageSize: 500,
+        signal: halt,
+      });
+      result.relists.push(reason);
+      result.published += listed.published;
+      state.resourceVersion = listed.resourceVersion;
+      state.freshAt = clock.monotonic();
+    };
+    if (state.resourceVersion === undefined) await relist('no-bookmark');
+    let churning = false;
+    while (!stop.aborted && state.resourceVersion !== undefined) {
+      const drained: DrainResult = await drainWatch({
+        node,
+        kubeConfig: kube.config,
+        publisher: this.#publisher,
+        clock,
+        log,
+        fromResourceVersion: state.resourceVersion,
+        quietMs: churning ? CHURN_QUIET_MS : IDLE_QUIET_MS,
+        awaitBookmark: !churning && clock.monotonic() - state.freshAt >= BOOKMARK_REFRESH_MS,
+        flushMs: config.podWatch.flushMs,
+        stop,
+        halt,
+      });
+      result.watches++;
+      result.published += drained.published;
+      if (drained.publishedResourceVersion !== state.resourceVersion || drained.bookmarked) {
+        state.freshAt = clock.monotonic();
+      }
+      state.resourceVersion = drained.publishedResourceVersion;
+      if (drained.end === 'expired') {
+        log.info(
+          { resourceVersion: state.resourceVersion },
+          'watch resourceVersion expired (410): relisting',
+        );
+        await relist('expired');
+        continue;
+      }
+      if (drained.end === 'failed') {
+        log.warn({ err: drained.error, resourceVersion: state.resourceVersion }, 'pod watch drain failed');
+        result.failed = errorMessage(drained.error);
+        break;
+      }
+      // Events came: pods are churning, keep watching until they stop.
+      if (drained.published > 0 || (churning && drained.end === 'closed')) {
+        churning = true;
+        continue;
+      }
+      break;
+    }
+    result.resourceVersion = state.resourceVersion;
+    result.saved = await this.#save(
+      node,
+      state,
+      result.published > 0 || result.relists.length > 0,
+      fence,
+      log,
+    );
+    return result;
+  }
+
+  /** The node's state in this sandbox; after a cold start, from the stored bookmark. */
+  async #state(node: string): Promise<NodeState> {
+    let state = this.#nodes.get(node);
+    if (!state) {
+      const bookmark = await new WatchBookmarkStore(this.#deps.table, this.#deps.clock).get(node);
+      state = {
+        ...(bookmark ? { resourceVersion: bookmark.resourceVersion, saved: bookmark.resourceVersion } : {}),
+        savedAt: this.#deps.clock.monotonic(),
+        // Unknown age: the first drain waits for the server's bookmark.
+        freshAt: Number.NEGATIVE_INFINITY,
+      };
+      this.#nodes.set(node, state);
+    }
+    return state;
+  }
+
+  /** Saves the bookmark when it moved: at once after events or a list, else at most every BOOKMARK_SAVE_MS. */
+  async #save(
+    node: string,
+    state: NodeState,
+    urgent: boolean,
+    fence: number | undefined,
+    log: Logger,
+  ): Promise<boolean> {
+    const { clock, table } = this.#deps;
+    const rv = state.resourceVersion;
+    if (rv === undefined || rv === state.saved || fence === undefined) return false;
+    if (!urgent && clock.monotonic() - state.savedAt < BOOKMARK_SAVE_MS) return false;
+    const saved = await new WatchBookmarkStore(table, clock).saveForTick(node, rv, fence);
+    if (!saved) {
+      log.warn({ resourceVersion: rv, fence }, 'a later tick saved the bookmark: this one is stale');
+      return false;
+    }
+    state.saved = rv;
+    state.savedAt = clock.monotonic();
+    return true;
+  }
+}

@@ -1,0 +1,190 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
+import type { EventPublisher } from '../events/publisher.ts';
+import { isGone, watchStream } from '../kube/client.ts';
+import { nodePodsSelector } from '../kube/node-pods.ts';
+import { podKey } from '../kube/pod-key.ts';
+import type { Logger } from '../log/logger.ts';
+import { WatchBatcher } from './watch-batcher.ts';
+import { isPodLike, isWatchEventType, podDetail, resourceVersionOf } from './watch-events.ts';
+
+/**
+ * Seconds of one drain request. kube-apiserver 1.20 sends a watch its
+ * bookmark 2 s before the watch's timeout (its cacher's nextBookmarkTime),
+ * and only when pods changed somewhere in the cluster since the watch's
+ * resourceVersion: 3 s makes it come after about 1 s.
+ */
+export const DRAIN_WATCH_SECONDS = 3;
+
+export interface DrainOptions {
+  node: string;
+  kubeConfig: KubeConfig;
+  publisher: EventPublisher;
+  clock: Clock;
+  log: Logger;
+  /** Where the watch starts: everything up to it is published. */
+  fromResourceVersion: string;
+  /**
+   * The drain ends once no pod event came for this long since the watch
+   * opened or since the last event (the API server sends the events after
+   * the resourceVersion at once, from its watch cache).
+   */
+  quietMs: number;
+  /** Wait for the server's bookmark instead of ending on silence (to keep the resourceVersion fresh). */
+  awaitBookmark: boolean;
+  /** How long an event may wait for others to fill a batch of 10. */
+  flushMs: number;
+  /** Ends the drain: publishes what came, nothing more. */
+  stop: AbortSignal;
+  /** Halts at once: nothing more is published (the invocation ended). */
+  halt: AbortSignal;
+}
+
+export interface DrainResult {
+  /**
+   * quiet: silence (or the bookmark) ended it; closed: the server ended it;
+   * stopped: `stop`; expired: the resourceVersion is too old (410), relist;
+   * failed: the request or the publish failed, the next drain resumes.
+   */
+  end: 'quiet' | 'closed' | 'stopped' | 'expired' | 'failed';
+  /** Everything up to this resourceVersion is published. */
+  publishedResourceVersion: string;
+  /** Pod events published. */
+  published: number;
+  /** A bookmark came (the resourceVersion is now the cluster's). */
+  bookmarked: boolean;
+  error?: unknown;
+}
+
+/**
+ * One short watch of a node's pods from a resourceVersion, as a tick uses
+ * it: publishes every event in order, and ends on silence instead of holding
+ * the invocation open. Ending early loses nothing: the resourceVersion moves
+ * only past what was received and published, and the next drain asks again
+ * from there.
+ */
+export async function drainWatch(o: DrainOptions): Promise<DrainResult> {
+  const { clock, node } = o;
+  const watchAbort = new AbortController();
+  const signal = AbortSignal.any([o.stop, o.halt, watchAbort.signal]);
+  let published = 0;
+  let bookmarked = false;
+  let status: unknown;
+  let publishError: unknown;
+  let lastActivity: number | undefined;
+  let quiet = false;
+  const batcher = new WatchBatcher({
+    publisher: o.publisher,
+    clock,
+    startResourceVersion: o.fromResourceVersion,
+    flushMs: o.flushMs,
+    signal: o.halt,
+    onPublished: async (_rv, count) => {
+      published += count;
+    },
+    onFailure: (err) => {
+      publishError = err;
+      watchAbort.abort();
+    },
+  });
+  const silence = watchSilence(
+    clock,
+    o.quietMs,
+    signal,
+    () => lastActivity,
+    () => {
+      if (o.awaitBookmark && !bookmarked) return;
+      quiet = true;
+      watchAbort.abort();
+    },
+  );
+  let requestError: unknown;
+  try {
+    await watchStream(
+      o.kubeConfig,
+      '/api/v1/pods',
+      {
+        fieldSelector: nodePodsSelector(node),
+        resourceVersion: o.fromResourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds: DRAIN_WATCH_SECONDS,
+      },
+      (type, object) => {
+        if (type === 'ERROR') {
+          status = object;
+          watchAbort.abort();
+          return;
+        }
+        const rv = resourceVersionOf(object);
+        if (!rv) return;
+        if (type === 'BOOKMARK' || !isWatchEventType(type) || !isPodLike(object)) {
+          batcher.push(undefined, rv);
+          if (type === 'BOOKMARK') bookmarked = true;
+          return;
+        }
+        lastActivity = clock.monotonic();
+        const detail = podDetail(type, object, node, rv);
+        if ('skip' in detail) {
+          o.log.warn({ type, resourceVersion: rv, reason: detail.skip }, 'watch event not announced');
+          batcher.push(undefined, rv);
+          return;
+        }
+        o.log.debug(
+          { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
+          'pod event received',
+        );
+        batcher.push(detail, rv);
+      },
+      signal,
+      { onOpen: () => (lastActivity = clock.monotonic()) },
+    );
+  } catch (err) {
+    requestError = err;
+  } finally {
+    watchAbort.abort();
+    await silence;
+  }
+  if (o.halt.aborted) batcher.close();
+  else await batcher.drain();
+  publishError ??= batcher.failure;
+  const result = { publishedResourceVersion: batcher.publishedResourceVersion, published, bookmarked };
+  if (publishError !== undefined) return { ...result, end: 'failed', error: publishError };
+  if (isGone(status) || isGone(requestError))
+    return { ...result, end: 'expired', error: status ?? requestError };
+  if (status !== undefined || requestError !== undefined)
+    return { ...result, end: 'failed', error: status ?? requestError };
+  if (quiet) return { ...result, end: 'quiet' };
+  if (o.stop.aborted || o.halt.aborted) return { ...result, end: 'stopped' };
+  return { ...result, end: 'closed' };
+}
+
+/**
+ * Calls `onQuiet` once `quietMs` passed since the last activity (the
+ * watch's opening, then each event); resolves when it did or `signal`
+ * aborted. Nothing is timed before the watch opened.
+ */
+async function watchSilence(
+  clock: Clock,
+  quietMs: number,
+  signal: AbortSignal,
+  lastActivity: () => number | undefined,
+  onQuiet: () => void,
+): Promise<void> {
+  for (;;) {
+    const since = lastActivity();
+    const wait = since === undefined ? Math.min(quietMs, 50) : since + quietMs - clock.monotonic();
+    if (since !== undefined && wait <= 0) {
+      onQuiet();
+      // A wait for the bookmark goes on until the watch ends.
+      if (signal.aborted) return;
+      await clock.sleep(quietMs, signal).catch(() => {});
+      if (signal.aborted) return;
+      continue;
+    }
+    try {
+      await clock.sleep(wait, signal);
+    } catch {
+      return;
+    }
+  }
+}

@@ -1,0 +1,168 @@
+import type { Dependencies } from '../app/dependencies.ts';
+import type { EventPublisher } from '../events/publisher.ts';
+import type { Invocation } from '../invocation.ts';
+import type { Logger } from '../log/logger.ts';
+import { errorMessage } from '../util/error-message.ts';
+import { type TickGate, tickGate } from './tick-gate.ts';
+import { TickParts } from './tick-parts.ts';
+import type { TickQueue } from './tick-queue.ts';
+import { slotAt, successorSlot, tickFence } from './tick-slot.ts';
+import type { TickTrigger } from './tick-trigger.ts';
+
+/** Margin between the end of a tick's work and its invocation's deadline, for the successor and the logs. */
+export const TICK_DEADLINE_MARGIN_MS = 2_000;
+
+/** The tick's message could not be sent on: the invocation fails, so the queue delivers its message again. */
+export class TickChainError extends Error {
+  override readonly name = 'TickChainError';
+}
+
+/** What one tick invocation did, for logs and tests. */
+export interface TickRunResult {
+  trigger: TickTrigger['kind'];
+  /** The slot of the message that started the tick (chain), and of the one it sent on. */
+  slot?: number;
+  successor?: number;
+  /** Keeper: whether the queue held the chain, or the chain was started again. */
+  chain?: 'alive' | 'restarted';
+  gate?: TickGate;
+  /** Each part's result, or the error that ended it. */
+  parts: Record<string, unknown>;
+}
+
+export interface TickOptions {
+  queue: TickQueue;
+  /** Where pod-watch publishes pod events. */
+  publisher: EventPublisher;
+}
+
+/** The parts of a cold start, kept across the invocations of its warm sandbox. */
+const sandboxes = new WeakMap<Dependencies, TickParts>();
+
+/**
+ * The tick function's one entry point. A chain tick first sends the next
+ * message (so the chain goes on even if this invocation dies; the queue's
+ * delay makes it the next tick), then checks the release gate (cut off
+ * after a few seconds), then runs its parts until its work time is up: the
+ * heartbeat (every node's lease, whatever the gate says unless it refuses;
+ * only the lease while the state table cannot be reached), and, when the
+ * gate lets this release act, pod-watch, pod-status and the reconciler.
+ *
+ * The keeper (the once-a-minute schedule) restarts a chain the queue no
+ * longer holds and then renews the leases at once; while the chain lives it
+ * does nothing. A keeper that restarts a chain still alive (SQS counts are
+ * approximate) only forks it for one period (tick-slot.ts).
+ */
+export async function tick(
+  deps: Dependencies,
+  invocation: Invocation,
+  trigger: TickTrigger,
+  options: TickOptions,
+): Promise<TickRunResult> {
+  const { clock, config } = deps;
+  const log = deps.log.child({ requestId: invocation.requestId });
+  const periodMs = config.node.leaseRenewIntervalMs;
+  const result: TickRunResult = { trigger: trigger.kind, parts: {} };
+  let chainError: unknown;
+  let sending: Promise<void>;
+  if (trigger.kind === 'chain') {
+    result.slot = trigger.slot;
+    const next = successorSlot(trigger.slot, clock.now(), periodMs);
+    result.successor = next;
+    sending = options.queue.send(next, invocation.signal).catch((err: unknown) => {
+      chainError = err;
+    });
+  } else {
+    sending = keepChain(options.queue, clock.now(), periodMs, invocation.signal).then(
+      (outcome) => {
+        result.chain = outcome.chain;
+        if (outcome.slot !== undefined) result.successor = outcome.slot;
+      },
+      (err: unknown) => {
+        chainError = err;
+      },
+    );
+    // A live chain does the work; a keeper that found none renews the leases now.
+    await sending;
+    if (result.chain === 'alive') return result;
+  }
+
+  const parts = sandboxParts(deps, options.publisher);
+  const workUntil = Math.min(
+    clock.monotonic() + config.tick.workMs,
+    invocation.deadline - TICK_DEADLINE_MARGIN_MS,
+  );
+  const stop = AbortSignal.any([
+    invocation.signal,
+    AbortSignal.timeout(Math.max(0, Math.floor(workUntil - clock.monotonic()))),
+  ]);
+  const gate = await tickGate(deps, invocation, log);
+  result.gate = gate;
+  const fence = trigger.kind === 'chain' ? tickFence(trigger.slot, trigger.receiveCount) : undefined;
+  const work = parts.work(gate, trigger.kind === 'keeper' ? ['heartbeat'] : config.tick.parts);
+  await Promise.all(
+    work.map(async ({ name, run }) => {
+      try {
+        result.parts[name] = await run({
+          stop,
+          halt: invocation.signal,
+          log,
+          ...(fence === undefined ? {} : { fence }),
+        });
+      } catch (err) {
+        if (!stop.aborted) log.warn({ err, part: name }, 'tick part failed; the next tick tries again');
+        result.parts[name] = { error: errorMessage(err) };
+      }
+    }),
+  );
+  await sending;
+  logTick(log, result);
+  if (chainError !== undefined) {
+    throw new TickChainError(`the next tick could not be queued: ${errorMessage(chainError)}`, {
+      cause: chainError,
+    });
+  }
+  return result;
+}
+
+function sandboxParts(deps: Dependencies, publisher: EventPublisher): TickParts {
+  let parts = sandboxes.get(deps);
+  if (!parts) {
+    parts = new TickParts(deps, publisher);
+    sandboxes.set(deps, parts);
+  }
+  return parts;
+}
+
+/**
+ * The keeper's check: a queue with no message has lost its chain (a healthy
+ * chain always holds the message being processed or its successor), so it
+ * sends the next period's message.
+ */
+async function keepChain(
+  queue: TickQueue,
+  nowMs: number,
+  periodMs: number,
+  signal: AbortSignal,
+): Promise<{ chain: 'alive' | 'restarted'; slot?: number }> {
+  if (!(await queue.isEmpty(signal))) return { chain: 'alive' };
+  const slot = slotAt(nowMs, periodMs) + 1;
+  await queue.send(slot, signal);
+  return { chain: 'restarted', slot };
+}
+
+function logTick(log: Logger, result: TickRunResult): void {
+  const failed = Object.entries(result.parts)
+    .filter(([, r]) => typeof r === 'object' && r !== null && 'error' in r)
+    .map(([name]) => name);
+  const fields = {
+    trigger: result.trigger,
+    slot: result.slot,
+    successor: result.successor,
+    chain: result.chain,
+    gate: result.gate,
+    ...(failed.length > 0 ? { failed } : {}),
+  };
+  if (result.chain === 'restarted') log.warn(fields, 'tick chain was lost: started again');
+  else log.debug(fields, 'tick done');
+}

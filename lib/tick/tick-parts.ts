@@ -1,0 +1,88 @@
+import type { Dependencies } from '../app/dependencies.ts';
+import type { TickPartName } from '../config/env-variables.ts';
+import type { EventPublisher } from '../events/publisher.ts';
+import type { Logger } from '../log/logger.ts';
+import { HeartbeatTick } from '../node/heartbeat-tick.ts';
+import { PodStatusRounds } from '../pod/pod-status-round.ts';
+import { PodWatchTick } from '../pod/pod-watch-tick.ts';
+import { ReconcileTick } from '../reconcile/reconcile-tick.ts';
+import type { TickGate } from './tick-gate.ts';
+
+/** What a part gets in each tick. */
+export interface PartContext {
+  /** Aborts when the tick's work time is up or the invocation ends: finish what is under way. */
+  stop: AbortSignal;
+  /** Aborts when the invocation ends (its deadline, a crash): write nothing more. */
+  halt: AbortSignal;
+  /** The invocation's logger. */
+  log: Logger;
+  /** The tick's fencing token (tick-slot.ts); absent in the keeper, which runs the heartbeat only. */
+  fence?: number;
+}
+
+/** One part's work in this tick. */
+export interface PartWork {
+  name: TickPartName;
+  run(context: PartContext): Promise<unknown>;
+}
+
+/** The reconcile lock is renewed every tick: its TTL spans this many tick periods. */
+export const RECONCILE_LOCK_TICKS = 3;
+
+/**
+ * The parts a tick runs (SVK_TICK_PARTS), built once per cold start and kept
+ * across the invocations of the warm sandbox: what each learned (leases as
+ * last written, bookmarks, the reconcile lock) saves requests in the next.
+ */
+export class TickParts {
+  readonly #heartbeat: HeartbeatTick | undefined;
+  readonly #podWatch: PodWatchTick | undefined;
+  readonly #podStatus: PodStatusRounds | undefined;
+  readonly #reconcile: ReconcileTick | undefined;
+
+  constructor(deps: Dependencies, publisher: EventPublisher) {
+    const { parts } = deps.config.tick;
+    const periodMs = deps.config.node.leaseRenewIntervalMs;
+    this.#heartbeat = parts.includes('heartbeat') ? new HeartbeatTick(deps) : undefined;
+    this.#podWatch = parts.includes('pod-watch') ? new PodWatchTick(deps, publisher) : undefined;
+    this.#podStatus = parts.includes('pod-status') ? new PodStatusRounds(deps) : undefined;
+    this.#reconcile = parts.includes('reconcile')
+      ? new ReconcileTick(deps, {
+          lockTtlMs: Math.max(deps.config.lock.ttlMs, RECONCILE_LOCK_TICKS * periodMs),
+        })
+      : undefined;
+  }
+
+  /**
+   * This tick's work among `names`: with the gate open, every part; refused
+   * or unreachable, only the heartbeat's lease renewals (they change no
+   * state of ours, and a node without them is evicted within minutes).
+   */
+  work(gate: TickGate, names: readonly TickPartName[]): PartWork[] {
+    const work: PartWork[] = [];
+    const heartbeat = this.#heartbeat;
+    if (heartbeat && names.includes('heartbeat')) {
+      const mode = gate === 'act' ? 'full' : 'keep-alive';
+      work.push({ name: 'heartbeat', run: ({ stop, log }) => heartbeat.run(stop, log, mode) });
+    }
+    if (gate !== 'act') return work;
+    const { podWatch, podStatus, reconcile } = {
+      podWatch: this.#podWatch,
+      podStatus: this.#podStatus,
+      reconcile: this.#reconcile,
+    };
+    if (podWatch && names.includes('pod-watch')) {
+      work.push({
+        name: 'pod-watch',
+        run: ({ stop, halt, log, fence }) => podWatch.run({ stop, halt, log, fence }),
+      });
+    }
+    if (podStatus && names.includes('pod-status')) {
+      work.push({ name: 'pod-status', run: ({ stop, log }) => podStatus.round(stop, log) });
+    }
+    if (reconcile && names.includes('reconcile')) {
+      work.push({ name: 'reconcile', run: ({ stop, log }) => reconcile.run(stop, log) });
+    }
+    return work;
+  }
+}

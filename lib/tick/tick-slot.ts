@@ -1,0 +1,47 @@
+/**
+ * The arithmetic of the tick chain. Ticks are short invocations chained
+ * through a FIFO queue whose delivery delay is one tick period: each tick
+ * sends its successor. A message names its slot, a number that only grows
+ * along a chain, and SQS FIFO drops a message whose deduplication id (the
+ * slot) was sent in the last five minutes. So a duplicate delivery cannot fork
+ * the chain for long: two chains that send in the same period pick the same
+ * slot, and the second send is dropped, ending that chain.
+ */
+
+/** The slot of the period that contains `nowMs` (wall-clock epoch milliseconds). */
+export function slotAt(nowMs: number, periodMs: number): number {
+  return Math.floor(nowMs / periodMs);
+}
+
+/**
+ * The slot of the message a tick sends on: the next period's, and always
+ * past the tick's own slot, so a chain never repeats a slot (a repeat would
+ * be dropped as a duplicate and end the chain) even when clocks disagree by
+ * a few milliseconds across sandboxes.
+ *
+ * Two chains (a redelivered message, or a restart while a chain still ran)
+ * both send in every period, since each waits at least one period between
+ * sends; the first send of a period wins and the other chain ends there.
+ */
+export function successorSlot(current: number | undefined, nowMs: number, periodMs: number): number {
+  const next = slotAt(nowMs, periodMs) + 1;
+  return current === undefined ? next : Math.max(current + 1, next);
+}
+
+/** The SQS FIFO deduplication id of a slot's message. */
+export function deduplicationId(slot: number): string {
+  return `tick-${slot}`;
+}
+
+/** The one message group of a chain: FIFO delivers its messages one at a time, so ticks never overlap. */
+export const TICK_MESSAGE_GROUP = 'tick';
+
+/**
+ * The fencing token of a tick: grows with the slot, and with each delivery of
+ * the same message (a redelivery after a crash comes later than the
+ * delivery it replaces). Writes that must not move back (a watch bookmark)
+ * are conditioned on it.
+ */
+export function tickFence(slot: number, receiveCount: number): number {
+  return slot * 1000 + Math.min(Math.max(receiveCount, 1), 999);
+}
