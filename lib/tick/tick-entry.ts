@@ -137,7 +137,10 @@ function sandboxParts(deps: Dependencies, publisher: EventPublisher): TickParts 
 /**
  * The keeper's check: a queue with no message has lost its chain (a healthy
  * chain always holds the message being processed or its successor), so it
- * sends the next period's message.
+ * sends a message two slots ahead: every slot a lost chain may have sent
+ * (up to the next period's) is still remembered by the deduplication, and
+ * would drop the restart; a live chain the counts missed sends the same slot
+ * in the next period and merges with the restart.
  */
 async function keepChain(
   queue: TickQueue,
@@ -146,7 +149,7 @@ async function keepChain(
   signal: AbortSignal,
 ): Promise<{ chain: 'alive' | 'restarted'; slot?: number }> {
   if (!(await queue.isEmpty(signal))) return { chain: 'alive' };
-  const slot = slotAt(nowMs, periodMs) + 1;
+  const slot = slotAt(nowMs, periodMs) + 2;
   await queue.send(slot, signal);
   return { chain: 'restarted', slot };
 }
@@ -163,6 +166,6 @@ function logTick(log: Logger, result: TickRunResult): void {
     gate: result.gate,
     ...(failed.length > 0 ? { failed } : {}),
   };
-  if (result.chain === 'restarted') log.warn(fields, 'tick chain was lost: started again');
+  if (result.chain === 'restarted') log.warn(fields, 'no tick chain in the queue: started one');
   else log.debug(fields, 'tick done');
 }

@@ -77,12 +77,13 @@ async function waitReady(node: string): Promise<void> {
   );
 }
 
-/** Counts the lease's writes seen by a watch. */
+/** Counts the lease's writes from now on, seen by a watch. */
 async function leaseWrites(node: string) {
   const writes: string[] = [];
+  const from = (await readLease(admin, node))?.metadata?.resourceVersion;
   const controller = await new Watch(admin.config).watch(
     `/apis/coordination.k8s.io/v1/namespaces/${NODE_LEASE_NAMESPACE}/leases`,
-    { fieldSelector: `metadata.name=${node}` },
+    { fieldSelector: `metadata.name=${node}`, resourceVersion: from },
     (type) => writes.push(type),
     () => undefined,
   );
