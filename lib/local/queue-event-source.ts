@@ -112,12 +112,12 @@ export class QueueEventSource {
 /** The tick chain on the in-process queue: what the SQS adapter does against SQS. */
 export function createLocalTickQueue(queue: LocalSqsQueue): TickQueue {
   return {
-    send: async (slot) => {
+    send: async (slot, sender) => {
       const body: TickMessage = { v: 1, slot };
       queue.sendMessage({
         body: JSON.stringify(body),
         groupId: TICK_MESSAGE_GROUP,
-        deduplicationId: deduplicationId(slot),
+        deduplicationId: deduplicationId(slot, sender),
       });
     },
     isEmpty: async () => {

@@ -27,14 +27,14 @@ export function createSqsTickQueue(options: SqsTickQueueOptions): TickQueue {
   const client = options.client ?? new SQSClient({ region: options.region, maxAttempts: 3 });
   const { queueUrl } = options;
   return {
-    async send(slot, signal) {
+    async send(slot, sender, signal) {
       const body: TickMessage = { v: 1, slot };
       await client.send(
         new SendMessageCommand({
           QueueUrl: queueUrl,
           MessageBody: JSON.stringify(body),
           MessageGroupId: TICK_MESSAGE_GROUP,
-          MessageDeduplicationId: deduplicationId(slot),
+          MessageDeduplicationId: deduplicationId(slot, sender),
         }),
         signal ? { abortSignal: signal } : {},
       );

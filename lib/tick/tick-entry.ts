@@ -69,7 +69,7 @@ export async function tick(
     result.slot = trigger.slot;
     const next = successorSlot(trigger.slot, clock.now(), periodMs);
     result.successor = next;
-    sending = options.queue.send(next, invocation.signal).catch((err: unknown) => {
+    sending = options.queue.send(next, 'next', invocation.signal).catch((err: unknown) => {
       chainError = err;
     });
   } else {
@@ -137,10 +137,7 @@ function sandboxParts(deps: Dependencies, publisher: EventPublisher): TickParts 
 /**
  * The keeper's check: a queue with no message has lost its chain (a healthy
  * chain always holds the message being processed or its successor), so it
- * sends a message two slots ahead: every slot a lost chain may have sent
- * (up to the next period's) is still remembered by the deduplication, and
- * would drop the restart; a live chain the counts missed sends the same slot
- * in the next period and merges with the restart.
+ * starts one with the next period's slot.
  */
 async function keepChain(
   queue: TickQueue,
@@ -149,8 +146,8 @@ async function keepChain(
   signal: AbortSignal,
 ): Promise<{ chain: 'alive' | 'restarted'; slot?: number }> {
   if (!(await queue.isEmpty(signal))) return { chain: 'alive' };
-  const slot = slotAt(nowMs, periodMs) + 2;
-  await queue.send(slot, signal);
+  const slot = slotAt(nowMs, periodMs) + 1;
+  await queue.send(slot, 'restart', signal);
   return { chain: 'restarted', slot };
 }
 

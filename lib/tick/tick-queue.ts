@@ -1,3 +1,5 @@
+import type { TickSender } from './tick-slot.ts';
+
 /**
  * The queue that chains ticks: an SQS FIFO queue with a delivery delay of
  * one tick period (queue-level: FIFO queues take no per-message delay), one
@@ -8,13 +10,13 @@
  */
 export interface TickQueue {
   /**
-   * Sends the message of `slot`, deduplicated by slot: a second send of the
-   * same slot within five minutes is accepted and dropped, which is what
-   * ends a second chain (tick-slot.ts). Throws when the queue cannot be
+   * Sends the message of `slot`, deduplicated by slot and sender: a second
+   * send of the same within five minutes is accepted and dropped, which is
+   * what ends a second chain (tick-slot.ts). Throws when the queue cannot be
    * reached; the tick then fails after its work, and its own message is
    * delivered again after the visibility timeout.
    */
-  send(slot: number, signal?: AbortSignal): Promise<void>;
+  send(slot: number, sender: TickSender, signal?: AbortSignal): Promise<void>;
   /**
    * Whether the queue holds no message at all (waiting, delayed or being
    * processed), as SQS approximates it: a healthy chain always holds one,

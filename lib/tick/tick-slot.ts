@@ -28,9 +28,21 @@ export function successorSlot(current: number | undefined, nowMs: number, period
   return current === undefined ? next : Math.max(current + 1, next);
 }
 
-/** The SQS FIFO deduplication id of a slot's message. */
-export function deduplicationId(slot: number): string {
-  return `tick-${slot}`;
+/**
+ * Who sends a message: a tick its successor (`next`), or the keeper a new
+ * chain (`restart`).
+ */
+export type TickSender = 'next' | 'restart';
+
+/**
+ * The SQS FIFO deduplication id of a slot's message. A restart has ids of its
+ * own: a chain lost a moment ago may have sent the same slot, and its id,
+ * still remembered, would drop the restart. Restarts of one slot (the
+ * schedule's rare double invocation) are one; a restart that meets a live
+ * chain merges with it from its successor on, which sends a plain slot.
+ */
+export function deduplicationId(slot: number, sender: TickSender = 'next'): string {
+  return sender === 'next' ? `tick-${slot}` : `restart-${slot}`;
 }
 
 /** The one message group of a chain: FIFO delivers its messages one at a time, so ticks never overlap. */

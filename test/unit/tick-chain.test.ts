@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LocalSqsQueue } from '../../lib/local/local-sqs-queue.ts';
+import { DEDUPLICATION_INTERVAL_MS, LocalSqsQueue } from '../../lib/local/local-sqs-queue.ts';
 import { createLocalTickQueue } from '../../lib/local/queue-event-source.ts';
 import { deduplicationId, slotAt, successorSlot, tickFence } from '../../lib/tick/tick-slot.ts';
 import { parseTickTrigger, type TickMessage } from '../../lib/tick/tick-trigger.ts';
@@ -17,6 +17,7 @@ describe('tick slots', () => {
     assert.equal(successorSlot(3, 29_999, PERIOD), 4);
     assert.equal(successorSlot(7, 25_000, PERIOD), 8);
     assert.equal(deduplicationId(3), 'tick-3');
+    assert.equal(deduplicationId(3, 'restart'), 'restart-3');
   });
 
   it('the fencing token grows with the slot, then with the deliveries of one message', () => {
@@ -25,14 +26,21 @@ describe('tick slots', () => {
     assert.equal(tickFence(5, 5000), tickFence(5, 999));
   });
 
-  it('two chains on one queue merge within a period: the second send of a slot is dropped', async () => {
+  it('a restart is not dropped for a slot a lost chain sent; a chain and a restart merge within a period', async () => {
     const clock = new FakeClock({ wall: 1_000_000_000_000 });
     const queue = new LocalSqsQueue({ clock, delayMs: PERIOD, visibilityTimeoutMs: 12_000 });
     const ticks = createLocalTickQueue(queue);
+    // A chain that sent a slot and was lost (purged): the restart of that slot still goes out.
+    await ticks.send(slotAt(clock.now(), PERIOD) + 1, 'next');
+    queue.purge();
+    await ticks.send(slotAt(clock.now(), PERIOD) + 1, 'restart');
+    assert.equal(queue.peek().length, 1);
+    queue.purge();
+    await clock.advance(DEDUPLICATION_INTERVAL_MS);
     // A chain, and a second one started 4.3 s later (a redelivered message, or a keeper's restart).
-    await ticks.send(slotAt(clock.now(), PERIOD) + 1);
+    await ticks.send(slotAt(clock.now(), PERIOD) + 1, 'next');
     await clock.advance(4_300);
-    await ticks.send(slotAt(clock.now(), PERIOD) + 2);
+    await ticks.send(slotAt(clock.now(), PERIOD) + 1, 'restart');
     const processed: number[] = [];
     // Each tick takes 400 ms after its message arrives and sends its successor at once.
     for (let step = 0; step < 600; step++) {
@@ -40,7 +48,7 @@ describe('tick slots', () => {
       if (m) {
         const { slot } = JSON.parse(m.body) as TickMessage;
         processed.push(clock.now());
-        await ticks.send(successorSlot(slot, clock.now(), PERIOD));
+        await ticks.send(successorSlot(slot, clock.now(), PERIOD), 'next');
         await clock.advance(400);
         queue.deleteMessage(m.receiptHandle);
       } else {
