@@ -33,6 +33,8 @@ import { controlPlaneBinariesPresent } from '../lib/local/control-plane/binaries
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import {
+  type Cadence,
+  cadenceFromEnv,
   LocalDeployment,
   type PodSyncConcurrency,
   podSyncConcurrencyFromEnv,
@@ -123,6 +125,7 @@ async function run(): Promise<void> {
     // Refuse a bad configuration before starting anything.
     const config = loadConfig(process.env);
     const podSyncConcurrency = podSyncConcurrencyFromEnv(process.env);
+    const cadence = cadenceFromEnv(process.env);
     mkdirSync(dir, { recursive: true });
     const cluster = await useCluster(stops);
     if (stopping) return;
@@ -137,18 +140,26 @@ async function run(): Promise<void> {
         AWS_REGION: config.dynamodb.region,
       },
       podSyncConcurrency,
-      // pod-sync runs once per pod event: only its failures are worth a line.
+      cadence,
+      // pod-sync runs once per pod event, a tick every few seconds: only their failures are worth a line.
       onResult: (invocation, result) => {
         // At Ctrl-C every running invocation ends as crashed: expected, not news.
         if (quiet) return;
-        if (invocation.functionName !== 'pod-sync' || result.status !== 'ok') {
+        if (!['pod-sync', 'tick'].includes(invocation.functionName) || result.status !== 'ok') {
           say(`${invocation.functionName} ${invocation.requestId.slice(0, 8)} ended: ${result.status}`);
         }
       },
     });
     stops.push(() => deployment.stop({ abortRunning: true }));
     deployment.start();
-    sayHowToUse({ config, podSyncConcurrency, endpoint, kubeconfig, kubectlConfig: cluster.kubectlConfig });
+    sayHowToUse({
+      config,
+      cadence,
+      podSyncConcurrency,
+      endpoint,
+      kubeconfig,
+      kubectlConfig: cluster.kubectlConfig,
+    });
   } catch (err) {
     say(message(err));
     await shutdown(1);
@@ -195,14 +206,19 @@ async function useDynamoDb(config: Config, stops: Stops): Promise<string> {
 
 function sayHowToUse(running: {
   config: Config;
+  cadence: Cadence;
   podSyncConcurrency: PodSyncConcurrency;
   endpoint: string;
   kubeconfig: string;
   kubectlConfig: string;
 }): void {
-  const { config, podSyncConcurrency, endpoint, kubeconfig, kubectlConfig } = running;
+  const { config, cadence, podSyncConcurrency, endpoint, kubeconfig, kubectlConfig } = running;
+  const loops =
+    cadence === 'tick'
+      ? `a tick every ${config.node.leaseRenewIntervalMs / 1000} s (heartbeat, pod-watch, pod-status, reconcile)`
+      : 'heartbeat, pod-watch, pod-status and reconcile every minute';
   say(
-    `running heartbeat, pod-watch, pod-status and reconcile every minute and pod-sync on pod events (at most ${podSyncConcurrency} at once), for node(s) ${config.nodeNames.join(', ')}`,
+    `running ${loops} and pod-sync on pod events (at most ${podSyncConcurrency} at once), for node(s) ${config.nodeNames.join(', ')}`,
   );
   say(`try: kubectl --kubeconfig ${kubectlConfig} get nodes -o wide`);
   say(`     kubectl --kubeconfig ${kubectlConfig} apply -f examples/`);

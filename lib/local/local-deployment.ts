@@ -58,6 +58,19 @@ export function podSyncConcurrencyFromEnv(env: Record<string, string | undefined
  */
 export type Cadence = 'tick' | 'continuous';
 
+/** Environment variable of `npm start` that picks the cadence (serverless.yml's `cadence` parameter). */
+export const CADENCE_VARIABLE = 'SVK_LOCAL_CADENCE';
+
+/** Reads `SVK_LOCAL_CADENCE`: `tick` (unset or empty) or `continuous`; anything else is a ConfigError naming it. */
+export function cadenceFromEnv(env: Record<string, string | undefined>): Cadence {
+  const raw = env[CADENCE_VARIABLE]?.trim();
+  if (!raw) return 'tick';
+  if (raw === 'tick' || raw === 'continuous') return raw;
+  throw new ConfigError([
+    { variable: CADENCE_VARIABLE, message: `must be tick or continuous (got "${raw}")` },
+  ]);
+}
+
 /** The tick function's timeout in serverless.yml; the queue's visibility timeout is a little longer. */
 export const TICK_TIMEOUT_MS = 10_000;
 export const TICK_VISIBILITY_TIMEOUT_MS = 12_000;

@@ -13,6 +13,7 @@ const root = new URL('../..', import.meta.url).pathname;
 
 /** Each function's zip and its handler's file. */
 const BUNDLES = {
+  'tick.zip': 'functions/tick.mjs',
   'heartbeat.zip': 'functions/heartbeat.mjs',
   'podWatch.zip': 'functions/pod-watch.mjs',
   'podSync.zip': 'functions/pod-sync.mjs',
@@ -79,6 +80,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
 
   const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
   const FUNCTIONS = {
+    TickLambdaFunction: { role: 'TickRole', logGroup: 'TickLogGroup' },
     HeartbeatLambdaFunction: { role: 'HeartbeatRole', logGroup: 'HeartbeatLogGroup' },
     PodWatchLambdaFunction: { role: 'PodWatchRole', logGroup: 'PodWatchLogGroup' },
     PodSyncLambdaFunction: { role: 'PodSyncRole', logGroup: 'PodSyncLogGroup' },
@@ -118,6 +120,36 @@ describe('serverless package (offline, no AWS credentials)', () => {
     );
     assert.equal(rules.length, 1);
     assert.equal(rules[0]?.Properties.ScheduleExpression, 'rate(1 minute)');
+  });
+
+  it('chains the tick function through a FIFO queue, with a keeper schedule; the continuous schedules are off', () => {
+    const queue = resources.TickQueue?.Properties ?? {};
+    assert.equal(queue.FifoQueue, true);
+    assert.equal(queue.ContentBasedDeduplication, false, 'deduplication ids are the slots');
+    assert.equal(Number(queue.DelaySeconds), 10, 'one lease renew interval');
+    assert.equal(queue.RedrivePolicy, undefined, 'no dead-letter queue: it would end the chain');
+    const fn = resources.TickLambdaFunction?.Properties ?? {};
+    assert.equal(fn.Handler, 'functions/tick.handler');
+    assert.ok(
+      (fn.Timeout as number) < (queue.VisibilityTimeout as number),
+      'a tick ends before its message is delivered again',
+    );
+    const env = (fn.Environment as { Variables: Record<string, unknown> }).Variables;
+    assert.deepEqual(env.SVK_TICK_QUEUE_URL, { Ref: 'TickQueue' });
+    const [[, mapping] = []] = ofType('AWS::Lambda::EventSourceMapping');
+    assert.deepEqual(mapping?.Properties.EventSourceArn, { 'Fn::GetAtt': ['TickQueue', 'Arn'] });
+    assert.equal(mapping?.Properties.BatchSize, 1);
+    assert.equal(mapping?.Properties.Enabled, true);
+    const schedules = (fn: string) =>
+      ofType('AWS::Events::Rule').filter(
+        ([, r]) => JSON.stringify(r.Properties.Targets).includes(fn) && r.Properties.ScheduleExpression,
+      );
+    const [[, keeper] = []] = schedules('TickLambdaFunction');
+    assert.equal(keeper?.Properties.State, 'ENABLED');
+    for (const fn of ['Heartbeat', 'PodWatch', 'PodStatus', 'Reconcile']) {
+      const [[, rule] = []] = schedules(`${fn}LambdaFunction`);
+      assert.equal(rule?.Properties.State, 'DISABLED', `${fn}: deployed, not scheduled`);
+    }
   });
 
   it('schedules pod-watch and pod-status every minute, and triggers pod-sync from the pod event rule', () => {
@@ -230,6 +262,16 @@ describe('serverless package (offline, no AWS credentials)', () => {
       'sqs:SendMessage',
     ]);
     assert.deepEqual(byOwner('HeartbeatRole'), ['logs:CreateLogStream', 'logs:PutLogEvents']);
+    assert.deepEqual(byOwner('TickRole'), [
+      'dynamodb:Query',
+      'events:PutEvents',
+      'logs:CreateLogStream',
+      'logs:PutLogEvents',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ReceiveMessage',
+      'sqs:SendMessage',
+    ]);
     assert.deepEqual(byOwner('ClusterAccessPolicy'), [
       'eks:DescribeCluster',
       'kms:Decrypt',
@@ -250,6 +292,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.deepEqual(resourceOf('PodStatusRole', 'dynamodb:Query'), [
       { 'Fn::Sub': `$\{StateTable.Arn}/index/gsi1` },
     ]);
+    assert.deepEqual(resourceOf('TickRole', 'sqs:SendMessage'), [{ 'Fn::GetAtt': ['TickQueue', 'Arn'] }]);
     for (const [fn, { role, logGroup }] of Object.entries(FUNCTIONS)) {
       assert.deepEqual(resourceOf(role, 'logs:PutLogEvents'), [{ 'Fn::GetAtt': [logGroup, 'Arn'] }], fn);
     }

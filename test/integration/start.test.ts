@@ -157,7 +157,7 @@ describe('npm start', () => {
     // Readable logs: one formatted line per event, no raw JSON.
     assert.ok(
       s.stdout.some((l) =>
-        new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} INFO  heartbeat [0-9a-f]{8} node=${node} `).test(l),
+        new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} INFO  tick [0-9a-f]{8} node=${node} `).test(l),
       ),
       s.stdout.slice(0, 20).join('\n'),
     );
