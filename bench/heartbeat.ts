@@ -3,13 +3,17 @@
  * API requests per node-minute for 1, 100 and 1000 virtual nodes served by
  * one deployment, on a real local control plane and DynamoDB Local.
  *
- * Usage: npx tsx bench/heartbeat.ts [--nodes 1,100,1000] [--minutes 3]
+ * Usage: npx tsx bench/heartbeat.ts [--nodes 1,100,1000] [--minutes 3] [--cadence continuous,tick]
  *   A node count may set its own SVK_HEARTBEAT_MAX_PARALLEL: --nodes 1000@64.
  *
- * Each node count is its own deployment (fresh table, so its own heartbeat
- * lock; nodes `bench-<label>-<i>`) running the real handler of
- * functions/heartbeat.ts in the local Lambda runtime as in production: a
- * schedule every 60 s, timeout 130 s, so invocations overlap and hand over.
+ * Each node count and cadence is its own deployment (fresh table, so its
+ * own heartbeat lock; nodes `bench-<label>-<i>`) running the real handler in
+ * the local Lambda runtime as in production. continuous: functions/heartbeat.ts
+ * on a schedule every 60 s, timeout 130 s, so invocations overlap and hand
+ * over. tick: functions/tick.ts with SVK_TICK_PARTS=heartbeat (the heartbeat
+ * part alone, as a large deployment splits it off) behind the in-process FIFO
+ * queue (10 s delay, 12 s visibility timeout) and its keeper, as
+ * LocalDeployment runs it.
  * Everything is measured from outside the code under test:
  * - renewal gaps: a watch on kube-node-lease; a gap is the difference between
  *   consecutive renewTimes of one lease;
@@ -34,9 +38,10 @@ import { createHeartbeatHandler } from '../functions/heartbeat.ts';
 import { createKubeClients, type KubeClients, loadKubeConfig } from '../lib/kube/client.ts';
 import { type ControlPlane, startControlPlane } from '../lib/local/control-plane.ts';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
-import { LocalLambdaRuntime } from '../lib/local/lambda-runtime.ts';
+import { type InvocationResult, LocalLambdaRuntime } from '../lib/local/lambda-runtime.ts';
+import { type Cadence, LocalDeployment } from '../lib/local/local-deployment.ts';
 import { lockKey } from '../lib/lock/dynamodb-lock-store.ts';
-import { HEARTBEAT_LOCK, type HeartbeatResult } from '../lib/node/heartbeat.ts';
+import { HEARTBEAT_LOCK } from '../lib/node/heartbeat.ts';
 import { NODE_LEASE_NAMESPACE } from '../lib/node/node-lease.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
@@ -69,30 +74,45 @@ function log(line: string): void {
 interface RunSpec {
   nodes: number;
   maxParallel: number;
-  /** Node-name infix: `1000`, or `1000p64` for a non-default parallelism. */
+  cadence: Cadence;
+  /** Node-name infix: `c1000` (continuous) or `t1000` (tick), with `p64` for a non-default parallelism. */
   label: string;
+}
+
+function parseCadences(raw: string): Cadence[] {
+  const cadences = raw.split(',').map((c) => c.trim());
+  for (const c of cadences) {
+    if (c !== 'tick' && c !== 'continuous') throw new Error(`--cadence: "${c}" is not tick or continuous`);
+  }
+  return cadences as Cadence[];
 }
 
 function parseOptions(argv: string[]): { runs: RunSpec[]; minutes: number } {
   const { values } = parseArgs({
     args: argv,
-    options: { nodes: { type: 'string', default: '1,100,1000' }, minutes: { type: 'string', default: '3' } },
+    options: {
+      nodes: { type: 'string', default: '1,100,1000' },
+      minutes: { type: 'string', default: '3' },
+      cadence: { type: 'string', default: 'continuous,tick' },
+    },
   });
+  const cadences = parseCadences(values.cadence);
   const minutes = Number(values.minutes);
   // The first minute is warm-up (registration), so the steady state needs more.
   if (!(minutes > 1)) throw new Error(`--minutes must be a number above 1, got "${values.minutes}"`);
-  const runs = values.nodes.split(',').map((part): RunSpec => {
+  const runs = values.nodes.split(',').flatMap((part): RunSpec[] => {
     const match = /^\s*(\d+)(?:@(\d+))?\s*$/.exec(part);
     const nodes = Number(match?.[1]);
     const maxParallel = match?.[2] === undefined ? DEFAULT_MAX_PARALLEL : Number(match[2]);
     if (!match || !(nodes >= 1) || !(maxParallel >= 1 && maxParallel <= 256)) {
       throw new Error(`--nodes: "${part}" is not N or N@parallel (1 <= parallel <= 256)`);
     }
-    return {
+    return cadences.map((cadence) => ({
       nodes,
       maxParallel,
-      label: maxParallel === DEFAULT_MAX_PARALLEL ? `${nodes}` : `${nodes}p${maxParallel}`,
-    };
+      cadence,
+      label: `${cadence[0]}${nodes}${maxParallel === DEFAULT_MAX_PARALLEL ? '' : `p${maxParallel}`}`,
+    }));
   });
   if (new Set(runs.map((r) => r.label)).size !== runs.length) throw new Error('--nodes: a run is repeated');
   return { runs, minutes };
@@ -357,6 +377,7 @@ function percentile(sorted: readonly number[], p: number): number {
 
 interface RunFigures {
   label: string;
+  cadence: Cadence;
   nodes: number;
   maxParallel: number;
   minutes: number;
@@ -501,34 +522,56 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
   }, LOCK_POLL_MS);
 
   const invocations: Record<string, number> = {};
-  const runtime = new LocalLambdaRuntime({
-    onResult: (_, result) => {
-      // middy answers with a TimeoutError just before the deadline when the handler has not returned.
-      const pastDeadline =
-        result.status === 'error' && (result.error as Error | undefined)?.name === 'TimeoutError';
-      const key = pastDeadline
-        ? 'past deadline'
-        : result.status === 'ok'
-          ? `${(result.result as HeartbeatResult).role} ok`
-          : result.status;
-      invocations[key] = (invocations[key] ?? 0) + 1;
-      if (result.status === 'error' || result.status === 'timeout')
-        log(`invocation ${result.status}: ${String(result.error)}`);
-    },
-  });
-  // The real handler; tracked only so that clean-up waits for invocations that were told to stop.
-  const handler = createHeartbeatHandler(env);
+  const onResult = (_: unknown, result: InvocationResult) => {
+    // middy answers with a TimeoutError just before the deadline when the handler has not returned.
+    const pastDeadline =
+      result.status === 'error' && (result.error as Error | undefined)?.name === 'TimeoutError';
+    const key = pastDeadline
+      ? 'past deadline'
+      : result.status === 'ok'
+        ? `${(result.result as { role?: string; trigger?: string }).role ?? (result.result as { trigger?: string }).trigger} ok`
+        : result.status;
+    invocations[key] = (invocations[key] ?? 0) + 1;
+    if (result.status === 'error' || result.status === 'timeout')
+      log(`invocation ${result.status}: ${String(result.error)}`);
+  };
   const pending = new Set<Promise<unknown>>();
-  runtime.register({
-    name: 'heartbeat',
-    timeoutMs: TIMEOUT_MS,
-    handler: (event: never, context: Context) => {
-      const running = handler(event, context);
-      pending.add(running);
-      void running.catch(() => undefined).finally(() => pending.delete(running));
-      return running;
-    },
-  });
+  let start: () => { stop(): Promise<void> };
+  if (spec.cadence === 'tick') {
+    const deployment = new LocalDeployment({
+      env: { ...env, SVK_TICK_PARTS: 'heartbeat' },
+      cadence: 'tick',
+      rateMs: RATE_MS,
+      onResult,
+    });
+    start = () => {
+      deployment.start();
+      return { stop: () => deployment.stop({ abortRunning: true }) };
+    };
+  } else {
+    const runtime = new LocalLambdaRuntime({ onResult });
+    // The real handler; tracked only so that clean-up waits for invocations that were told to stop.
+    const handler = createHeartbeatHandler(env);
+    runtime.register({
+      name: 'heartbeat',
+      timeoutMs: TIMEOUT_MS,
+      handler: (event: never, context: Context) => {
+        const running = handler(event, context);
+        pending.add(running);
+        void running.catch(() => undefined).finally(() => pending.delete(running));
+        return running;
+      },
+    });
+    start = () => {
+      const schedule = runtime.schedule('heartbeat', { rateMs: RATE_MS, startImmediately: true });
+      return {
+        stop: async () => {
+          schedule.stop();
+          await runtime.stopAll({ abortRunning: true });
+        },
+      };
+    };
+  }
 
   recorder.take();
   let rssPeak = 0;
@@ -537,7 +580,7 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
   const cpuBefore = cpuSnapshot(envt.pids);
   const t0 = performance.now();
   const wallStart = Date.now();
-  const schedule = runtime.schedule('heartbeat', { rateMs: RATE_MS, startImmediately: true });
+  const running = start();
   const sampler = setInterval(() => {
     const m = process.memoryUsage();
     rssPeak = Math.max(rssPeak, m.rss);
@@ -568,11 +611,10 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
     cpuAfter = cpuSnapshot(envt.pids);
     apiserverAfter = await scrapeRequestTotals(admin.config, controlPlane.server);
   } finally {
-    schedule.stop();
     clearInterval(sampler);
     clearInterval(progress);
     clearInterval(lockPoll);
-    await runtime.stopAll({ abortRunning: true });
+    await running.stop();
     // Aborted in process, a handler still finishes its in-flight requests (each bounded by 5 s).
     await Promise.race([Promise.allSettled([...pending]), delay(30_000)]);
     leaseWatch.stop();
@@ -644,6 +686,7 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
   const apiserver = Object.fromEntries(diffTotals(apiserverAfter, apiserverBefore));
   const figures: RunFigures = {
     label: spec.label,
+    cadence: spec.cadence,
     nodes: spec.nodes,
     maxParallel: spec.maxParallel,
     minutes,
@@ -740,6 +783,7 @@ function report(runs: readonly RunFigures[]): string {
     count / r.nodes / ((toS - fromS) / 60);
   const renewalTable = table(
     [
+      'cadence',
       'nodes',
       'max parallel',
       'renewals',
@@ -756,6 +800,7 @@ function report(runs: readonly RunFigures[]): string {
       'hand-overs at (s)',
     ],
     runs.map((r) => [
+      r.cadence,
       String(r.nodes),
       String(r.maxParallel),
       String(r.renewals),
@@ -774,6 +819,7 @@ function report(runs: readonly RunFigures[]): string {
   );
   const requestTable = table(
     [
+      'cadence',
       'nodes',
       'window (s)',
       'total',
@@ -790,8 +836,9 @@ function report(runs: readonly RunFigures[]): string {
       const rate = (n: number) => f2(perNodeMinute(n, r, fromS, toS));
       const total = perNodeMinute(sum(counts), r, fromS, toS);
       return [
+        r.cadence,
         String(r.nodes) + (r.maxParallel === DEFAULT_MAX_PARALLEL ? '' : ` @${r.maxParallel}`),
-        `${fromS.toFixed(0)}-${toS.toFixed(0)}${r.steady.aligned ? '' : ' *'}`,
+        `${fromS.toFixed(0)}-${toS.toFixed(0)}${r.steady.aligned || r.cadence === 'tick' ? '' : ' *'}`,
         f2(total),
         rate(counts['lease PUT']),
         rate(counts['lease GET']),
@@ -805,7 +852,7 @@ function report(runs: readonly RunFigures[]): string {
   );
   const costTable = table(
     [
-      'nodes',
+      'run',
       'requests (run)',
       'failed (no answer, 5xx, 429)',
       'lease PUT latency p50/p99 (ms)',
@@ -820,7 +867,7 @@ function report(runs: readonly RunFigures[]): string {
       'of which others %',
     ],
     runs.map((r) => [
-      String(r.nodes) + (r.maxParallel === DEFAULT_MAX_PARALLEL ? '' : ` @${r.maxParallel}`),
+      r.label,
       String(sum(r.total)),
       String(r.failedRequests),
       `${f1(r.leasePutLatencyMs.p50)} / ${f1(r.leasePutLatencyMs.p99)}`,
@@ -872,7 +919,7 @@ function report(runs: readonly RunFigures[]): string {
     '',
     requestTable,
     '',
-    '`*`: fewer than two hand-overs seen, so the window is [60 s, end] instead of whole holder periods.',
+    '`*`: fewer than two hand-overs seen, so the window is [60 s, end] instead of whole holder periods (tick: always [60 s, end], there are no hand-overs).',
     '',
     '### Cost (averages over the whole run; CPU in % of one core)',
     '',
@@ -950,7 +997,9 @@ async function main(): Promise<void> {
 
     const results: RunFigures[] = [];
     for (const spec of runs) {
-      log(`run ${spec.label}: ${spec.nodes} nodes, max parallel ${spec.maxParallel}, ${minutes} min`);
+      log(
+        `run ${spec.label}: ${spec.cadence}, ${spec.nodes} nodes, max parallel ${spec.maxParallel}, ${minutes} min`,
+      );
       const figures = await runOnce(envt, spec, minutes);
       results.push(figures);
       log(
