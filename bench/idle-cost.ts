@@ -132,6 +132,8 @@ interface InvocationRecord {
   /** This process's CPU time (ms) while the invocation ran. */
   cpuMs?: number;
   status?: string;
+  /** A tick's time per part (TickRunResult.partMs). */
+  partMs?: Record<string, number>;
 }
 
 /** The bytes the functions write to stdout (their log lines and EMF metrics), by function. */
@@ -254,6 +256,10 @@ async function runOnce(
       r.end = performance.now();
       r.cpuMs = cpuMsSince(r.cpuAtStart);
       r.status = result.status;
+      if (result.status === 'ok' && invocation.functionName === 'tick') {
+        const partMs = (result.result as { partMs?: Record<string, number> }).partMs;
+        if (partMs) r.partMs = partMs;
+      }
     },
   });
   // Every invocation goes through the runtime's invoke (schedules, the event source, the bus).
@@ -428,6 +434,16 @@ function measureRates(m: {
     billed[r.fn] = (billed[r.fn] ?? 0) + b * share;
     gbSeconds[r.fn] = (gbSeconds[r.fn] ?? 0) + per(((b * share) / 1000) * (memory / 1024));
   }
+  const partTotals = new Map<string, { ms: number; n: number }>();
+  for (const r of m.records) {
+    if (!r.partMs || r.start < m.from || (r.end ?? m.to) > m.to) continue;
+    for (const [part, ms] of Object.entries(r.partMs)) {
+      const t = partTotals.get(part) ?? { ms: 0, n: 0 };
+      t.ms += ms;
+      t.n++;
+      partTotals.set(part, t);
+    }
+  }
   const mean = (totals: Record<string, number>) =>
     Object.fromEntries(
       Object.entries(totals).map(([fn, t]) => [fn, t / Math.max(1e-9, (invocations[fn] ?? 0) * m.minutes)]),
@@ -456,6 +472,7 @@ function measureRates(m: {
     eventBridgeEntries: per(m.entries),
     scheduledInvocations: scheduled,
     logBytes: Object.fromEntries([...m.logs].map(([k, v]) => [k, per(v)])),
+    tickPartMs: Object.fromEntries([...partTotals].map(([k, t]) => [k, t.ms / t.n])),
   };
 }
 
@@ -723,6 +740,9 @@ function report(runs: RunResult[], figures: CostFigures | undefined): string {
   const kubeRows = runs.map((r) => [
     r.cadence,
     String(r.nodes),
+    Object.entries(r.rates.tickPartMs)
+      .map(([k, v]) => `${k} ${fixed(v, 0)}`)
+      .join(', ') || '-',
     Object.entries(r.rates.kube)
       .sort(([, a], [, b]) => b - a)
       .map(([k, v]) => `${k} ${n2(v / r.nodes)}`)
@@ -733,7 +753,7 @@ function report(runs: RunResult[], figures: CostFigures | undefined): string {
       .join(', '),
   ]);
   const kube = markdownTable(
-    ['cadence', 'nodes', 'API requests per node-minute', 'DynamoDB requests per minute'],
+    ['cadence', 'nodes', 'tick parts (ms)', 'API requests per node-minute', 'DynamoDB requests per minute'],
     kubeRows,
   );
   const crashRows = runs

@@ -136,7 +136,10 @@ export class PodWatchTick {
       });
       result.watches++;
       result.published += drained.published;
-      if (drained.publishedResourceVersion !== state.resourceVersion || drained.bookmarked) {
+      // Fresh: the server moved it on, or, asked for its bookmark, sent none: its pods have not
+      // changed since this resourceVersion (a 1.20 watch cache sends a bookmark only past it).
+      const awaited = drained.end === 'closed' && !churning && !drained.bookmarked;
+      if (drained.publishedResourceVersion !== state.resourceVersion || drained.bookmarked || awaited) {
         state.freshAt = clock.monotonic();
       }
       state.resourceVersion = drained.publishedResourceVersion;

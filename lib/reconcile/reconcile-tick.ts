@@ -43,6 +43,7 @@ export interface ReconcileTickOptions {
 export class ReconcileTick {
   readonly #deps: Dependencies;
   readonly #locks: LockManager;
+  readonly #ttlMs: number;
   #handle: LockHandle | undefined;
   #electedAt = 0;
   #led = false;
@@ -50,6 +51,7 @@ export class ReconcileTick {
 
   constructor(deps: Dependencies, options: ReconcileTickOptions) {
     this.#deps = deps;
+    this.#ttlMs = options.lockTtlMs;
     this.#locks = new LockManager({
       store: deps.lockStore,
       owner: `tick/${randomUUID().slice(0, 8)}`,
@@ -100,6 +102,9 @@ export class ReconcileTick {
   /** The held lock renewed, a new one taken, undefined while another holds it, or why not to campaign. */
   async #hold(log: Logger): Promise<LockHandle | ReconcileTickResult | undefined> {
     if (this.#handle) {
+      // Renewed once a third of its TTL has passed: every other tick or so, not every tick.
+      const left = this.#handle.validUntil - this.#deps.clock.monotonic();
+      if (left > (this.#ttlMs * 2) / 3) return this.#handle;
       try {
         await this.#locks.renew(this.#handle);
         return this.#handle;

@@ -28,6 +28,8 @@ export interface TickRunResult {
   gate?: TickGate;
   /** Each part's result, or the error that ended it. */
   parts: Record<string, unknown>;
+  /** How long each part took (ms). */
+  partMs: Record<string, number>;
 }
 
 export interface TickOptions {
@@ -62,7 +64,7 @@ export async function tick(
   const { clock, config } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
   const periodMs = config.node.leaseRenewIntervalMs;
-  const result: TickRunResult = { trigger: trigger.kind, parts: {} };
+  const result: TickRunResult = { trigger: trigger.kind, parts: {}, partMs: {} };
   let chainError: unknown;
   let sending: Promise<void>;
   if (trigger.kind === 'chain') {
@@ -102,6 +104,7 @@ export async function tick(
   const work = parts.work(gate, trigger.kind === 'keeper' ? ['heartbeat'] : config.tick.parts);
   await Promise.all(
     work.map(async ({ name, run }) => {
+      const started = clock.monotonic();
       try {
         result.parts[name] = await run({
           stop,
@@ -113,6 +116,7 @@ export async function tick(
         if (!stop.aborted) log.warn({ err, part: name }, 'tick part failed; the next tick tries again');
         result.parts[name] = { error: errorMessage(err) };
       }
+      result.partMs[name] = Math.round(clock.monotonic() - started);
     }),
   );
   await sending;
@@ -161,6 +165,7 @@ function logTick(log: Logger, result: TickRunResult): void {
     successor: result.successor,
     chain: result.chain,
     gate: result.gate,
+    partMs: result.partMs,
     ...(failed.length > 0 ? { failed } : {}),
   };
   if (result.chain === 'restarted') log.warn(fields, 'no tick chain in the queue: started one');

@@ -83,7 +83,6 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
     const needed: V1ResourceAttributes[] = [
       { resource: 'nodes', verb: 'create' },
       { resource: 'nodes', verb: 'get' },
-      { resource: 'nodes', verb: 'list' },
       { resource: 'nodes', verb: 'patch' },
       { resource: 'nodes', verb: 'delete' },
       { resource: 'nodes', subresource: 'status', verb: 'patch' },
@@ -130,6 +129,7 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
       { resource: 'pods', subresource: 'exec', namespace: ns, verb: 'create' },
       { resource: 'pods', subresource: 'eviction', namespace: ns, verb: 'create' },
       { resource: 'nodes', verb: 'update' },
+      { resource: 'nodes', verb: 'list' },
       { resource: 'nodes', verb: 'watch' },
       { resource: 'nodes', subresource: 'status', verb: 'update' },
       { group: 'coordination.k8s.io', resource: 'leases', namespace: NODE_LEASE_NAMESPACE, verb: 'list' },
