@@ -184,6 +184,8 @@ interface RunRates {
   eventBridgeEntries: number;
   scheduledInvocations: number;
   logBytes: Record<string, number>;
+  /** Mean time of each tick part (ms), over the ticks that ran it. */
+  tickPartMs: Record<string, number>;
 }
 
 /** The next invocation `pick` accepts is killed as it starts; `at` says when (epoch ms). */
