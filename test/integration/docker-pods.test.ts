@@ -67,10 +67,15 @@ describe('docker provider: pod lifecycle on a real engine', () => {
 
   it('refuses a pod it cannot run, naming every reason, and creates nothing', async () => {
     const ns = uniqueName('ns');
-    const pod = shellPod(ns, 'host', { main: 'true' }, {
-      hostNetwork: true,
-      volumes: [{ name: 'h', hostPath: { path: '/etc' } }],
-    });
+    const pod = shellPod(
+      ns,
+      'host',
+      { main: 'true' },
+      {
+        hostNetwork: true,
+        volumes: [{ name: 'h', hostPath: { path: '/etc' } }],
+      },
+    );
     const main = pod.spec?.containers[0];
     if (main) main.securityContext = { privileged: true };
     await assert.rejects(provider.createPod(pod), (err: unknown) => {
@@ -93,8 +98,12 @@ describe('docker provider: pod lifecycle on a real engine', () => {
         restartPolicy: 'Always',
         volumes: [{ name: 'work', emptyDir: {} }],
         initContainers: [
-          shellContainer('first', 'echo first >> /work/order', { volumeMounts: [{ name: 'work', mountPath: '/work' }] }),
-          shellContainer('second', 'echo second >> /work/order', { volumeMounts: [{ name: 'work', mountPath: '/work' }] }),
+          shellContainer('first', 'echo first >> /work/order', {
+            volumeMounts: [{ name: 'work', mountPath: '/work' }],
+          }),
+          shellContainer('second', 'echo second >> /work/order', {
+            volumeMounts: [{ name: 'work', mountPath: '/work' }],
+          }),
         ],
       },
     );
@@ -118,7 +127,12 @@ describe('docker provider: pod lifecycle on a real engine', () => {
 
   it('fails a pod whose init container fails under restartPolicy Never, and never starts its app containers', async () => {
     const ns = uniqueName('ns');
-    const pod = shellPod(ns, 'initfail', { main: 'sleep 3600' }, { initContainers: [shellContainer('setup', 'exit 7')] });
+    const pod = shellPod(
+      ns,
+      'initfail',
+      { main: 'sleep 3600' },
+      { initContainers: [shellContainer('setup', 'exit 7')] },
+    );
     created.push(pod);
     await provider.createPod(pod);
     const failed = await waitForPod(provider, pod, (p) => p.status?.phase === 'Failed', 'initfail Failed');
@@ -134,13 +148,24 @@ describe('docker provider: pod lifecycle on a real engine', () => {
       ns,
       'pair',
       {
-        server: 'echo shared > /data/file; echo hello-from-server > /www/index.html; httpd -f -p 8080 -h /www',
+        server:
+          'echo shared > /data/file; echo hello-from-server > /www/index.html; httpd -f -p 8080 -h /www',
         client:
           'until wget -qO- http://localhost:8080/index.html; do sleep 0.2; done; until cat /data/file; do sleep 0.2; done; sleep 3600',
       },
-      { restartPolicy: 'Always', volumes: [{ name: 'data', emptyDir: {} }, { name: 'mem', emptyDir: { medium: 'Memory' } }] },
+      {
+        restartPolicy: 'Always',
+        volumes: [
+          { name: 'data', emptyDir: {} },
+          { name: 'mem', emptyDir: { medium: 'Memory' } },
+        ],
+      },
     );
-    for (const c of pod.spec?.containers ?? []) c.volumeMounts = [{ name: 'data', mountPath: '/data' }, { name: 'mem', mountPath: '/www' }];
+    for (const c of pod.spec?.containers ?? [])
+      c.volumeMounts = [
+        { name: 'data', mountPath: '/data' },
+        { name: 'mem', mountPath: '/www' },
+      ];
     created.push(pod);
     await provider.createPod(pod);
     await waitForPod(provider, pod, (p) => p.status?.phase === 'Running', 'pair Running');
@@ -167,12 +192,17 @@ describe('docker provider: pod lifecycle on a real engine', () => {
     await assert.rejects(provider.deletePod(a), (err: unknown) => isProviderNotFound(err));
     const stale = { ...b, metadata: { ...b.metadata, uid: 'not-the-uid' } };
     await assert.rejects(provider.deletePod(stale), (err: unknown) => isProviderNotFound(err));
-    assert.equal((await engineContainers(docker, b.metadata?.uid ?? '')).length, 2, 'another uid is untouched');
+    assert.equal(
+      (await engineContainers(docker, b.metadata?.uid ?? '')).length,
+      2,
+      'another uid is untouched',
+    );
   });
 
   async function readLog(pod: Parameters<typeof provider.deletePod>[0], container: string): Promise<string> {
     let text = '';
-    for await (const chunk of await provider.containerLogs(pod, container, {})) text += Buffer.from(chunk).toString();
+    for await (const chunk of await provider.containerLogs(pod, container, {}))
+      text += Buffer.from(chunk).toString();
     return text;
   }
 });

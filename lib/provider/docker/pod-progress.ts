@@ -69,11 +69,17 @@ export function podProgress(pod: ObservedPod, plan: PodPlan, now: number): PodPr
     containers,
     initFailed,
     initialized,
-    garbage: [
-      ...plan.initContainers.map((c) => ['init', c] as const),
-      ...plan.containers.map((c) => ['app', c] as const),
-    ].flatMap(([role, c]) => instancesOf(pod, role, c.name).slice(2)),
+    garbage: garbage(pod, [...initContainers, ...containers]),
   };
+}
+
+/**
+ * Instances no status or log needs: all but the newest two of a container
+ * (the current one and the previous one, for lastState and `previous` logs),
+ * or all but the newest one when a new instance is about to replace it.
+ */
+function garbage(pod: ObservedPod, views: readonly ContainerView[]): Instance[] {
+  return views.flatMap((v) => instancesOf(pod, v.role, v.plan.name).slice(v.step.kind === 'create' ? 1 : 2));
 }
 
 function containerView(
