@@ -1,3 +1,4 @@
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { NodeProvider, PodProvider } from '../provider.ts';
@@ -66,10 +67,15 @@ export async function createProviders(
   };
 }
 
-function secretsManagerReader(region: string): SecretReader {
+/**
+ * GetSecretValue through `client`, or a client for `region` (the default
+ * credential chain) created on first use: the SDK loads only for a tcp://
+ * engine whose TLS material is in a secret.
+ */
+export function secretsManagerReader(region: string, client?: SecretsManagerClient): SecretReader {
   return async (secretId) => {
     const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-    const out = await new SecretsManagerClient({ region }).send(
+    const out = await (client ?? new SecretsManagerClient({ region })).send(
       new GetSecretValueCommand({ SecretId: secretId }),
     );
     if (out.SecretString) return out.SecretString;
