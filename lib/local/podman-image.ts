@@ -13,7 +13,11 @@ export const BUSYBOX = '/bin/busybox';
  * use, and the Docker provider's default infra image, so that nothing is
  * ever pulled (there is no registry access here).
  */
-export const BUSYBOX_TAGS = ['docker.io/library/busybox:latest', 'docker.io/library/busybox:1.36'];
+export const BUSYBOX_TAGS = [
+  'docker.io/library/busybox:latest',
+  'docker.io/library/busybox:1.36',
+  'public.ecr.aws/docker/library/busybox:1.36',
+];
 /**
  * The pod infra ("pause") image: the same busybox filesystem whose command
  * sleeps until it is signalled, under the name the Docker provider uses by
