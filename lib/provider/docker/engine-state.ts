@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { mapSettledLimit } from '../../util/map-limit.ts';
 import { isEngineNotFound } from './engine-errors.ts';
 import { isRole, LABELS, labelFilter } from './names.ts';
 import type { InfraInstance, Instance, ObservedPod } from './observed-pod.ts';
@@ -12,6 +13,9 @@ import { planFromEnv } from './pod-plan-codec.ts';
  * says of a container stays true for as long as the list shows the same
  * state: polling a node with a hundred stable pods costs one request.
  */
+/** Inspections in flight at once (a cold process inspects every container of a node once). */
+const INSPECT_PARALLEL = 16;
+
 export class EngineState {
   private readonly inspected = new Map<string, { state: string; info: Docker.ContainerInspectInfo }>();
 
@@ -29,32 +33,38 @@ export class EngineState {
       ...(signal ? { abortSignal: signal } : {}),
     });
     const pods = new Map<string, ObservedPod>();
-    await Promise.all(
-      listed.map(async (summary) => {
-        const l = summary.Labels ?? {};
-        const uid = l[LABELS.uid];
-        const role = l[LABELS.role];
-        if (!uid || !isRole(role)) return;
-        const pod = pods.get(uid) ?? {
-          uid,
-          namespace: l[LABELS.namespace] ?? '',
-          name: l[LABELS.name] ?? '',
-          node: l[LABELS.node] ?? '',
-          instances: [],
-        };
-        pods.set(uid, pod);
-        if (role === 'deleting') {
-          const deadline = Date.parse(l[LABELS.deadline] ?? '');
-          pod.deleting = { deadline: Number.isFinite(deadline) ? deadline : 0 };
-          return;
-        }
-        const info = await this.inspect(summary, signal);
-        if (!info) return;
-        const instance = toInstance(summary, info, role);
-        if (role === 'infra') pod.infra = { ...instance, ...infraDetails(info, this.network), role: 'infra' };
-        else pod.instances.push(instance);
-      }),
+    const ours = listed.filter((c) => c.Labels?.[LABELS.uid] && isRole(c.Labels?.[LABELS.role]));
+    for (const summary of ours) {
+      const l = summary.Labels;
+      const uid = l[LABELS.uid] ?? '';
+      const pod = pods.get(uid) ?? {
+        uid,
+        namespace: l[LABELS.namespace] ?? '',
+        name: l[LABELS.name] ?? '',
+        node: l[LABELS.node] ?? '',
+        instances: [],
+      };
+      pods.set(uid, pod);
+      if (l[LABELS.role] === 'deleting') {
+        const deadline = Date.parse(l[LABELS.deadline] ?? '');
+        pod.deleting = { deadline: Number.isFinite(deadline) ? deadline : 0 };
+      }
+    }
+    const inspected = await mapSettledLimit(
+      ours.filter((c) => c.Labels[LABELS.role] !== 'deleting'),
+      INSPECT_PARALLEL,
+      async (summary) => ({ summary, info: await this.inspect(summary, signal) }),
     );
+    for (const result of inspected) {
+      if (result.status === 'rejected') throw result.reason;
+      const { summary, info } = result.value;
+      const role = summary.Labels[LABELS.role];
+      const pod = pods.get(summary.Labels[LABELS.uid] ?? '');
+      if (!info || !pod || !isRole(role)) continue;
+      const instance = toInstance(summary, info, role);
+      if (role === 'infra') pod.infra = { ...instance, ...infraDetails(info, this.network), role: 'infra' };
+      else pod.instances.push(instance);
+    }
     return pods;
   }
 
