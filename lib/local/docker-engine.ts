@@ -1,5 +1,6 @@
 import { createEngineClient } from '../provider/docker/engine-client.ts';
 import { parseDockerSettings } from '../provider/docker/settings.ts';
+import { errorMessage } from '../util/error-message.ts';
 
 /** How long `npm start` waits for a Docker-compatible engine to answer. */
 const PING_TIMEOUT_MS = 2_000;
@@ -43,7 +44,7 @@ export async function localProvider(
   } catch (err) {
     return {
       provider: 'mock',
-      reason: `no Docker-compatible engine answers at ${where} (${err instanceof Error ? err.message : String(err)})`,
+      reason: `no Docker-compatible engine answers at ${where} (${errorMessage(err)})`,
     };
   }
 }

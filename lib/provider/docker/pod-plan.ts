@@ -1,5 +1,5 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { parseQuantity } from '../../pod/pod-env.ts';
+import { parseQuantity } from '../../kube/quantity.ts';
 import type { PodIdentity } from './names.ts';
 import { isServiceAccountTokenVolume } from './pod-support.ts';
 
