@@ -57,6 +57,8 @@ export interface PodmanService {
   dir: string;
   /** The environment a `podman` command needs to address this instance. */
   env: NodeJS.ProcessEnv;
+  /** The service's process id (for memory figures). */
+  servicePid: number;
   /** Removes everything the instance created and stops it. Idempotent. */
   stop(): Promise<void>;
 }
@@ -101,6 +103,7 @@ export async function startPodman(options: StartPodmanOptions): Promise<PodmanSe
     subnet: slot.subnet,
     dir: layout.dir,
     env,
+    servicePid: child?.pid ?? 0,
     stop: () => {
       stopping = true;
       return stop();
