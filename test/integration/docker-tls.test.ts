@@ -96,8 +96,12 @@ describe('docker provider: a remote engine over TLS with client certificates', (
       credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'example' },
       requestHandler: {
         handle: async (request: { body?: unknown; headers: Record<string, string> }) => {
+          const raw = request.body;
+          // The SDK's body answers string methods with a warning: read its bytes.
           const body =
-            request.body instanceof Uint8Array ? Buffer.from(request.body).toString('utf8') : request.body;
+            raw instanceof Uint8Array
+              ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8')
+              : raw;
           asked.push(`${request.headers['x-amz-target']} ${String(body)}`);
           return {
             response: {
