@@ -6,12 +6,16 @@ import { after, before, describe, it } from 'node:test';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { systemClock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
-import { createProviders, secretsManagerReader } from '../../lib/provider/docker/factory.ts';
+import {
+  createDockerProviders,
+  type DockerProviderContext,
+  secretsManagerReader,
+} from '../../lib/provider/docker/factory.ts';
 import { parseDockerSettings } from '../../lib/provider/docker/settings.ts';
 import { containerStatus, readAll, shellPod } from '../support/docker.ts';
 import { startTlsEngine, type TlsEngine } from '../support/docker-tls.ts';
 import { testEnv } from '../support/env.ts';
-import { uniqueName, waitFor } from '../support/kube.ts';
+import { kubeletClients, uniqueName, waitFor } from '../support/kube.ts';
 
 /**
  * A remote engine over TLS with client certificates: stunnel in front of the
@@ -31,19 +35,17 @@ describe('docker provider: a remote engine over TLS with client certificates', (
     await engine?.stop();
   });
 
-  function context(readSecret?: (id: string) => Promise<string>) {
-    return {
-      config: {
-        node: { capacity: { cpu: '4', memory: '8Gi', pods: '20' }, operatingSystem: 'linux' },
-        pods: { maxParallel: 4 },
-      },
-      clock: systemClock,
-      log: createLogger({ level: 'silent' }),
-      region: 'local',
-      kubeletVersion: 'v1.20.2-svk',
-      ...(readSecret ? { readSecret } : {}),
-    };
-  }
+  const context: DockerProviderContext = {
+    config: {
+      node: { capacity: { cpu: '4', memory: '8Gi', pods: '20' }, operatingSystem: 'linux' },
+      pods: { maxParallel: 4 },
+    },
+    clock: systemClock,
+    log: createLogger({ level: 'silent' }),
+    region: 'local',
+    kubeletVersion: 'v1.20.2-svk',
+    kube: kubeletClients(env),
+  };
 
   function settings(vars: Record<string, string>) {
     const parsed = parseDockerSettings({
@@ -56,9 +58,9 @@ describe('docker provider: a remote engine over TLS with client certificates', (
   }
 
   it('runs a pod and reads its log through the TLS endpoint with certificates from a directory', async () => {
-    const { nodeProvider, podProvider } = await createProviders(
+    const { nodeProvider, podProvider } = await createDockerProviders(
       settings({ SVK_DOCKER_CERT_PATH: engine.certPath }),
-      context(),
+      context,
     );
     await nodeProvider.ping('vk-tls');
     const status = await nodeProvider.nodeStatus('vk-tls');
@@ -115,9 +117,10 @@ describe('docker provider: a remote engine over TLS with client certificates', (
         },
       },
     });
-    const { nodeProvider } = await createProviders(
+    const { nodeProvider } = await createDockerProviders(
       settings({ SVK_DOCKER_TLS_SECRET: 'engine-tls' }),
-      context(secretsManagerReader('us-east-1', client)),
+      context,
+      { readSecret: secretsManagerReader('us-east-1', client) },
     );
     await nodeProvider.ping('vk-tls');
     assert.equal(asked.length, 1);
@@ -125,9 +128,9 @@ describe('docker provider: a remote engine over TLS with client certificates', (
   });
 
   it('is refused by the engine without a certificate it trusts', async () => {
-    const { nodeProvider } = await createProviders(
+    const { nodeProvider } = await createDockerProviders(
       settings({ SVK_DOCKER_CERT_PATH: engine.strangerCertPath }),
-      context(),
+      context,
     );
     await assert.rejects(nodeProvider.ping('vk-tls'), /docker engine does not answer/);
   });

@@ -1,42 +1,49 @@
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import type { Clock } from '../../clock.ts';
-import type { Logger } from '../../log/logger.ts';
-import type { NodeProvider, PodProvider } from '../provider.ts';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import type { Config } from '../../config/config.ts';
+import { isNotFound } from '../../kube/client.ts';
+import type { ProviderContext, Providers } from '../registry.ts';
 import { DockerNodeProvider } from './docker-node.ts';
 import { DockerPodProvider } from './docker-pods.ts';
 import { createEngineClient, type SecretReader } from './engine-client.ts';
 import { type PullSecretSource, registryAuthResolver } from './registry-auth.ts';
 import type { DockerSettings } from './settings.ts';
 
-/** What the Docker provider needs besides its settings. */
-export interface DockerProviderContext {
-  config: {
-    node: { capacity: Readonly<Record<string, string>>; operatingSystem: string; internalIp?: string };
-    pods: { maxParallel: number };
-  };
-  clock: Clock;
-  log: Logger;
-  region: string;
-  kubeletVersion: string;
-  /** Reads a Secrets Manager secret; the AWS SDK's GetSecretValue by default. */
-  readSecret?: SecretReader;
-  /** The pods' imagePullSecrets, read from the cluster; without it, images are pulled anonymously. */
-  pullSecrets?: PullSecretSource;
-}
-
 /**
  * Builds the Docker provider: connects to the engine (reading the TLS
  * material from Secrets Manager for a tcp:// engine) and shares the client
  * between the node and pod halves.
  */
-export async function createProviders(
+export function createProviders(settings: DockerSettings, context: ProviderContext): Promise<Providers> {
+  return createDockerProviders(settings, context);
+}
+
+/** What {@link createProviders} reads through, replaceable in tests. */
+export interface DockerFactoryPorts {
+  /** Reads a Secrets Manager secret; GetSecretValue with the default credential chain by default. */
+  readSecret?: SecretReader;
+}
+
+/** The part of the provider context the Docker provider reads. */
+export type DockerProviderContext = Pick<
+  ProviderContext,
+  'clock' | 'log' | 'region' | 'kubeletVersion' | 'kube'
+> & {
+  config: {
+    node: Pick<Config['node'], 'capacity' | 'operatingSystem' | 'internalIp'>;
+    pods: Pick<Config['pods'], 'maxParallel'>;
+  };
+};
+
+export async function createDockerProviders(
   settings: DockerSettings,
   context: DockerProviderContext,
-): Promise<{ nodeProvider: NodeProvider; podProvider: PodProvider }> {
+  ports: DockerFactoryPorts = {},
+): Promise<Providers> {
   const { config, clock, log, region } = context;
   const docker = await createEngineClient(
     settings.endpoint,
-    context.readSecret ?? secretsManagerReader(region),
+    ports.readSecret ?? secretsManagerReader(region),
   );
   const hostIp =
     settings.hostIp ??
@@ -61,7 +68,7 @@ export async function createProviders(
         hostIp,
         pullTimeoutMs: settings.pullTimeoutMs,
       },
-      ...(context.pullSecrets ? { registryAuth: registryAuthResolver(context.pullSecrets) } : {}),
+      registryAuth: registryAuthResolver(kubeSecrets(context.kube.core)),
       maxParallel: config.pods.maxParallel,
     }),
   };
@@ -81,5 +88,20 @@ export function secretsManagerReader(region: string, client?: SecretsManagerClie
     if (out.SecretString) return out.SecretString;
     if (out.SecretBinary) return Buffer.from(out.SecretBinary).toString('utf8');
     throw new Error(`secret ${secretId} has no value`);
+  };
+}
+
+/** A pod's imagePullSecrets, read by name (the RBAC's `get secrets`), decoded. */
+function kubeSecrets(core: CoreV1Api): PullSecretSource {
+  return async (namespace, name) => {
+    try {
+      const secret = await core.readNamespacedSecret({ namespace, name });
+      return Object.fromEntries(
+        Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+      );
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   };
 }
