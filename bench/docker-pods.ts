@@ -107,7 +107,8 @@ async function until(
   const deadline = Date.now() + capMs;
   while (Date.now() < deadline) {
     signal.throwIfAborted();
-    if (await probe()) return true;
+    // A probe that fails (an engine busy removing what it lists) is asked again.
+    if (await probe().catch(() => false)) return true;
     await delay(500);
   }
   log(`gave up waiting for ${what} after ${capMs / 1000} s`);
@@ -281,6 +282,7 @@ async function runBurst(
       figures.memoryPerPodMiB = (await podsMemory(docker, namespace)) / n / 2 ** 20;
       figures.serviceGrowthMiB = (rssBytes(podman.servicePid) - serviceBefore) / 2 ** 20;
     }
+    log(`${provider}: ${JSON.stringify(figures)}`);
     const deleted = Date.now();
     await admin.core.deleteNamespace({ name: namespace });
     const empty = await until(

@@ -3,8 +3,10 @@
  * carrying the HTTP `statusCode` and the engine's message (`json.message`).
  * Docker and Podman differ in places: a duplicate container name is 409 on
  * Docker and 500 "...already in use" on Podman 4; killing a stopped
- * container is 409 on Docker and 500 "container state improper" on Podman.
- * Those two are told apart by the engine's message, here and only here.
+ * container is 409 on Docker and 500 "container state improper" on Podman;
+ * a container removed while Podman reads it is 500 "container not known";
+ * removing a container others joined is 500 "dependent containers" on
+ * Podman. Those are told apart by the engine's message, here and only here.
  */
 
 function statusCode(err: unknown): number | undefined {
@@ -20,9 +22,15 @@ function engineMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** No such container, image, volume or network. */
+/** No such container, image, volume or network (also when it vanished while the engine read it). */
 export function isEngineNotFound(err: unknown): boolean {
-  return statusCode(err) === 404;
+  const code = statusCode(err);
+  return code === 404 || (code === 500 && /container not known|no such container/i.test(engineMessage(err)));
+}
+
+/** Removing a container that others still join (Podman): remove them first. */
+export function hasDependents(err: unknown): boolean {
+  return statusCode(err) === 500 && /dependent containers|is a dependency of/i.test(engineMessage(err));
 }
 
 /** A container or volume of that name exists already. */

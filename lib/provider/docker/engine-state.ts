@@ -15,6 +15,7 @@ import { planFromEnv } from './pod-plan-codec.ts';
  */
 /** Inspections in flight at once (a cold process inspects every container of a node once). */
 const INSPECT_PARALLEL = 16;
+const LIST_ATTEMPTS = 3;
 
 export class EngineState {
   private readonly inspected = new Map<string, { state: string; info: Docker.ContainerInspectInfo }>();
@@ -27,11 +28,7 @@ export class EngineState {
 
   /** Every pod whose containers carry all of `labels`, keyed by uid. */
   async pods(labels: Record<string, string>, signal?: AbortSignal): Promise<Map<string, ObservedPod>> {
-    const listed = await this.docker.listContainers({
-      all: true,
-      filters: { label: labelFilter(labels) },
-      ...(signal ? { abortSignal: signal } : {}),
-    });
+    const listed = await this.containers(labels, signal);
     const pods = new Map<string, ObservedPod>();
     const ours = listed.filter((c) => c.Labels?.[LABELS.uid] && isRole(c.Labels?.[LABELS.role]));
     for (const summary of ours) {
@@ -66,6 +63,24 @@ export class EngineState {
       else pod.instances.push(instance);
     }
     return pods;
+  }
+
+  /**
+   * The containers carrying `labels`. Podman fails a whole list when one of
+   * its containers is removed meanwhile ("container not known"): list again.
+   */
+  async containers(labels: Record<string, string>, signal?: AbortSignal): Promise<Docker.ContainerInfo[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.docker.listContainers({
+          all: true,
+          filters: { label: labelFilter(labels) },
+          ...(signal ? { abortSignal: signal } : {}),
+        });
+      } catch (err) {
+        if (attempt >= LIST_ATTEMPTS || !isEngineNotFound(err)) throw err;
+      }
+    }
   }
 
   /** Forgets what was inspected of a container this process just acted on. */

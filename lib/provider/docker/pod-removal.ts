@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { isEngineNotFound } from './engine-errors.ts';
+import { hasDependents, isEngineNotFound } from './engine-errors.ts';
 import type { EngineState } from './engine-state.ts';
 import { LABELS, labelFilter, volumeName } from './names.ts';
 
@@ -21,13 +21,13 @@ export async function removePod(
 ): Promise<number> {
   const opts = signal ? { abortSignal: signal } : {};
   let removed = 0;
-  for (let round = 0; round < ROUNDS; round++) {
-    const listed = await docker.listContainers({
-      all: true,
-      filters: { label: labelFilter({ [LABELS.uid]: uid }) },
-      ...opts,
-    });
+  for (let round = 0; ; round++) {
+    const listed = await state.containers({ [LABELS.uid]: uid }, signal);
     if (listed.length === 0) break;
+    if (round >= ROUNDS)
+      throw new Error(
+        `docker provider: ${listed.length} containers of pod uid ${uid} remain after ${ROUNDS} removal rounds`,
+      );
     const order = (c: Docker.ContainerInfo) => {
       const role = c.Labels?.[LABELS.role];
       return role === 'infra' ? 2 : role === 'deleting' ? 1 : 0;
@@ -41,7 +41,8 @@ export async function removePod(
             await docker.getContainer(c.Id).remove({ force: true, v: true, ...opts });
             removed++;
           } catch (err) {
-            if (!isEngineNotFound(err)) throw err;
+            // A container created since the list still joins it: the next round removes that one first.
+            if (!isEngineNotFound(err) && !hasDependents(err)) throw err;
           }
         }),
       );
