@@ -28,6 +28,15 @@ export function isEngineNotFound(err: unknown): boolean {
   return code === 404 || (code === 500 && /container not known|no such container/i.test(engineMessage(err)));
 }
 
+/** The image a container is created from is not on the engine. */
+export function isImageMissing(err: unknown): boolean {
+  return (
+    isEngineNotFound(err) &&
+    /image/i.test(engineMessage(err)) &&
+    !/container to share/i.test(engineMessage(err))
+  );
+}
+
 /** Removing a container that others still join (Podman): remove them first. */
 export function hasDependents(err: unknown): boolean {
   return statusCode(err) === 500 && /dependent containers|is a dependency of/i.test(engineMessage(err));

@@ -3,7 +3,7 @@ import type Docker from 'dockerode';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
 import { type EngineSettings, instanceConfig } from './container-config.ts';
-import { isEngineNotFound, isNameConflict, isNotModified } from './engine-errors.ts';
+import { isEngineNotFound, isImageMissing, isNameConflict, isNotModified } from './engine-errors.ts';
 import type { EngineState } from './engine-state.ts';
 import type { ImagePuller, RegistryAuth } from './image-puller.ts';
 import { LABELS } from './names.ts';
@@ -149,12 +149,14 @@ async function createInstance(
     id = (await deps.docker.createContainer(config)).id;
   } catch (err) {
     if (isNameConflict(err)) return false; // created by another poller, which starts it too
-    if (isEngineNotFound(err)) {
+    if (isImageMissing(err)) {
       // The image went missing since it was checked: look for it again next time.
       deps.puller.forget(view.plan.image);
       log.warn({ err, container: view.plan.name }, 'image missing at create');
       return false;
     }
+    // The infra container went away meanwhile (the pod is being removed): the next look sees it.
+    if (isEngineNotFound(err)) return false;
     throw err;
   }
   log.info(
