@@ -75,7 +75,9 @@ describe('mock programs', () => {
   });
 
   it('for loops expand their variable; while loops repeat their body', () => {
-    assert.deepEqual(mockProgram(['sh', '-c', 'for i in 1 2; do echo n=$i ${i}; done; exit 3; echo never']), [
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script, not a template
+    const script = 'for i in 1 2; do echo n=$i ${i}; done; exit 3; echo never';
+    assert.deepEqual(mockProgram(['sh', '-c', script]), [
       { kind: 'echo', text: 'n=1 1' },
       { kind: 'echo', text: 'n=2 2' },
       { kind: 'exit' },
