@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import packageJson from '../../package.json' with { type: 'json' };
+import type { KubeletApiEndpoint } from '../kubelet-api/node-endpoint.ts';
 import { isRelease, releaseLessThan } from '../release/release.ts';
 import {
   dns1123SubdomainError,
@@ -9,6 +10,13 @@ import {
   TAINT_EFFECTS,
   type TaintEffect,
 } from './kube-validation.ts';
+import {
+  type KubeletApiSettings,
+  kubeletApiChecks,
+  kubeletApiEnv,
+  kubeletApiPort,
+  kubeletApiSettings,
+} from './kubelet-api-config.ts';
 
 /** A taint the virtual node carries. */
 export interface Taint {
@@ -25,7 +33,10 @@ export interface NodeSettings {
   capacity: Record<string, string>;
   operatingSystem: string;
   internalIp?: string;
+  /** The port the Node publishes for its kubelet API (443 behind API Gateway). */
   kubeletPort: number;
+  /** Where the kubelet API of each node is reached (lib/kubelet-api/node-endpoint.ts); none when off. */
+  kubeletApiEndpoint?: KubeletApiEndpoint;
   leaseDurationSeconds: number;
   leaseRenewIntervalMs: number;
   statusIntervalMs: number;
@@ -111,6 +122,8 @@ export interface Config {
     /** LeaseRenewalLag also per node (one custom metric per node). */
     perNode: boolean;
   };
+  /** The kubelet API function (lib/kubelet-api/): `kubectl logs`, `/stats/summary`, `/metrics/resource`. */
+  kubeletApi: KubeletApiSettings;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** The release of this code (`major.minor.patch`), used by the reconciler's gating. */
   release: string;
@@ -513,6 +526,7 @@ const envSchema = z.object({
   SVK_RECONCILE_LEADER_WAIT_MS: wholeNumber(5000, 0, 120000),
   SVK_RECONCILE_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
   SVK_RECONCILE_RESYNC_GRACE_SECONDS: wholeNumber(60, 0, 3600),
+  ...kubeletApiEnv,
 });
 
 const DEFAULTS = {
@@ -574,6 +588,11 @@ function crossChecks(env: Record<string, string | undefined>): ConfigIssue[] {
       message: `(${statusCache}) must be at most half of SVK_RELEASE_RECORD_TTL_SECONDS (${recordTtl})`,
     });
   }
+  const nodes = (env.SVK_NODE_NAMES ?? 'virtual-kubelet')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  issues.push(...kubeletApiChecks(env, nodes));
   const own = (env.SVK_RELEASE ?? PACKAGE_RELEASE).trim();
   for (const [variable, fallback] of [
     ['SVK_MIN_COMPATIBLE_RELEASE', DEFAULT_MIN_COMPATIBLE_RELEASE],
@@ -608,6 +627,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   ];
   if (issues.length > 0 || !parsed.success) throw new ConfigError(issues);
   const e = parsed.data;
+  const kubeletApi = kubeletApiSettings(e);
   return {
     provider: e.SVK_PROVIDER,
     nodeNames: e.SVK_NODE_NAMES,
@@ -617,7 +637,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       capacity: e.SVK_NODE_CAPACITY,
       operatingSystem: e.SVK_NODE_OS,
       ...(e.SVK_NODE_INTERNAL_IP ? { internalIp: e.SVK_NODE_INTERNAL_IP } : {}),
-      kubeletPort: e.SVK_KUBELET_PORT,
+      kubeletPort: kubeletApiPort(kubeletApi, e.SVK_KUBELET_PORT),
+      ...(kubeletApi.endpoint ? { kubeletApiEndpoint: kubeletApi.endpoint } : {}),
       leaseDurationSeconds: e.SVK_NODE_LEASE_DURATION_SECONDS,
       leaseRenewIntervalMs: e.SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS * 1000,
       statusIntervalMs: e.SVK_NODE_STATUS_INTERVAL_SECONDS * 1000,
@@ -678,6 +699,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       deployment: e.SVK_DEPLOYMENT_NAME,
       perNode: e.SVK_METRICS_NODE_DIMENSION,
     },
+    kubeletApi,
     logLevel: e.SVK_LOG_LEVEL,
     release: e.SVK_RELEASE,
     gating: {
