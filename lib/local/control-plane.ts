@@ -34,6 +34,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { dumpYaml, type KubernetesObject, loadAllYaml, PatchStrategy } from '@kubernetes/client-node';
 import { createKubeClients, createObjectClient, isNotFound, loadKubeConfig } from '../kube/client.ts';
+import { issueCertificate } from './kubelet-api-pki.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -105,6 +106,8 @@ export interface ControlPlane {
   dir: string;
   /** Host:port of every listener, for reports and debugging. */
   ports: ControlPlanePorts;
+  /** The cluster CA: it verifies the API server, signs kube-apiserver's kubelet client certificate, and can sign a kubelet API's serving certificate. */
+  ca: { certPath: string; keyPath: string };
   /** Stops every component (SIGTERM, then SIGKILL after a timeout) and waits for them to exit. Idempotent. */
   stop(): Promise<void>;
   /** Stops kube-apiserver only; etcd, controller-manager and scheduler keep running. No-op when stopped. */
@@ -188,6 +191,15 @@ export async function startControlPlane(options: StartControlPlaneOptions): Prom
   const server = `https://127.0.0.1:${apiServer}`;
 
   const certs = await writeCertificates(join(dir, 'certs'));
+  // kube-apiserver's client certificate for kubelets, as kubeadm's apiserver-kubelet-client.
+  const kubeletClient = await issueCertificate({
+    ca: { certPath: certs.caCert, keyPath: certs.caKey },
+    dir: join(dir, 'certs'),
+    name: 'apiserver-kubelet-client',
+    commonName: 'kube-apiserver-kubelet-client',
+    organizations: ['system:masters'],
+    usage: 'client',
+  });
   const ca = readFileSync(certs.caCert);
   const tokens = {
     admin: randomToken(),
@@ -254,6 +266,10 @@ export async function startControlPlane(options: StartControlPlaneOptions): Prom
       `--tls-private-key-file=${certs.servingKey}`,
       `--client-ca-file=${certs.caCert}`,
       `--token-auth-file=${tokenFile}`,
+      // How it authenticates to kubelets, and verifies their serving certificates (the kubelet API's are CA-signed).
+      `--kubelet-client-certificate=${kubeletClient.certPath}`,
+      `--kubelet-client-key=${kubeletClient.keyPath}`,
+      `--kubelet-certificate-authority=${certs.caCert}`,
       '--authorization-mode=Node,RBAC',
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-account-key-file=${certs.saPublic}`,
@@ -407,6 +423,7 @@ export async function startControlPlane(options: StartControlPlaneOptions): Prom
     kubeletKubeconfig: kubeconfigs.kubelet,
     dir,
     ports,
+    ca: { certPath: certs.caCert, keyPath: certs.caKey },
     stop,
     stopApiServer: () => apiserver.stop(),
     startApiServer: async () => {
