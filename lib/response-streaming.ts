@@ -38,8 +38,16 @@ interface LambdaStreamingGlobals {
   HttpResponseStream: { from(stream: ResponseStream, metadata: HttpResponseMetadata): ResponseStream };
 }
 
-function hasStreamingGlobals(value: unknown): value is { awslambda: LambdaStreamingGlobals } {
-  return typeof value === 'object' && value !== null && 'awslambda' in value;
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+/** The `awslambda` global: the runtime's, one another library started (the AWS SDK's invoke store), or a new one. */
+function lambdaGlobal(): Record<string, unknown> {
+  const holder: { awslambda?: unknown } = globalThis;
+  const awslambda = isRecord(holder.awslambda) ? holder.awslambda : {};
+  holder.awslambda = awslambda;
+  return awslambda;
 }
 
 const emulation: LambdaStreamingGlobals = {
@@ -58,7 +66,11 @@ const emulation: LambdaStreamingGlobals = {
   },
 };
 
-if (!hasStreamingGlobals(globalThis)) Object.defineProperty(globalThis, 'awslambda', { value: emulation });
+const awslambda = lambdaGlobal();
+if (typeof awslambda.streamifyResponse !== 'function') {
+  awslambda.streamifyResponse = emulation.streamifyResponse;
+  awslambda.HttpResponseStream = emulation.HttpResponseStream;
+}
 
 /** Whether `handler` was made a streaming handler by `streamifyResponse`. */
 export function isStreamingHandler(handler: unknown): boolean {

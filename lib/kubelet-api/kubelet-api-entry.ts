@@ -7,6 +7,7 @@ import { isKubeletApiEventError, parseKubeletApiEvent } from './kubelet-api-requ
 import { textResponse } from './responses.ts';
 import { type KubeletApiDependencies, serveKubeletApi } from './serve.ts';
 
+import { TtlCache } from './ttl-cache.ts';
 import { parseCertificateBundle } from './x509-identity.ts';
 
 /** The kubelet API is not configured; the message says what to set. */
@@ -54,6 +55,7 @@ export function kubeletApiDependencies(deps: Dependencies): KubeletApiDependenci
     log: deps.log,
     followMaxMs: config.kubeletApi.followMaxMs,
     requestTimeoutMs: config.kube.requestTimeoutMs,
+    startTimes: new TtlCache(deps.clock),
   };
 }
 

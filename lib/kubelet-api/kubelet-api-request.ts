@@ -10,7 +10,12 @@ export interface KubeletApiRequest {
   method: string;
   /** The URL path, e.g. `/containerLogs/default/web/main`. */
   path: string;
-  /** The Host header without its port, lower-case: it names the node asked. */
+  /**
+   * The name the client connected to, lower-case, without port: it names the
+   * node asked. API Gateway's `requestContext.domainName` (the custom domain
+   * name it served, which it matched on the Host header), else the Host
+   * header.
+   */
   host: string;
   /** Every value of every query parameter. */
   query: Readonly<Record<string, readonly string[]>>;
@@ -63,7 +68,7 @@ export function parseKubeletApiEvent(event: unknown): KubeletApiRequest {
   }
   const e = parsed.data;
   const headers = Object.fromEntries(Object.entries(e.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-  const rawHost = headers.host ?? e.requestContext.domainName;
+  const rawHost = e.requestContext.domainName || headers.host;
   if (!rawHost) throw new KubeletApiEventError('the request has no Host header: the node asked is unknown');
   const query: Record<string, string[]> = {};
   for (const [key, value] of Object.entries(e.queryStringParameters ?? {})) query[key] = [value];

@@ -12,6 +12,7 @@ import { PROMETHEUS_TEXT, resourceMetrics } from './metrics-resource.ts';
 import { type KubeletApiEndpoint, nodeForHost } from './node-endpoint.ts';
 import { jsonResponse, type KubeletApiResponse, statusResponse, textResponse } from './responses.ts';
 import { statsSummary } from './stats-summary.ts';
+import type { TtlCache } from './ttl-cache.ts';
 
 /** What the kubelet API needs, built once per cold start. */
 export interface KubeletApiDependencies {
@@ -28,6 +29,8 @@ export interface KubeletApiDependencies {
   /** The longest a `follow` streams before the answer ends. */
   followMaxMs: number;
   requestTimeoutMs: number;
+  /** Each node's registration time, read from the API server at most every few minutes. */
+  startTimes: TtlCache<Date>;
 }
 
 /** Streaming upgrades the API server proxies to a kubelet; none can cross a request/response front. */
@@ -91,7 +94,10 @@ async function route(
   const normalized = path.length > 1 ? path.replace(/\/+$/, '') : path;
   const read = reads[normalized];
   const logs = first === 'containerLogs';
-  if (!read && !logs) return textResponse(404, '404 page not found');
+  if (!read && !logs) {
+    deps.log.info({ path, node }, 'kubelet API: no such path');
+    return textResponse(404, '404 page not found');
+  }
   if (request.method !== 'GET') return textResponse(405, `${request.method} is not allowed on ${path}`);
   if (read) return read();
   return containerLogs(rest, request.query, {
@@ -135,9 +141,8 @@ async function summary(
   deps: KubeletApiDependencies,
   signal: AbortSignal,
 ): Promise<KubeletApiResponse> {
-  const [registered, pods] = await Promise.all([nodeStartTime(node, deps), usage(node, deps, signal)]);
-  if (!registered) return textResponse(404, `node ${node} is not registered`);
-  return jsonResponse(200, statsSummary(node, registered, pods, deps.clock.now()));
+  const [started, pods] = await Promise.all([nodeStartTime(node, deps), usage(node, deps, signal)]);
+  return jsonResponse(200, statsSummary(node, started, pods, deps.clock.now()));
 }
 
 async function metrics(
@@ -153,15 +158,24 @@ async function metrics(
   };
 }
 
-/** When the node was registered: the start time of a virtual node's "machine". */
-async function nodeStartTime(node: string, deps: KubeletApiDependencies): Promise<Date | undefined> {
+/**
+ * When the node was registered: the start time of a virtual node's
+ * "machine" (now, while it is not registered yet). Read once per
+ * {@link START_TIME_CACHE_MS} per node, not on every metrics scrape.
+ */
+async function nodeStartTime(node: string, deps: KubeletApiDependencies): Promise<Date> {
+  const cached = deps.startTimes.get(node);
+  if (cached) return cached;
   try {
-    const object = await deps.kube.core.readNode({ name: node });
-    return object.metadata?.creationTimestamp
-      ? new Date(object.metadata.creationTimestamp)
-      : new Date(deps.clock.now());
+    const created = (await deps.kube.core.readNode({ name: node })).metadata?.creationTimestamp;
+    if (created) {
+      deps.startTimes.set(node, new Date(created), START_TIME_CACHE_MS);
+      return new Date(created);
+    }
   } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
+    if (!isNotFound(err)) throw err;
   }
+  return new Date(deps.clock.now());
 }
+
+const START_TIME_CACHE_MS = 10 * 60_000;

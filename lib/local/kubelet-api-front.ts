@@ -154,7 +154,9 @@ function proxyEvent(req: IncomingMessage, cert: X509Certificate): unknown {
       path: url.pathname,
       requestId,
       stage: 'local',
-      domainName: req.headers.host ?? '',
+      // The node's own address the client connected to, as API Gateway names the custom domain it
+      // served. The Host header stays as sent: kube-apiserver's node proxy sends its own.
+      domainName: req.socket.localAddress ?? '',
       requestTimeEpoch: Date.now(),
       protocol: `HTTP/${req.httpVersion}`,
       identity: {

@@ -102,6 +102,51 @@ export async function issueCertificate(options: IssueOptions): Promise<IssuedCer
   };
 }
 
+/** A self-signed CA (EC P-256) in `dir` as `<name>.crt` and `<name>.key`: for tests, a CA the cluster does not trust. */
+export async function createCertificateAuthority(
+  dir: string,
+  name: string,
+): Promise<{ certPath: string; keyPath: string }> {
+  const certPath = join(dir, `${name}.crt`);
+  const keyPath = join(dir, `${name}.key`);
+  writeFileSync(
+    join(dir, `${name}.cnf`),
+    [
+      '[req]',
+      'distinguished_name = dn',
+      'prompt = no',
+      '[dn]',
+      '[ca]',
+      'basicConstraints = critical, CA:TRUE',
+      'keyUsage = critical, keyCertSign, cRLSign, digitalSignature',
+      'subjectKeyIdentifier = hash',
+      '',
+    ].join('\n'),
+  );
+  await openssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-config',
+    join(dir, `${name}.cnf`),
+    '-extensions',
+    'ca',
+    '-subj',
+    `/CN=${name}`,
+    '-days',
+    '30',
+    '-keyout',
+    keyPath,
+    '-out',
+    certPath,
+  ]);
+  return { certPath, keyPath };
+}
+
 async function openssl(args: string[]): Promise<void> {
   try {
     await execFileAsync('openssl', args, { timeout: 30_000 });
