@@ -353,7 +353,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.deepEqual(role?.ManagedPolicyArns, [
       { 'Fn::If': ['HasClusterAccess', { Ref: 'ClusterAccessPolicy' }, { Ref: 'AWS::NoValue' }] },
     ]);
-    const [policy] = role?.Policies as Array<{
+    const [policy] = (role?.Policies ?? []) as Array<{
       PolicyDocument: { Statement: Array<Record<string, unknown>> };
     }>;
     const statements = policy?.PolicyDocument.Statement ?? [];
