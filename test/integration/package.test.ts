@@ -334,8 +334,10 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.equal(fn?.Timeout, 900, 'outlives the longest follow');
     assert.deepEqual(fn?.Role, { 'Fn::GetAtt': ['KubeletApiRole', 'Arn'] });
     for (const name of ['KubeletApiLambdaFunction', 'HeartbeatLambdaFunction', 'ReconcileLambdaFunction']) {
-      const variables = (resources[name]?.Properties.Environment as { Variables: Record<string, unknown> })
-        .Variables;
+      const environment = resources[name]?.Properties.Environment as
+        | { Variables: Record<string, unknown> }
+        | undefined;
+      const variables = environment?.Variables ?? {};
       assert.equal(
         variables.SVK_KUBELET_API_DOMAIN,
         'nodes.example.com',
