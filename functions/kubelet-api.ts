@@ -3,7 +3,7 @@ import middy from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { Context } from 'aws-lambda';
 import { loadDependencies } from '../lib/app/dependencies.ts';
-import { loadConfig } from '../lib/config/config.ts';
+import { loadConfig } from '../lib/config/load-config.ts';
 import { invocationOf } from '../lib/invocation.ts';
 import { kubeletApi, kubeletApiDependencies } from '../lib/kubelet-api/kubelet-api-entry.ts';
 import type { KubeletApiDependencies } from '../lib/kubelet-api/serve.ts';

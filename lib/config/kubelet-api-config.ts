@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { API_GATEWAY_PORT, type KubeletApiEndpoint } from '../kubelet-api/node-endpoint.ts';
+import { type ConfigIssue, pairs, whenParsed } from './env-parsing.ts';
 
 /** The kubelet API's settings (lib/kubelet-api/), parsed from the environment with the rest of the configuration. */
 export interface KubeletApiSettings {
@@ -14,10 +15,13 @@ export interface KubeletApiSettings {
 /** API Gateway ends a streamed response after 15 minutes; the function's 900 s timeout must outlast the follow. */
 export const MAX_FOLLOW_SECONDS = 840;
 
+/** SVK_KUBELET_PORT's default, which a domain replaces by 443. */
+const DEFAULT_KUBELET_PORT = 10250;
+
 const hostLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-/** The environment variables of the kubelet API, validated one by one. */
-export const kubeletApiEnv = {
+/** The kubelet API's environment variables and their rules (see the README's table). */
+export const KUBELET_API_VARIABLES = {
   SVK_KUBELET_API_DOMAIN: z
     .string()
     .trim()
@@ -31,13 +35,9 @@ export const kubeletApiEnv = {
     .string()
     .transform((raw, ctx) => {
       const addresses: Record<string, string> = {};
-      for (const part of raw
-        .split(',')
-        .map((p) => p.trim())
-        .filter(Boolean)) {
-        const [node = '', address = ''] = part.split('=').map((s) => s.trim());
+      for (const [node, address] of pairs(raw)) {
         if (!node || !z.ipv4().safeParse(address).success) {
-          ctx.addIssue({ code: 'custom', message: `"${part}" is not node=IPv4 address` });
+          ctx.addIssue({ code: 'custom', message: `"${node}=${address}" is not node=IPv4 address` });
           continue;
         }
         addresses[node] = address;
@@ -68,14 +68,14 @@ export const kubeletApiEnv = {
     .optional(),
 };
 
-type KubeletApiEnv = {
-  SVK_KUBELET_API_DOMAIN?: string | undefined;
-  SVK_KUBELET_API_ADDRESSES?: Record<string, string> | undefined;
+interface KubeletApiValues {
+  SVK_KUBELET_API_DOMAIN: string | undefined;
+  SVK_KUBELET_API_ADDRESSES: Record<string, string> | undefined;
   SVK_KUBELET_API_FOLLOW_SECONDS: number;
-  SVK_KUBELET_API_CLIENT_CA_DATA?: string | undefined;
-};
+  SVK_KUBELET_API_CLIENT_CA_DATA: string | undefined;
+}
 
-export function kubeletApiSettings(e: KubeletApiEnv): KubeletApiSettings {
+export function kubeletApiSettings(e: KubeletApiValues): KubeletApiSettings {
   const endpoint: KubeletApiEndpoint | undefined = e.SVK_KUBELET_API_DOMAIN
     ? { kind: 'domain', domain: e.SVK_KUBELET_API_DOMAIN }
     : e.SVK_KUBELET_API_ADDRESSES
@@ -93,61 +93,76 @@ export function kubeletApiPort(settings: KubeletApiSettings, kubeletPort: number
   return settings.endpoint?.kind === 'domain' ? API_GATEWAY_PORT : kubeletPort;
 }
 
-/** Rules between the kubelet API's variables and the node settings, on the raw (present) environment. */
-export function kubeletApiChecks(
-  env: Record<string, string | undefined>,
-  nodeNames: readonly string[],
-): Array<{ variable: string; message: string }> {
-  const issues: Array<{ variable: string; message: string }> = [];
-  const domain = env.SVK_KUBELET_API_DOMAIN;
-  const addresses = env.SVK_KUBELET_API_ADDRESSES;
-  if (domain !== undefined && addresses !== undefined) {
+interface RuleValues {
+  SVK_NODE_NAMES: string[];
+  SVK_KUBELET_PORT: number;
+  SVK_NODE_INTERNAL_IP: string | undefined;
+  SVK_KUBELET_API_DOMAIN: string | undefined;
+  SVK_KUBELET_API_ADDRESSES: Record<string, string> | undefined;
+}
+
+function domainRules(v: RuleValues): ConfigIssue[] {
+  const domain = v.SVK_KUBELET_API_DOMAIN;
+  if (domain === undefined) return [];
+  const issues: ConfigIssue[] = [];
+  if (v.SVK_KUBELET_API_ADDRESSES !== undefined) {
     issues.push({
       variable: 'SVK_KUBELET_API_DOMAIN, SVK_KUBELET_API_ADDRESSES',
       message: 'name two ways to reach the nodes: set only one of them',
     });
   }
-  if (domain !== undefined) {
-    if (env.SVK_KUBELET_PORT !== undefined && env.SVK_KUBELET_PORT.trim() !== String(API_GATEWAY_PORT)) {
-      issues.push({
-        variable: 'SVK_KUBELET_PORT',
-        message: `must be ${API_GATEWAY_PORT} (or unset) with SVK_KUBELET_API_DOMAIN: API Gateway serves the domain on ${API_GATEWAY_PORT} only`,
-      });
-    }
-    if (env.SVK_NODE_INTERNAL_IP !== undefined) {
-      issues.push({
-        variable: 'SVK_NODE_INTERNAL_IP',
-        message:
-          'cannot be set with SVK_KUBELET_API_DOMAIN: an API server preferring IPs would dial it without SNI, which the per-node hostname front cannot answer',
-      });
-    }
-    const dotted = nodeNames.filter((n) => n.includes('.'));
-    if (dotted.length > 0) {
-      issues.push({
-        variable: 'SVK_NODE_NAMES',
-        message: `${dotted.join(', ')}: node names with dots are not one label under the wildcard *.${domain.trim()}`,
-      });
-    }
+  if (v.SVK_KUBELET_PORT !== API_GATEWAY_PORT && v.SVK_KUBELET_PORT !== DEFAULT_KUBELET_PORT) {
+    issues.push({
+      variable: 'SVK_KUBELET_PORT',
+      message: `must be ${API_GATEWAY_PORT} (or unset) with SVK_KUBELET_API_DOMAIN: API Gateway serves the domain on ${API_GATEWAY_PORT} only`,
+    });
   }
-  if (addresses !== undefined) {
-    const named = new Map(
-      addresses
-        .split(',')
-        .map((p) => p.split('=').map((s) => s.trim()))
-        .filter((p) => p.length === 2)
-        .map(([node = '', ip = '']) => [node, ip]),
-    );
-    const missing = nodeNames.filter((n) => !named.has(n));
-    if (missing.length > 0) {
-      issues.push({
-        variable: 'SVK_KUBELET_API_ADDRESSES',
-        message: `names no address for node(s) ${missing.join(', ')}`,
-      });
-    }
-    const ips = [...named.values()];
-    if (new Set(ips).size !== ips.length) {
-      issues.push({ variable: 'SVK_KUBELET_API_ADDRESSES', message: 'gives two nodes the same address' });
-    }
+  if (v.SVK_NODE_INTERNAL_IP !== undefined) {
+    issues.push({
+      variable: 'SVK_NODE_INTERNAL_IP',
+      message:
+        'cannot be set with SVK_KUBELET_API_DOMAIN: an API server preferring IPs would dial it without SNI, which the per-node hostname front cannot answer',
+    });
+  }
+  const dotted = v.SVK_NODE_NAMES.filter((n) => n.includes('.'));
+  if (dotted.length > 0) {
+    issues.push({
+      variable: 'SVK_NODE_NAMES',
+      message: `${dotted.join(', ')}: node names with dots are not one label under the wildcard *.${domain}`,
+    });
   }
   return issues;
+}
+
+function addressRules(v: RuleValues): ConfigIssue[] {
+  const addresses = v.SVK_KUBELET_API_ADDRESSES;
+  if (addresses === undefined) return [];
+  const issues: ConfigIssue[] = [];
+  const missing = v.SVK_NODE_NAMES.filter((n) => !(n in addresses));
+  if (missing.length > 0) {
+    issues.push({
+      variable: 'SVK_KUBELET_API_ADDRESSES',
+      message: `names no address for node(s) ${missing.join(', ')}`,
+    });
+  }
+  const ips = Object.values(addresses);
+  if (new Set(ips).size !== ips.length) {
+    issues.push({ variable: 'SVK_KUBELET_API_ADDRESSES', message: 'gives two nodes the same address' });
+  }
+  return issues;
+}
+
+/** Rules between the kubelet API's variables and the node settings, on what parsed. */
+export function kubeletApiRules(values: Partial<RuleValues>): ConfigIssue[] {
+  return whenParsed(
+    values,
+    [
+      'SVK_NODE_NAMES',
+      'SVK_KUBELET_PORT',
+      'SVK_NODE_INTERNAL_IP',
+      'SVK_KUBELET_API_DOMAIN',
+      'SVK_KUBELET_API_ADDRESSES',
+    ],
+    (v) => [...domainRules(v), ...addressRules(v)],
+  );
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../../lib/config/config.ts';
+import { ConfigError } from '../../lib/config/config.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 import {
   hostWithoutPort,
   isKubeletApiEventError,
@@ -246,7 +247,7 @@ describe('node endpoints and their settings', () => {
     assert.equal(withAddresses.node.kubeletPort, 20443);
     for (const [env, variable, message] of [
       [
-        { SVK_KUBELET_API_DOMAIN: 'x.example.com', SVK_KUBELET_PORT: '10250' },
+        { SVK_KUBELET_API_DOMAIN: 'x.example.com', SVK_KUBELET_PORT: '8443' },
         'SVK_KUBELET_PORT',
         /must be 443/,
       ],
