@@ -185,6 +185,12 @@ describe('the kubelet API through the real API server and kubectl', () => {
     assert.equal(lines[0], STARTED('main'));
     assert.deepEqual(lines.slice(1, -1), Array(6).fill('working'));
     assert.equal(lines.at(-1), 'mock: container main exited with code 0');
+    // The pod's status follows (pod-status), so later scenarios see it as finished, not running.
+    await waitFor(
+      async () =>
+        (await admin.core.readNamespacedPod({ namespace: ns, name: 'job' })).status?.phase === 'Succeeded',
+      { timeoutMs: 60_000, what: 'job Succeeded' },
+    );
   });
 
   it('--previous of a container that never restarted is refused with the kubelet’s message', async () => {
