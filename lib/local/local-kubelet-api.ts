@@ -1,8 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createKubeletApiHandler } from '../../functions/kubelet-api.ts';
+import type { CertificateAuthority } from './control-plane/pki.ts';
 import { type KubeletApiFront, startKubeletApiFront } from './kubelet-api-front.ts';
-import { issueCertificate } from './kubelet-api-pki.ts';
 
 /**
  * The kubelet API of a local deployment: each node gets its own loopback
@@ -36,8 +36,8 @@ export interface LocalKubeletApiOptions {
    */
   env: Record<string, string | undefined>;
   nodes: readonly string[];
-  /** The cluster CA (its key signs the serving certificate). */
-  ca: { certPath: string; keyPath: string };
+  /** The cluster CA: it signs the serving certificate, and client certificates must chain to it. */
+  ca: CertificateAuthority;
   /** Where the serving certificate goes. */
   dir: string;
   /** Defaults to {@link localNodeAddresses}. */
@@ -51,19 +51,21 @@ export interface LocalKubeletApi extends KubeletApiFront {
 export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Promise<LocalKubeletApi> {
   const addresses = options.addresses ?? localNodeAddresses(options.nodes);
   mkdirSync(options.dir, { recursive: true });
-  const serving = await issueCertificate({
-    ca: options.ca,
-    dir: options.dir,
-    name: 'kubelet-serving',
-    commonName: 'serverless-virtual-kubelet-kubelet-api',
-    usage: 'server',
-    ips: Object.values(addresses),
-  });
+  const files = await options.ca.issue(
+    'kubelet-serving',
+    {
+      commonName: 'serverless-virtual-kubelet-kubelet-api',
+      usage: 'server',
+      altNames: Object.values(addresses).map((ip) => `IP:${ip}`),
+    },
+    options.dir,
+  );
+  const serving = { cert: readFileSync(files.cert, 'utf8'), key: readFileSync(files.key, 'utf8') };
   options.env.SVK_KUBELET_API_ADDRESSES = addressesVariable(addresses);
   const front = await startKubeletApiFront({
     handler: createKubeletApiHandler(options.env),
     addresses: Object.values(addresses),
-    clientCa: readFileSync(options.ca.certPath, 'utf8'),
+    clientCa: readFileSync(options.ca.cert, 'utf8'),
     serving,
   });
   options.env.SVK_KUBELET_PORT = String(front.port);

@@ -10,16 +10,12 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { createKubeletApiHandler } from '../../functions/kubelet-api.ts';
 import { loadKubeConfig } from '../../lib/kube/client.ts';
-import {
-  createCertificateAuthority,
-  type IssuedCertificate,
-  issueCertificate,
-} from '../../lib/local/kubelet-api-pki.ts';
+import { CertificateAuthority } from '../../lib/local/control-plane/pki.ts';
 import { type LocalKubeletApi, startLocalKubeletApi } from '../../lib/local/local-kubelet-api.ts';
 import { testEnv } from '../support/env.ts';
 import {
@@ -30,13 +26,20 @@ import {
   functionEnv,
   uniqueName,
 } from '../support/kube.ts';
-import { frontGet, invokeStreaming } from '../support/kubelet-api.ts';
+import {
+  frontGet,
+  invokeStreaming,
+  issuePem,
+  newCertificateAuthority,
+  type PemPair,
+} from '../support/kubelet-api.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
 const rbac = admin.config.makeApiClient(RbacAuthorizationV1Api);
 const dir = mkdtempSync(join(tmpdir(), 'svk-kubelet-access-'));
-const ca = readFileSync(env.kube.ca.certPath, 'utf8');
+const ca = readFileSync(env.kube.ca.cert, 'utf8');
+const clusterCa = CertificateAuthority.open(dirname(env.kube.ca.cert));
 const nodeA = uniqueName('kapi-a');
 const nodeB = uniqueName('kapi-b');
 const ns = uniqueName('kapi-access');
@@ -44,10 +47,10 @@ const statsReader = uniqueName('stats-reader');
 
 let api: LocalKubeletApi;
 let functionEnvironment: Record<string, string | undefined>;
-let certs: Record<'admin' | 'nobody' | 'stats' | 'foreign', IssuedCertificate>;
+let certs: Record<'admin' | 'nobody' | 'stats' | 'foreign', PemPair>;
 
 const address = (node: string) => api.addresses[node] ?? '';
-const get = (node: string, path: string, cert?: IssuedCertificate, host?: string) =>
+const get = (node: string, path: string, cert?: PemPair, host?: string) =>
   frontGet(address(node), api.port, path, {
     ca,
     ...(cert ? { cert: cert.cert, key: cert.key } : {}),
@@ -64,10 +67,10 @@ function pod(name: string, nodeName: string) {
 before(async () => {
   const { name: table } = await freshTable(env);
   functionEnvironment = functionEnv(table, { SVK_NODE_NAMES: `${nodeA},${nodeB}` }, env);
-  api = await startLocalKubeletApi({ env: functionEnvironment, nodes: [nodeA, nodeB], ca: env.kube.ca, dir });
-  const issue = (name: string, commonName: string, organizations: string[] = [], issuer = env.kube.ca) =>
-    issueCertificate({ ca: issuer, dir, name, commonName, organizations, usage: 'client' });
-  const foreignCa = await createCertificateAuthority(dir, 'foreign-ca');
+  api = await startLocalKubeletApi({ env: functionEnvironment, nodes: [nodeA, nodeB], ca: clusterCa, dir });
+  const issue = (name: string, commonName: string, organizations: string[] = [], issuer = clusterCa) =>
+    issuePem(issuer, dir, name, { commonName, organizations, usage: 'client' });
+  const foreignCa = await newCertificateAuthority(dir, 'foreign-ca');
   certs = {
     admin: await issue('admin', 'kapi-admin', ['system:masters']),
     nobody: await issue('nobody', 'nobody'),

@@ -9,10 +9,11 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import parsePrometheus from 'parse-prometheus-text-format';
+import { CertificateAuthority } from '../../lib/local/control-plane/pki.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import { type LocalKubeletApi, startLocalKubeletApi } from '../../lib/local/local-kubelet-api.ts';
 import { MOCK_FINISH_AFTER_ANNOTATION } from '../../lib/provider/mock/mock-pod-plan.ts';
@@ -64,7 +65,8 @@ async function runPod(
 before(async () => {
   const { name: table } = await freshTable(env);
   const functions = functionEnv(table, { SVK_NODE_NAMES: `${nodeA},${nodeB}`, SVK_NODE_TAINTS: '' }, env);
-  api = await startLocalKubeletApi({ env: functions, nodes: [nodeA, nodeB], ca: env.kube.ca, dir });
+  const ca = CertificateAuthority.open(dirname(env.kube.ca.cert));
+  api = await startLocalKubeletApi({ env: functions, nodes: [nodeA, nodeB], ca, dir });
   deployment = new LocalDeployment({
     env: functions,
     rateMs: 20_000,

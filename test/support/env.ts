@@ -15,7 +15,7 @@ export interface TestEnv {
     /** kubeconfig path for the virtual kubelet's own identity, bound to infra/rbac.yaml only. */
     kubeletKubeconfig: string;
     /** The cluster CA's certificate and key (the kubelet API's serving and test client certificates). */
-    ca: { certPath: string; keyPath: string };
+    ca: { cert: string; key: string };
   };
   dynamodb: {
     /** http URL of DynamoDB Local on loopback. */

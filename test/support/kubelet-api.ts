@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { binDir } from '../../lib/local/control-plane.ts';
+import { binDir } from '../../lib/local/control-plane/binaries.ts';
+import { CertificateAuthority, type CertificateRequest } from '../../lib/local/control-plane/pki.ts';
 import type { StreamingLambdaHandler } from '../../lib/local/kubelet-api-front.ts';
 import { createLambdaContext } from '../../lib/local/lambda-context.ts';
 import { type TestEnv, testEnv } from './env.ts';
@@ -112,4 +114,27 @@ export async function invokeStreaming(handler: StreamingLambdaHandler, event: un
       ? metadata.statusCode
       : 0;
   return { status, body: all.subarray(end + 8).toString('utf8') };
+}
+
+/** A certificate and key as PEM text. */
+export interface PemPair {
+  cert: string;
+  key: string;
+}
+
+/** A new CA in `dir/<name>/` (which is created). */
+export async function newCertificateAuthority(dir: string, name: string): Promise<CertificateAuthority> {
+  mkdirSync(join(dir, name), { recursive: true });
+  return CertificateAuthority.create(join(dir, name));
+}
+
+/** Issues a certificate with `ca` into `dir` and returns it as PEM text. */
+export async function issuePem(
+  ca: CertificateAuthority,
+  dir: string,
+  name: string,
+  request: CertificateRequest,
+): Promise<PemPair> {
+  const files = await ca.issue(name, request, dir);
+  return { cert: readFileSync(files.cert, 'utf8'), key: readFileSync(files.key, 'utf8') };
 }

@@ -9,11 +9,12 @@ import {
   parseCertificateBundle,
   verifyClientCertificate,
 } from '../../lib/kubelet-api/x509-identity.ts';
-import { createCertificateAuthority, issueCertificate } from '../../lib/local/kubelet-api-pki.ts';
+import type { CertificateAuthority } from '../../lib/local/control-plane/pki.ts';
+import { issuePem, newCertificateAuthority } from '../support/kubelet-api.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svk-x509-'));
-let clusterCa: { certPath: string; keyPath: string };
-let otherCa: { certPath: string; keyPath: string };
+let clusterCa: CertificateAuthority;
+let otherCa: CertificateAuthority;
 
 function rejection(fn: () => unknown): string {
   try {
@@ -26,20 +27,17 @@ function rejection(fn: () => unknown): string {
 }
 
 before(async () => {
-  clusterCa = await createCertificateAuthority(dir, 'cluster-ca');
-  otherCa = await createCertificateAuthority(dir, 'other-ca');
+  clusterCa = await newCertificateAuthority(dir, 'cluster-ca');
+  otherCa = await newCertificateAuthority(dir, 'other-ca');
 });
 
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('client certificates', () => {
-  const cas = () => parseCertificateBundle(readFileSync(clusterCa.certPath, 'utf8'));
+  const cas = () => parseCertificateBundle(readFileSync(clusterCa.cert, 'utf8'));
 
   it('the user is the CommonName, the groups the Organization values', async () => {
-    const cert = await issueCertificate({
-      ca: clusterCa,
-      dir,
-      name: 'apiserver',
+    const cert = await issuePem(clusterCa, dir, 'apiserver', {
       commonName: 'kube-apiserver-kubelet-client',
       organizations: ['system:masters', 'team a'],
       usage: 'client',
@@ -51,10 +49,7 @@ describe('client certificates', () => {
   });
 
   it('reads the subject from the DER: a CommonName holding a line break and O= stays one name', async () => {
-    const cert = await issueCertificate({
-      ca: clusterCa,
-      dir,
-      name: 'evil',
+    const cert = await issuePem(clusterCa, dir, 'evil', {
       commonName: 'evil\nO=system:masters',
       usage: 'client',
     });
@@ -65,15 +60,12 @@ describe('client certificates', () => {
   });
 
   it('refuses a certificate of another CA, an expired one, a serving one, and garbage', async () => {
-    const foreign = await issueCertificate({ ca: otherCa, dir, name: 'f', commonName: 'x', usage: 'client' });
+    const foreign = await issuePem(otherCa, dir, 'f', { commonName: 'x', usage: 'client' });
     assert.match(
       rejection(() => verifyClientCertificate(foreign.cert, cas(), Date.now())),
       /not signed by the client CA/,
     );
-    const shortLived = await issueCertificate({
-      ca: clusterCa,
-      dir,
-      name: 's',
+    const shortLived = await issuePem(clusterCa, dir, 's', {
       commonName: 'x',
       usage: 'client',
       days: 1,
@@ -82,12 +74,10 @@ describe('client certificates', () => {
       rejection(() => verifyClientCertificate(shortLived.cert, cas(), Date.now() + 3 * 86_400_000)),
       /not valid now/,
     );
-    const serving = await issueCertificate({
-      ca: clusterCa,
-      dir,
-      name: 'srv',
+    const serving = await issuePem(clusterCa, dir, 'srv', {
       commonName: 'x',
       usage: 'server',
+      altNames: ['DNS:x'],
     });
     assert.match(
       rejection(() => verifyClientCertificate(serving.cert, cas(), Date.now())),
@@ -101,13 +91,10 @@ describe('client certificates', () => {
 
   it('accepts a certificate of any CA of a bundle', async () => {
     const bundle = parseCertificateBundle(
-      readFileSync(otherCa.certPath, 'utf8') + readFileSync(clusterCa.certPath, 'utf8'),
+      readFileSync(otherCa.cert, 'utf8') + readFileSync(clusterCa.cert, 'utf8'),
     );
     assert.equal(bundle.length, 2);
-    const cert = await issueCertificate({
-      ca: clusterCa,
-      dir,
-      name: 'b',
+    const cert = await issuePem(clusterCa, dir, 'b', {
       commonName: 'bundled',
       usage: 'client',
     });
