@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import parsePrometheus from 'parse-prometheus-text-format';
 import { createKubeletApiHandler } from '../../functions/kubelet-api.ts';
 import { loadKubeConfig } from '../../lib/kube/client.ts';
 import { CertificateAuthority } from '../../lib/local/control-plane/pki.ts';
@@ -44,10 +45,12 @@ const nodeA = uniqueName('kapi-a');
 const nodeB = uniqueName('kapi-b');
 const ns = uniqueName('kapi-access');
 const statsReader = uniqueName('stats-reader');
+// Bound like the system:metrics-server ClusterRole's kubelet part: nodes/metrics only.
+const metricsScraper = uniqueName('metrics-scraper');
 
 let api: LocalKubeletApi;
 let functionEnvironment: Record<string, string | undefined>;
-let certs: Record<'admin' | 'nobody' | 'stats' | 'foreign', PemPair>;
+let certs: Record<'admin' | 'nobody' | 'stats' | 'metrics' | 'foreign', PemPair>;
 
 const address = (node: string) => api.addresses[node] ?? '';
 const get = (node: string, path: string, cert?: PemPair, host?: string) =>
@@ -75,21 +78,24 @@ before(async () => {
     admin: await issue('admin', 'kapi-admin', ['system:masters']),
     nobody: await issue('nobody', 'nobody'),
     stats: await issue('stats', statsReader),
+    metrics: await issue('metrics', metricsScraper),
     foreign: await issue('foreign', 'kapi-admin', ['system:masters'], foreignCa),
   };
-  await rbac.createClusterRole({
-    body: {
-      metadata: { name: statsReader },
-      rules: [{ apiGroups: [''], resources: ['nodes/stats'], verbs: ['get'] }],
-    },
-  });
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name: statsReader },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: statsReader },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: statsReader }],
-    },
-  });
+  for (const [user, resource] of [
+    [statsReader, 'nodes/stats'],
+    [metricsScraper, 'nodes/metrics'],
+  ] as const) {
+    await rbac.createClusterRole({
+      body: { metadata: { name: user }, rules: [{ apiGroups: [''], resources: [resource], verbs: ['get'] }] },
+    });
+    await rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name: user },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: user },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+      },
+    });
+  }
   await createTestNamespace(admin, ns);
   for (const [name, node] of [
     ['on-a', nodeA],
@@ -103,8 +109,10 @@ before(async () => {
 after(async () => {
   await api?.stop();
   await deleteTestNamespace(admin, ns);
-  await rbac.deleteClusterRoleBinding({ name: statsReader }).catch(() => undefined);
-  await rbac.deleteClusterRole({ name: statsReader }).catch(() => undefined);
+  for (const name of [statsReader, metricsScraper]) {
+    await rbac.deleteClusterRoleBinding({ name }).catch(() => undefined);
+    await rbac.deleteClusterRole({ name }).catch(() => undefined);
+  }
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -145,6 +153,16 @@ describe('kubelet API access on the loopback front', () => {
     const metrics = await get(nodeA, '/metrics/resource', certs.stats);
     assert.equal(metrics.status, 403);
     assert.match(metrics.body, /subresource=metrics/);
+  });
+
+  it('lets a metrics-server identity scrape /metrics/resource directly, with its client certificate', async () => {
+    const scrape = await get(nodeB, '/metrics/resource', certs.metrics);
+    assert.equal(scrape.status, 200, scrape.body);
+    const families = parsePrometheus(scrape.body).map((f) => f.name);
+    assert.ok(families.includes('node_cpu_usage_seconds_total'), scrape.body);
+    assert.ok(families.includes('scrape_error'));
+    assert.equal((await get(nodeB, '/stats/summary', certs.metrics)).status, 403);
+    assert.equal((await get(nodeB, '/pods', certs.metrics)).status, 403);
   });
 
   it('refuses, in its own code, a pod of another node and a pod of no node of ours', async () => {
