@@ -1,30 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Clock } from '../../lib/clock.ts';
 import { limitBytes, logTimestamp } from '../../lib/provider/log-lines.ts';
 import { MOCK_LOG_RETENTION_MS, mockContainerLog } from '../../lib/provider/mock/mock-logs.ts';
 import type { MockPodState } from '../../lib/provider/mock/mock-pod-status.ts';
 import { BUSY_LOOP_NOTE, mockLines, mockProgram } from '../../lib/provider/mock/mock-script.ts';
 import { mockPodUsage } from '../../lib/provider/mock/mock-stats.ts';
 import type { ContainerLogOptions } from '../../lib/provider/provider.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
 const T0 = Date.parse('2026-03-01T10:00:00.400Z');
 
-/** A clock whose sleep moves time on at once. */
-function steppingClock(start: number): Clock & { set(ms: number): void } {
-  let now = start;
-  return {
-    now: () => now,
-    monotonic: () => now,
-    sleep: async (ms, signal) => {
-      signal?.throwIfAborted();
-      now += Math.max(0, ms);
-    },
-    set: (ms) => {
-      now = ms;
-    },
-  };
+/** A clock whose sleep moves time on at once (the code under test waits on nothing else). */
+function steppingClock(start: number): FakeClock {
+  return new FakeClock({ wall: start, autoAdvance: true });
 }
 
 function podWith(command: string[], args: string[] = []): V1Pod {
