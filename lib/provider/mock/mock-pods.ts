@@ -1,6 +1,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.ts';
-import { type Expression, type ItemKey, isConditionFailed, type StateTable } from '../../state/dynamodb.ts';
+import type { ItemKey, StateTable } from '../../state/dynamodb.ts';
+import { isConditionFailed } from '../../state/dynamodb.ts';
+import type { Expression } from '../../state/expression.ts';
 import {
   type AppliedPodStatus,
   type ContainerLogOptions,
