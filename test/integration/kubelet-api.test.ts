@@ -13,6 +13,8 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import parsePrometheus from 'parse-prometheus-text-format';
+import { createKubeletApiHandler } from '../../functions/kubelet-api.ts';
+import { loadKubeConfig } from '../../lib/kube/client.ts';
 import { CertificateAuthority } from '../../lib/local/control-plane/pki.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import { type LocalKubeletApi, startLocalKubeletApi } from '../../lib/local/local-kubelet-api.ts';
@@ -30,7 +32,7 @@ import {
   uniqueName,
   waitFor,
 } from '../support/kube.ts';
-import { kubectl } from '../support/kubelet-api.ts';
+import { invokeStreaming, kubectl } from '../support/kubelet-api.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
@@ -42,6 +44,7 @@ const STARTED = (container: string) => `mock: started container ${container} (im
 
 let api: LocalKubeletApi;
 let deployment: LocalDeployment;
+let functions: Record<string, string | undefined>;
 
 async function runPod(
   name: string,
@@ -64,7 +67,7 @@ async function runPod(
 
 before(async () => {
   const { name: table } = await freshTable(env);
-  const functions = functionEnv(table, { SVK_NODE_NAMES: `${nodeA},${nodeB}`, SVK_NODE_TAINTS: '' }, env);
+  functions = functionEnv(table, { SVK_NODE_NAMES: `${nodeA},${nodeB}`, SVK_NODE_TAINTS: '' }, env);
   const ca = CertificateAuthority.open(dirname(env.kube.ca.cert));
   api = await startLocalKubeletApi({ env: functions, nodes: [nodeA, nodeB], ca, dir });
   deployment = new LocalDeployment({
@@ -193,6 +196,24 @@ describe('the kubelet API through the real API server and kubectl', () => {
         (await admin.core.readNamespacedPod({ namespace: ns, name: 'job' })).status?.phase === 'Succeeded',
       { timeoutMs: 60_000, what: 'job Succeeded' },
     );
+  });
+
+  it('ends a follow of a container that runs on after SVK_KUBELET_API_FOLLOW_SECONDS', async () => {
+    // The handler itself, with a 2 s bound (the front's own handler keeps the default 300 s).
+    const handler = createKubeletApiHandler({ ...functions, SVK_KUBELET_API_FOLLOW_SECONDS: '2' });
+    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).getCurrentUser()?.token ?? '';
+    const answer = await invokeStreaming(handler, {
+      httpMethod: 'GET',
+      path: `/containerLogs/${ns}/ticker/main`,
+      headers: { Host: `${api.addresses[nodeA]}:${api.port}`, Authorization: `Bearer ${token}` },
+      queryStringParameters: { follow: 'true', tailLines: '1' },
+      multiValueQueryStringParameters: { follow: ['true'], tailLines: ['1'] },
+      requestContext: { requestId: 'follow-bound', identity: { clientCert: null } },
+    });
+    assert.equal(answer.status, 200);
+    // The last line so far, then what the ticker printed during the 2 s: the stream ended on its own.
+    const lines = answer.body.trimEnd().split('\n');
+    assert.ok(lines.length >= 1 && lines.every((l) => l === 'tick'), answer.body);
   });
 
   it('--previous of a container that never restarted is refused with the kubelet’s message', async () => {
