@@ -84,7 +84,8 @@ async function* lines(source: AsyncIterable<Buffer>, options: ContainerLogOption
     const stamp = space > 0 ? line.slice(0, space) : '';
     const at = Date.parse(stamp);
     if (since !== undefined && Number.isFinite(at) && at < since) return undefined;
-    const text = options.timestamps || !Number.isFinite(at) ? line : line.slice(space + 1);
+    if (!Number.isFinite(at)) return Buffer.from(`${line}\n`);
+    const text = options.timestamps ? `${nanoStamp(stamp)}${line.slice(space)}` : line.slice(space + 1);
     return Buffer.from(`${text}\n`);
   };
   for await (const chunk of source) {
@@ -99,6 +100,16 @@ async function* lines(source: AsyncIterable<Buffer>, options: ContainerLogOption
     const out = emit(partial);
     if (out) yield out;
   }
+}
+
+/**
+ * An engine timestamp with nine fractional digits, as the kubelet writes
+ * them: Docker gives nanoseconds, Podman whole seconds.
+ */
+export function nanoStamp(stamp: string): string {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/.exec(stamp);
+  if (!m) return stamp;
+  return `${m[1]}.${(m[2] ?? '').padEnd(9, '0').slice(0, 9)}${m[3]}`;
 }
 
 async function* limitBytes(
