@@ -54,7 +54,8 @@ import {
   parsePodSyncConcurrency,
 } from '../lib/local/local-deployment.ts';
 import { KnownPodStore } from '../lib/pod/known-pods.ts';
-import { MockPodProvider, mockPodKey } from '../lib/provider/mock/mock-pods.ts';
+import { mockPodKey } from '../lib/provider/mock/mock-pod-record.ts';
+import { MockPodProvider } from '../lib/provider/mock/mock-pods.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import {
@@ -1047,6 +1048,8 @@ async function main(): Promise<void> {
         AWS_REGION: 'local',
         SVK_TABLE_NAME: tableName,
         SVK_LOG_LEVEL: process.env.SVK_BENCH_LOG_LEVEL ?? 'warn',
+        // Benchmarks measure the pipeline: pinned to the mock whatever the shell's environment.
+        SVK_PROVIDER: 'mock',
         SVK_NODE_NAMES: NODE,
         SVK_NODE_CAPACITY: CAPACITY,
       },
