@@ -20,6 +20,15 @@ export const CHURN_QUIET_MS = 2_000;
  * with 410 (a relist).
  */
 export const BOOKMARK_REFRESH_MS = 50_000;
+/**
+ * When the server sends no bookmark (no pod changed anywhere since the
+ * resourceVersion, so it cannot expire), the next wait for one comes after
+ * twice as long, up to this: an idle cluster's drains do not wait 3 s every
+ * 50 s. A bookmark, or an event, brings the interval back; should pods start
+ * changing elsewhere meanwhile and the resourceVersion expire, the drain
+ * gets a 410 and relists.
+ */
+export const MAX_BOOKMARK_REFRESH_MS = 600_000;
 /** A bookmark that moved only by the server's bookmarks is saved at most this often (after events, at once). */
 export const BOOKMARK_SAVE_MS = 60_000;
 
@@ -39,6 +48,14 @@ export interface NodeDrainResult {
   failed?: string;
 }
 
+/** What a tick gives each node's drain: see {@link PodWatchTick.run}. */
+interface TickSignals {
+  stop: AbortSignal;
+  halt: AbortSignal;
+  log: Logger;
+  fence: number | undefined;
+}
+
 interface NodeState {
   /** Everything of the node up to this resourceVersion is published. */
   resourceVersion?: string;
@@ -47,6 +64,8 @@ interface NodeState {
   savedAt: number;
   /** When the resourceVersion last came from the server (a bookmark, an event or a list), monotonic. */
   freshAt: number;
+  /** How long after `freshAt` a drain waits for the server's bookmark. */
+  refreshMs: number;
 }
 
 /**
@@ -70,12 +89,7 @@ export class PodWatchTick {
   }
 
   /** Drains every node's watch; a node whose drain failed is logged (unless stopped) and left out. */
-  async run(tick: {
-    stop: AbortSignal;
-    halt: AbortSignal;
-    log: Logger;
-    fence: number | undefined;
-  }): Promise<NodeDrainResult[]> {
+  async run(tick: TickSignals): Promise<NodeDrainResult[]> {
     const { config } = this.#deps;
     const { stop, log } = tick;
     const nodes = config.nodeNames;
@@ -94,61 +108,22 @@ export class PodWatchTick {
    * `stop` (the tick's work time is up) ends the watch, and what came is
    * still published; `halt` (the invocation ends) stops publishing at once.
    */
-  async #drainNode(
-    node: string,
-    tick: { stop: AbortSignal; halt: AbortSignal; log: Logger; fence: number | undefined },
-  ): Promise<NodeDrainResult> {
-    const { clock, table, kube, config } = this.#deps;
-    const { stop, halt, log, fence } = tick;
+  async #drainNode(node: string, tick: TickSignals): Promise<NodeDrainResult> {
+    const { log, fence } = tick;
     const result: NodeDrainResult = { node, relists: [], watches: 0, published: 0, saved: false };
     const state = await this.#state(node);
-    const relist = async (reason: RelistReason) => {
-      const listed = await relistNode({
-        node,
-        reason,
-        core: kube.core,
-        knownPods: new KnownPodStore(table),
-        publisher: this.#publisher,
-        log,
-        pageSize: 500,
-        signal: halt,
-      });
-      result.relists.push(reason);
-      result.published += listed.published;
-      state.resourceVersion = listed.resourceVersion;
-      state.freshAt = clock.monotonic();
-    };
-    if (state.resourceVersion === undefined) await relist('no-bookmark');
+    if (state.resourceVersion === undefined) await this.#relist(node, state, 'no-bookmark', tick, result);
     let churning = false;
-    while (!stop.aborted && state.resourceVersion !== undefined) {
-      const drained: DrainResult = await drainWatch({
-        node,
-        kubeConfig: kube.config,
-        publisher: this.#publisher,
-        clock,
-        log,
-        fromResourceVersion: state.resourceVersion,
-        quietMs: churning ? CHURN_QUIET_MS : IDLE_QUIET_MS,
-        awaitBookmark: !churning && clock.monotonic() - state.freshAt >= BOOKMARK_REFRESH_MS,
-        flushMs: config.podWatch.flushMs,
-        stop,
-        halt,
-      });
+    while (!tick.stop.aborted && state.resourceVersion !== undefined) {
+      const drained = await this.#drainOnce(node, state, churning, tick);
       result.watches++;
       result.published += drained.published;
-      // Fresh: the server moved it on, or, asked for its bookmark, sent none: its pods have not
-      // changed since this resourceVersion (a 1.20 watch cache sends a bookmark only past it).
-      const awaited = drained.end === 'closed' && !churning && !drained.bookmarked;
-      if (drained.publishedResourceVersion !== state.resourceVersion || drained.bookmarked || awaited) {
-        state.freshAt = clock.monotonic();
-      }
-      state.resourceVersion = drained.publishedResourceVersion;
       if (drained.end === 'expired') {
         log.info(
           { resourceVersion: state.resourceVersion },
           'watch resourceVersion expired (410): relisting',
         );
-        await relist('expired');
+        await this.#relist(node, state, 'expired', tick, result);
         continue;
       }
       if (drained.end === 'failed') {
@@ -164,14 +139,65 @@ export class PodWatchTick {
       break;
     }
     result.resourceVersion = state.resourceVersion;
-    result.saved = await this.#save(
-      node,
-      state,
-      result.published > 0 || result.relists.length > 0,
-      fence,
-      log,
-    );
+    const urgent = result.published > 0 || result.relists.length > 0;
+    result.saved = await this.#save(node, state, urgent, fence, log);
     return result;
+  }
+
+  /** One drain from the node's resourceVersion; moves it, and how fresh it is, by what came. */
+  async #drainOnce(
+    node: string,
+    state: NodeState,
+    churning: boolean,
+    tick: TickSignals,
+  ): Promise<DrainResult> {
+    const { clock, kube, config } = this.#deps;
+    const from = state.resourceVersion ?? '';
+    const drained = await drainWatch({
+      node,
+      kubeConfig: kube.config,
+      publisher: this.#publisher,
+      clock,
+      log: tick.log,
+      fromResourceVersion: from,
+      quietMs: churning ? CHURN_QUIET_MS : IDLE_QUIET_MS,
+      awaitBookmark: !churning && clock.monotonic() - state.freshAt >= state.refreshMs,
+      flushMs: config.podWatch.flushMs,
+      stop: tick.stop,
+      halt: tick.halt,
+    });
+    // Fresh: the server moved it on, or, asked for its bookmark, sent none: its pods have not
+    // changed since this resourceVersion (a 1.20 watch cache sends a bookmark only past it).
+    const awaited = drained.end === 'closed' && !churning && !drained.bookmarked;
+    const moved = drained.publishedResourceVersion !== from || drained.bookmarked;
+    if (moved || awaited) state.freshAt = clock.monotonic();
+    if (moved) state.refreshMs = BOOKMARK_REFRESH_MS;
+    else if (awaited) state.refreshMs = Math.min(2 * state.refreshMs, MAX_BOOKMARK_REFRESH_MS);
+    state.resourceVersion = drained.publishedResourceVersion;
+    return drained;
+  }
+
+  async #relist(
+    node: string,
+    state: NodeState,
+    reason: RelistReason,
+    tick: TickSignals,
+    result: NodeDrainResult,
+  ): Promise<void> {
+    const listed = await relistNode({
+      node,
+      reason,
+      core: this.#deps.kube.core,
+      knownPods: new KnownPodStore(this.#deps.table),
+      publisher: this.#publisher,
+      log: tick.log,
+      pageSize: 500,
+      signal: tick.halt,
+    });
+    result.relists.push(reason);
+    result.published += listed.published;
+    state.resourceVersion = listed.resourceVersion;
+    state.freshAt = this.#deps.clock.monotonic();
   }
 
   /** The node's state in this sandbox; after a cold start, from the stored bookmark. */
@@ -184,6 +210,7 @@ export class PodWatchTick {
         savedAt: this.#deps.clock.monotonic(),
         // Unknown age: the first drain waits for the server's bookmark.
         freshAt: Number.NEGATIVE_INFINITY,
+        refreshMs: BOOKMARK_REFRESH_MS,
       };
       this.#nodes.set(node, state);
     }

@@ -63,99 +63,123 @@ export interface DrainResult {
  * only past what was received and published, and the next drain asks again
  * from there.
  */
-export async function drainWatch(o: DrainOptions): Promise<DrainResult> {
-  const { clock, node } = o;
-  const watchAbort = new AbortController();
-  const signal = AbortSignal.any([o.stop, o.halt, watchAbort.signal]);
-  let published = 0;
-  let bookmarked = false;
-  let status: unknown;
-  let publishError: unknown;
-  let lastActivity: number | undefined;
-  let quiet = false;
-  const batcher = new WatchBatcher({
-    publisher: o.publisher,
-    clock,
-    startResourceVersion: o.fromResourceVersion,
-    flushMs: o.flushMs,
-    signal: o.halt,
-    onPublished: async (_rv, count) => {
-      published += count;
-    },
-    onFailure: (err) => {
-      publishError = err;
-      watchAbort.abort();
-    },
-  });
-  const silence = watchSilence(
-    clock,
-    o.quietMs,
-    signal,
-    () => lastActivity,
-    () => {
-      if (o.awaitBookmark && !bookmarked) return;
-      quiet = true;
-      watchAbort.abort();
-    },
-  );
-  let requestError: unknown;
-  try {
-    await watchStream(
-      o.kubeConfig,
-      '/api/v1/pods',
-      {
-        fieldSelector: nodePodsSelector(node),
-        resourceVersion: o.fromResourceVersion,
-        allowWatchBookmarks: true,
-        timeoutSeconds: DRAIN_WATCH_SECONDS,
+export function drainWatch(o: DrainOptions): Promise<DrainResult> {
+  return new Drain(o).run();
+}
+
+class Drain {
+  readonly #o: DrainOptions;
+  readonly #watchAbort = new AbortController();
+  readonly #signal: AbortSignal;
+  readonly #batcher: WatchBatcher;
+  #published = 0;
+  #bookmarked = false;
+  #quiet = false;
+  #status: unknown;
+  #publishError: unknown;
+  /** The watch's opening, then each pod event (monotonic); undefined before it opened. */
+  #lastActivity: number | undefined;
+
+  constructor(o: DrainOptions) {
+    this.#o = o;
+    this.#signal = AbortSignal.any([o.stop, o.halt, this.#watchAbort.signal]);
+    this.#batcher = new WatchBatcher({
+      publisher: o.publisher,
+      clock: o.clock,
+      startResourceVersion: o.fromResourceVersion,
+      flushMs: o.flushMs,
+      signal: o.halt,
+      onPublished: async (_rv, count) => {
+        this.#published += count;
       },
-      (type, object) => {
-        if (type === 'ERROR') {
-          status = object;
-          watchAbort.abort();
-          return;
-        }
-        const rv = resourceVersionOf(object);
-        if (!rv) return;
-        if (type === 'BOOKMARK' || !isWatchEventType(type) || !isPodLike(object)) {
-          batcher.push(undefined, rv);
-          if (type === 'BOOKMARK') bookmarked = true;
-          return;
-        }
-        lastActivity = clock.monotonic();
-        const detail = podDetail(type, object, node, rv);
-        if ('skip' in detail) {
-          o.log.warn({ type, resourceVersion: rv, reason: detail.skip }, 'watch event not announced');
-          batcher.push(undefined, rv);
-          return;
-        }
-        o.log.debug(
-          { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
-          'pod event received',
-        );
-        batcher.push(detail, rv);
+      onFailure: (err) => {
+        this.#publishError = err;
+        this.#watchAbort.abort();
       },
-      signal,
-      { onOpen: () => (lastActivity = clock.monotonic()) },
-    );
-  } catch (err) {
-    requestError = err;
-  } finally {
-    watchAbort.abort();
-    await silence;
+    });
   }
-  if (o.halt.aborted) batcher.close();
-  else await batcher.drain();
-  publishError ??= batcher.failure;
-  const result = { publishedResourceVersion: batcher.publishedResourceVersion, published, bookmarked };
-  if (publishError !== undefined) return { ...result, end: 'failed', error: publishError };
-  if (isGone(status) || isGone(requestError))
-    return { ...result, end: 'expired', error: status ?? requestError };
-  if (status !== undefined || requestError !== undefined)
-    return { ...result, end: 'failed', error: status ?? requestError };
-  if (quiet) return { ...result, end: 'quiet' };
-  if (o.stop.aborted || o.halt.aborted) return { ...result, end: 'stopped' };
-  return { ...result, end: 'closed' };
+
+  async run(): Promise<DrainResult> {
+    const { clock } = this.#o;
+    const silence = watchSilence(
+      clock,
+      this.#o.quietMs,
+      this.#signal,
+      () => this.#lastActivity,
+      () => {
+        if (this.#o.awaitBookmark && !this.#bookmarked) return;
+        this.#quiet = true;
+        this.#watchAbort.abort();
+      },
+    );
+    let requestError: unknown;
+    try {
+      await watchStream(
+        this.#o.kubeConfig,
+        '/api/v1/pods',
+        {
+          fieldSelector: nodePodsSelector(this.#o.node),
+          resourceVersion: this.#o.fromResourceVersion,
+          allowWatchBookmarks: true,
+          timeoutSeconds: DRAIN_WATCH_SECONDS,
+        },
+        (type, object) => this.#onEvent(type, object),
+        this.#signal,
+        { onOpen: () => (this.#lastActivity = clock.monotonic()) },
+      );
+    } catch (err) {
+      requestError = err;
+    } finally {
+      this.#watchAbort.abort();
+      await silence;
+    }
+    if (this.#o.halt.aborted) this.#batcher.close();
+    else await this.#batcher.drain();
+    return this.#outcome(requestError);
+  }
+
+  #onEvent(type: string, object: unknown): void {
+    const { node, log } = this.#o;
+    if (type === 'ERROR') {
+      this.#status = object;
+      this.#watchAbort.abort();
+      return;
+    }
+    const rv = resourceVersionOf(object);
+    if (!rv) return;
+    if (type === 'BOOKMARK' || !isWatchEventType(type) || !isPodLike(object)) {
+      this.#batcher.push(undefined, rv);
+      if (type === 'BOOKMARK') this.#bookmarked = true;
+      return;
+    }
+    this.#lastActivity = this.#o.clock.monotonic();
+    const detail = podDetail(type, object, node, rv);
+    if ('skip' in detail) {
+      log.warn({ type, resourceVersion: rv, reason: detail.skip }, 'watch event not announced');
+      this.#batcher.push(undefined, rv);
+      return;
+    }
+    log.debug({ pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv }, 'pod event received');
+    this.#batcher.push(detail, rv);
+  }
+
+  #outcome(requestError: unknown): DrainResult {
+    const publishError = this.#publishError ?? this.#batcher.failure;
+    const result = {
+      publishedResourceVersion: this.#batcher.publishedResourceVersion,
+      published: this.#published,
+      bookmarked: this.#bookmarked,
+    };
+    const status = this.#status;
+    if (publishError !== undefined) return { ...result, end: 'failed', error: publishError };
+    if (isGone(status) || isGone(requestError))
+      return { ...result, end: 'expired', error: status ?? requestError };
+    if (status !== undefined || requestError !== undefined)
+      return { ...result, end: 'failed', error: status ?? requestError };
+    if (this.#quiet) return { ...result, end: 'quiet' };
+    if (this.#o.stop.aborted || this.#o.halt.aborted) return { ...result, end: 'stopped' };
+    return { ...result, end: 'closed' };
+  }
 }
 
 /**
