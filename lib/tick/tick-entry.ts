@@ -43,12 +43,12 @@ const sandboxes = new WeakMap<Dependencies, TickParts>();
 
 /**
  * The tick function's one entry point. A chain tick first sends the next
- * message (so the chain goes on even if this invocation dies; the queue's
- * delay makes it the next tick), then checks the release gate (cut off
- * after a few seconds), then runs its parts until its work time is up: the
- * heartbeat (every node's lease, whatever the gate says unless it refuses;
- * only the lease while the state table cannot be reached), and, when the
- * gate lets this release act, pod-watch, pod-status and the reconciler.
+ * message (so the chain goes on even if this invocation dies: the queue
+ * holds it back one period, and then behind this message until this one is
+ * deleted or delivered again), then checks the release gate (cut off after a
+ * few seconds), then runs its parts until its work time is up. With the gate
+ * open: the heartbeat, pod-watch, pod-status and the reconciler. Refused, or
+ * the state table unreachable: only the leases are renewed (see TickParts.work).
  *
  * The keeper (the once-a-minute schedule) restarts a chain the queue no
  * longer holds and then renews the leases at once; while the chain lives it

@@ -1,0 +1,140 @@
+/**
+ * pod-watch as a tick part against the real API server and DynamoDB Local,
+ * publishing onto the in-process bus: each `run` is one tick's drain of every
+ * node. Pods are created by the admin bound (spec.nodeName) to a Node object
+ * nothing runs.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type Dependencies, loadDependencies } from '../../lib/app/dependencies.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
+import type { PodEventDetail } from '../../lib/events/pod-event.ts';
+import { LocalEventBus } from '../../lib/local/event-bus.ts';
+import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
+import { PodWatchTick } from '../../lib/pod/pod-watch-tick.ts';
+import { WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
+import { tickFence } from '../../lib/tick/tick-slot.ts';
+import { testEnv } from '../support/env.ts';
+import {
+  adminClients,
+  createTestNamespace,
+  deleteTestNamespace,
+  freshTable,
+  functionEnv,
+  uniqueName,
+} from '../support/kube.ts';
+
+const env = testEnv();
+const admin = adminClients(env);
+const namespace = uniqueName('pw-tick');
+const node = uniqueName('pw-tick');
+
+before(async () => {
+  await createTestNamespace(admin, namespace);
+  await admin.core.createNode({ body: { metadata: { name: node } } });
+});
+
+after(async () => {
+  await deleteTestNamespace(admin, namespace);
+  await admin.core.deleteNode({ name: node }).catch(() => undefined);
+});
+
+async function createPod(name: string): Promise<string> {
+  const pod = await admin.core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name },
+      spec: {
+        nodeName: node,
+        automountServiceAccountToken: false,
+        tolerations: [{ operator: 'Exists' }],
+        containers: [{ name: 'c', image: 'registry.invalid/none:1' }],
+      },
+    },
+  });
+  return pod.metadata?.uid ?? '';
+}
+
+function published(bus: LocalEventBus): PodEventDetail[] {
+  return bus.published.map((e) => e.detail as PodEventDetail);
+}
+
+/** One tick's drain, as the tick entry runs it: work time 6 s. */
+function drain(part: PodWatchTick, deps: Dependencies, slot: number) {
+  return part.run({
+    stop: AbortSignal.timeout(6_000),
+    halt: new AbortController().signal,
+    log: deps.log,
+    fence: tickFence(slot, 1),
+  });
+}
+
+describe('pod-watch as a tick part', () => {
+  it('lists once, then each drain publishes what changed and ends on silence; a new sandbox resumes from the bookmark', {
+    timeout: 3 * 60_000,
+  }, async () => {
+    const { name: tableName, table } = await freshTable();
+    const config = loadConfig(functionEnv(tableName, { SVK_NODE_NAMES: node, SVK_LOG_LEVEL: 'warn' }));
+    const deps = await loadDependencies(config, { functionName: 'tick' });
+    const bus = new LocalEventBus();
+    const part = new PodWatchTick(deps, createLocalBusPublisher(bus));
+    const bookmarks = new WatchBookmarkStore(table);
+    const a = await createPod('a');
+
+    const [first] = await drain(part, deps, 100);
+    assert.deepEqual(first?.relists, ['no-bookmark']);
+    assert.deepEqual(
+      published(bus).map((d) => [d.type, d.name, d.uid]),
+      [['ADDED', 'a', a]],
+    );
+    assert.equal(first?.saved, true, 'saved after the list');
+    assert.equal((await bookmarks.get(node))?.resourceVersion, first?.resourceVersion);
+
+    const [idle] = await drain(part, deps, 101);
+    assert.deepEqual(idle?.relists, []);
+    assert.equal(idle?.published, 0);
+    assert.equal(idle?.watches, 1, 'one watch request, ended on silence');
+
+    const b = await createPod('b');
+    await admin.core.deleteNamespacedPod({ namespace, name: 'a', gracePeriodSeconds: 0 });
+    const [changed] = await drain(part, deps, 102);
+    assert.ok((changed?.published ?? 0) >= 2, JSON.stringify(changed));
+    const names = published(bus)
+      .slice(1)
+      .map((d) => `${d.type} ${d.name}`);
+    assert.ok(names.includes('ADDED b'), names.join(', '));
+    assert.ok(names.includes('DELETED a'), names.join(', '));
+    assert.equal(changed?.saved, true, 'saved at once after events');
+
+    // A new sandbox (a cold start) resumes from the stored bookmark: no relist, nothing published twice.
+    const c = await createPod('c');
+    const before = bus.published.length;
+    const fresh = new PodWatchTick(deps, createLocalBusPublisher(bus));
+    const [resumed] = await drain(fresh, deps, 103);
+    assert.deepEqual(resumed?.relists, []);
+    assert.deepEqual(
+      published(bus)
+        .slice(before)
+        .map((d) => [d.type, d.name, d.uid]),
+      [['ADDED', 'c', c]],
+    );
+    assert.ok(b);
+  });
+
+  it('a tick that outlived its message cannot move the bookmark back behind a later tick', async () => {
+    const { table } = await freshTable();
+    const bookmarks = new WatchBookmarkStore(table);
+    assert.equal(await bookmarks.saveForTick(node, '200', tickFence(10, 1)), true);
+    assert.equal(
+      await bookmarks.saveForTick(node, '150', tickFence(9, 3)),
+      false,
+      'an older slot, redelivered',
+    );
+    assert.equal(
+      await bookmarks.saveForTick(node, '210', tickFence(10, 2)),
+      true,
+      'the same slot delivered again',
+    );
+    assert.equal((await bookmarks.get(node))?.resourceVersion, '210');
+  });
+});
