@@ -5,6 +5,7 @@
  * run is interrupted.
  *
  * Usage: tsx test/run-integration.ts [test files or globs...]
+ * (default: the integration tests and the provider conformance suites)
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,7 +22,8 @@ const root = new URL('..', import.meta.url).pathname;
 // One folder per run, so that concurrent runs (several engineers, or CI) never share state.
 const runDir = join(root, '.local', `test-run-${process.pid}`);
 const patterns = process.argv.slice(2);
-const files = patterns.length > 0 ? patterns : ['test/integration/**/*.test.ts'];
+const files =
+  patterns.length > 0 ? patterns : ['test/integration/**/*.test.ts', 'test/conformance/**/*.test.ts'];
 
 function log(line: string): void {
   process.stderr.write(`[integration] ${line}\n`);
