@@ -1,6 +1,10 @@
 import { AppsV1Api, BatchV1Api } from '@kubernetes/client-node';
 import { createKubeClients, type KubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
-import { LocalDeployment, type PodSyncConcurrency } from '../../lib/local/local-deployment.ts';
+import {
+  LocalDeployment,
+  type LocalDeploymentOptions,
+  type PodSyncConcurrency,
+} from '../../lib/local/local-deployment.ts';
 import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
 import { createTable } from '../../lib/state/table-definition.ts';
 import {
@@ -51,6 +55,8 @@ export interface PipelineHarnessOptions {
   sandboxes?: 'host-process' | 'in-process';
   /** How long to wait for every node Ready and schedulable. Default 90 s. */
   readyTimeoutMs?: number;
+  /** Called once per finished invocation (a bench counts crashes, timeouts and errors). */
+  onResult?: LocalDeploymentOptions['onResult'];
 }
 
 interface HarnessParts {
@@ -164,6 +170,7 @@ export class PipelineHarness {
       syncRetryDelayMs: 1_000,
       sandboxes: options.sandboxes ?? 'host-process',
       ...(options.podSyncConcurrency !== undefined ? { podSyncConcurrency: options.podSyncConcurrency } : {}),
+      ...(options.onResult ? { onResult: options.onResult } : {}),
     });
     const probe = provider.probe({ table, env });
     const harness = new PipelineHarness({
