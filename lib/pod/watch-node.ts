@@ -1,22 +1,16 @@
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
-import { podKey } from '../events/pod-event.ts';
 import { type EventPublisher, PublishError } from '../events/publisher.ts';
 import { apiStatusCode, isGone, watchStream } from '../kube/client.ts';
+import { listNodePods } from '../kube/node-pods.ts';
+import { podKey } from '../kube/pod-key.ts';
 import { keepLock } from '../lock/leader-loop.ts';
 import { type LockHandle, LockLostError, type LockManager } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import type { KnownPodStore } from './known-pods.ts';
 import { WatchBatcher } from './watch-batcher.ts';
 import type { WatchBookmarkStore } from './watch-bookmark.ts';
-import {
-  isPodLike,
-  isWatchEventType,
-  type PodLike,
-  podDetail,
-  relistDetails,
-  resourceVersionOf,
-} from './watch-events.ts';
+import { isPodLike, isWatchEventType, podDetail, relistDetails, resourceVersionOf } from './watch-events.ts';
 
 /** Settings of one node's watch loop. */
 export interface NodeWatchSettings {
@@ -231,28 +225,12 @@ class NodeWatcher {
   /** Lists the node's pods, publishes the relist events and saves the list's resourceVersion. */
   async #relist(reason: RelistReason): Promise<string> {
     const { node, core, knownPods, publisher } = this.#o;
-    const pods: PodLike[] = [];
-    let resourceVersion: string | undefined;
-    let next: string | undefined;
-    do {
-      const page = await core.listPodForAllNamespaces({
-        fieldSelector: this.#fieldSelector,
-        limit: this.#o.settings.listPageSize ?? 500,
-        ...(next ? { _continue: next } : {}),
-      });
-      pods.push(...page.items);
-      // Every page of a paginated list is served at the first page's resourceVersion.
-      resourceVersion ??= page.metadata?.resourceVersion;
-      next = page.metadata?._continue || undefined;
-    } while (next);
+    const { pods, resourceVersion } = await listNodePods(core, node, this.#o.settings.listPageSize);
     if (!resourceVersion) throw new Error(`pod list of ${node} returned no resourceVersion`);
     const known = await knownPods.list(node);
     const { details, skipped } = relistDetails(node, pods, known, resourceVersion);
     for (const s of skipped) {
-      this.#log.warn(
-        { pod: `${s.pod.metadata?.namespace}/${s.pod.metadata?.name}`, reason: s.reason },
-        'pod not announced',
-      );
+      this.#log.warn({ pod: podKey(s.pod.metadata), reason: s.reason }, 'pod not announced');
     }
     const gone = details.filter((d) => d.type === 'GONE');
     if (this.#halt.aborted) throw this.#halt.reason;
