@@ -230,6 +230,7 @@ export class PipelineHarness {
     );
     await this.deployment.stop({ abortRunning: true });
     if (!drained) await this.probe.purge?.(this.nodes);
+    await this.probe.close?.();
     await this.provider.stop?.();
     await Promise.all(this.nodes.map((n) => deleteNodeAndLease(this.admin, n)));
   }

@@ -50,6 +50,8 @@ export interface ProviderProbe {
   injectPod(pod: V1Pod): Promise<void>;
   /** Removes whatever the provider still holds for these nodes (after a failed run). Best effort. */
   purge?(nodes: readonly string[]): Promise<void>;
+  /** Releases what the probe holds open (an event stream). */
+  close?(): Promise<void>;
 }
 
 /** What a probe can use: the deployment's state table and its function environment. */

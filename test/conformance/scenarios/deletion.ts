@@ -7,7 +7,7 @@ import type { PipelineHarness } from '../../harness/pipeline-harness.ts';
 import type { PodRef } from '../../harness/provider-setup.ts';
 import { waitFor } from '../../support/kube.ts';
 import { type ConformanceContext, scenario } from '../conformance-suite.ts';
-import { isRunningAndReady, ms, refOf } from './pod-facts.ts';
+import { containerStatus, isRunningAndReady, ms, refOf } from './pod-facts.ts';
 
 const MINUTE = 60_000;
 /** A process that ignores SIGTERM, so that only the end of the grace period (or a force delete) stops it. */
@@ -45,13 +45,30 @@ export function deletionScenarios(ctx: ConformanceContext): void {
   );
 }
 
+/**
+ * A Running pod whose process ignores SIGTERM. A SIGTERM that came before its
+ * shell ran `trap` would still kill it, so this returns only once the
+ * container has run for a few seconds (a shell reaches its first builtin in
+ * milliseconds; the margin is for a loaded machine).
+ */
 async function runningPod(h: PipelineHarness, ns: string, name: string, grace: number): Promise<V1Pod> {
   await h.pods.create(ns, {
     metadata: { name },
     spec: h.pods.spec({ terminationGracePeriodSeconds: grace, containers: [shell('main', IGNORES_TERM)] }),
   });
-  return h.pods.waitFor(ns, name, isRunningAndReady, { timeoutMs: 2 * MINUTE, what: `pod ${name} Running` });
+  const pod = await h.pods.waitFor(ns, name, isRunningAndReady, {
+    timeoutMs: 2 * MINUTE,
+    what: `pod ${name} Running`,
+  });
+  const startedAt = ms(containerStatus(pod, 'main')?.state?.running?.startedAt);
+  await waitFor(() => Date.now() >= startedAt + TRAP_MARGIN_MS, {
+    timeoutMs: TRAP_MARGIN_MS + 2_000,
+    what: `pod ${name}'s shell to have set its trap`,
+  });
+  return pod;
 }
+
+const TRAP_MARGIN_MS = 5_000;
 
 /** Waits until the provider no longer runs the pod nor lists it. */
 async function providerLetGo(h: PipelineHarness, ref: PodRef, timeoutMs: number): Promise<void> {
