@@ -223,16 +223,26 @@ export class PipelineHarness {
   }
 
   async #stop(drainTimeoutMs: number): Promise<void> {
-    await Promise.all(this.#namespaces.map((ns) => deleteTestNamespace(this.admin, ns)));
+    const errors: unknown[] = [];
+    const step = async (what: () => Promise<unknown> | undefined) => {
+      try {
+        await what();
+      } catch (err) {
+        errors.push(err);
+      }
+    };
+    await step(() => Promise.all(this.#namespaces.map((ns) => deleteTestNamespace(this.admin, ns))));
     const drained = await this.#drain(drainTimeoutMs).then(
       () => true,
       () => false,
     );
-    await this.deployment.stop({ abortRunning: true });
-    if (!drained) await this.probe.purge?.(this.nodes);
-    await this.probe.close?.();
-    await this.provider.stop?.();
-    await Promise.all(this.nodes.map((n) => deleteNodeAndLease(this.admin, n)));
+    await step(() => this.deployment.stop({ abortRunning: true }));
+    if (!drained) await step(() => this.probe.purge?.(this.nodes));
+    await step(() => this.probe.close?.());
+    await step(() => this.provider.stop?.());
+    await step(() => Promise.all(this.nodes.map((n) => deleteNodeAndLease(this.admin, n))));
+    // Every step ran, so nothing is left open; the first failure is still reported.
+    if (errors.length > 0) throw errors[0];
   }
 
   async #drain(timeoutMs: number): Promise<void> {
