@@ -1,6 +1,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.ts';
-import { type Expression, type ItemKey, isConditionFailed, type StateTable } from '../../state/dynamodb.ts';
+import { type ItemKey, isConditionFailed, type StateTable } from '../../state/dynamodb.ts';
+import type { Expression } from '../../state/expression.ts';
 import { type AppliedPodStatus, type PodProvider, ProviderNotFoundError } from '../provider.ts';
 import { mockRun } from './mock-command.ts';
 import { mockCreateIntent, mockPodPlan } from './mock-pod-plan.ts';
