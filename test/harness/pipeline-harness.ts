@@ -17,6 +17,7 @@ import {
   waitFor,
 } from '../support/kube.ts';
 import { HarnessPods } from './harness-pods.ts';
+import { InvocationTally } from './invocation-tally.ts';
 import type { ProviderProbe, ProviderSetup } from './provider-setup.ts';
 
 /**
@@ -55,7 +56,7 @@ export interface PipelineHarnessOptions {
   sandboxes?: 'host-process' | 'in-process';
   /** How long to wait for every node Ready and schedulable. Default 90 s. */
   readyTimeoutMs?: number;
-  /** Called once per finished invocation (a bench counts crashes, timeouts and errors). */
+  /** Called once per finished invocation, besides the harness's own {@link PipelineHarness.invocations} tally. */
   onResult?: LocalDeploymentOptions['onResult'];
 }
 
@@ -68,6 +69,7 @@ interface HarnessParts {
   deployment: LocalDeployment;
   probe: ProviderProbe;
   adminKubeconfig: string;
+  invocations: InvocationTally;
 }
 
 /**
@@ -113,8 +115,11 @@ export class PipelineHarness {
   readonly env: Readonly<Record<string, string>>;
   readonly deployment: LocalDeployment;
   readonly probe: ProviderProbe;
+  /** How the deployment's invocations ended, per function. */
+  readonly invocations: InvocationTally;
 
   private constructor(parts: HarnessParts) {
+    this.invocations = parts.invocations;
     this.provider = parts.provider;
     this.nodes = parts.nodes;
     this.tableName = parts.tableName;
@@ -162,6 +167,7 @@ export class PipelineHarness {
       ...provider.env?.(nodes),
       ...options.env,
     };
+    const invocations = new InvocationTally();
     const deployment = new LocalDeployment({
       env,
       rateMs: options.rateMs ?? 20_000,
@@ -170,7 +176,10 @@ export class PipelineHarness {
       syncRetryDelayMs: 1_000,
       sandboxes: options.sandboxes ?? 'host-process',
       ...(options.podSyncConcurrency !== undefined ? { podSyncConcurrency: options.podSyncConcurrency } : {}),
-      ...(options.onResult ? { onResult: options.onResult } : {}),
+      onResult: (invocation, result) => {
+        invocations.record(invocation, result);
+        options.onResult?.(invocation, result);
+      },
     });
     const probe = provider.probe({ table, env });
     const harness = new PipelineHarness({
@@ -182,6 +191,7 @@ export class PipelineHarness {
       deployment,
       probe,
       adminKubeconfig: environment.kube.adminKubeconfig,
+      invocations,
     });
     deployment.start();
     try {
