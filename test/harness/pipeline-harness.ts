@@ -72,6 +72,8 @@ interface HarnessParts {
   invocations: InvocationTally;
 }
 
+const ADMIN_REQUEST_TIMEOUT_MS = 30_000;
+
 /**
  * Periods shortened so that scenarios converge in seconds: locks taken over
  * after 6 s, claims after 10 s, the dangling pass and the reconciler every
@@ -127,7 +129,10 @@ export class PipelineHarness {
     this.env = parts.env;
     this.deployment = parts.deployment;
     this.probe = parts.probe;
-    this.admin = createKubeClients(loadKubeConfig({ kubeconfigPath: parts.adminKubeconfig }));
+    // Setup and assertions must outlast a slow API server on a loaded machine: 30 s, not the functions' 5 s.
+    this.admin = createKubeClients(loadKubeConfig({ kubeconfigPath: parts.adminKubeconfig }), {
+      requestTimeoutMs: ADMIN_REQUEST_TIMEOUT_MS,
+    });
     this.apps = this.admin.config.makeApiClient(AppsV1Api);
     this.batch = this.admin.config.makeApiClient(BatchV1Api);
     this.pods = new HarnessPods(this.admin, this.batch, this.apps, this.node, this.provider.image);
