@@ -2,7 +2,12 @@ import type { Dependencies } from '../app/dependencies.ts';
 import { type PodEventDetail, parsePodEvent } from '../events/pod-event.ts';
 import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
-import { createPodReconciler } from './pod-reconciler.ts';
+import { kubeEnvSources } from './env-sources.ts';
+import { KnownPodStore } from './known-pods.ts';
+import { PodApplier } from './pod-applier.ts';
+import { PodDeleter } from './pod-deleter.ts';
+import { KubePodEventRecorder } from './pod-events.ts';
+import { PodReconciler, type PodReconcilerOptions } from './pod-reconciler.ts';
 import type { SyncResult } from './pod-sync-result.ts';
 
 /** Stop waiting for other invocations this long before the deadline, to fail cleanly (and be retried). */
@@ -50,4 +55,49 @@ export async function podSync(
     metrics.podSyncLatency(clock.monotonic() - started, err instanceof Error ? err.name : 'error');
     throw err;
   }
+}
+
+/**
+ * The reconciler pod-sync runs, built from a cold start's dependencies with
+ * its two step executors (PodApplier: createPod/updatePod under a claim;
+ * PodDeleter: the deleting steps): the one code path for reconciling a pod
+ * key, used by pod-sync for each event and by the cluster reconciler for
+ * pods whose events were lost.
+ */
+export function createPodReconciler(
+  deps: Dependencies,
+  options: Pick<PodReconcilerOptions, 'log' | 'waitUntil' | 'signal'> & {
+    /** Who claims (the request id), for logs. */
+    owner: string;
+    /** Defaults to the configured nodes. */
+    nodes?: readonly string[];
+  },
+): PodReconciler {
+  const { config, clock, kube, table, podProvider } = deps;
+  const knownPods = new KnownPodStore(table);
+  const nodes = options.nodes ?? config.nodeNames;
+  const signal = options.signal ? { signal: options.signal } : {};
+  const events = new KubePodEventRecorder({ core: kube.core, clock, log: options.log });
+  const step = { core: kube.core, provider: podProvider, knownPods, events, ...signal };
+  return new PodReconciler({
+    core: kube.core,
+    knownPods,
+    nodes,
+    clock,
+    log: options.log,
+    waitUntil: options.waitUntil,
+    ...signal,
+    applier: new PodApplier({
+      ...step,
+      envSources: kubeEnvSources(kube.core),
+      clock,
+      owner: options.owner,
+      claimMs: config.pods.claimMs,
+      env: {
+        ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
+        allocatable: config.node.capacity,
+      },
+    }),
+    deleter: new PodDeleter({ ...step, nodes }),
+  });
 }

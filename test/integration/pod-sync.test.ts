@@ -20,6 +20,8 @@ import { type InvocationResult, LocalLambdaRuntime } from '../../lib/local/lambd
 import { createLogger } from '../../lib/log/logger.ts';
 import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
+import { PodApplier } from '../../lib/pod/pod-applier.ts';
+import { PodDeleter } from '../../lib/pod/pod-deleter.ts';
 import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
 import { podSpecHash, podStatusHash } from '../../lib/pod/pod-hash.ts';
 import { PodReconciler } from '../../lib/pod/pod-reconciler.ts';
@@ -604,7 +606,7 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
     p: PodProvider,
     options: { claimMs?: number; store?: KnownPodStore; core?: typeof kubelet.core } = {},
   ) {
-    return new PodReconciler({
+    const parts = {
       core: options.core ?? kubelet.core,
       provider: p,
       knownPods: options.store ?? knownPods,
@@ -616,7 +618,8 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
       owner: uniqueName('req'),
       claimMs: options.claimMs ?? 10_000,
       waitUntil: systemClock.monotonic() + 20_000,
-    });
+    };
+    return new PodReconciler({ ...parts, applier: new PodApplier(parts), deleter: new PodDeleter(parts) });
   }
 
   it('a status write that fails after the create leaves the create done; the poll writes the status', async () => {
