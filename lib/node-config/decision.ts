@@ -78,7 +78,8 @@ export function decide(input: DecisionInput): Decision {
     };
   }
   const readError = fetched.kind === 'error' ? `${where} could not be read (${fetched.message})` : undefined;
-  if (assigned?.config.ok) return useAssigned(input, { ...assigned, config: assigned.config }, where, readError);
+  if (assigned?.config.ok)
+    return useAssigned(input, { ...assigned, config: assigned.config }, where, readError);
   return fallBack(input, where, readError);
 }
 
