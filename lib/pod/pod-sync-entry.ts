@@ -4,8 +4,8 @@ import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import { kubeEnvSources } from './env-sources.ts';
 import { KnownPodStore } from './known-pods.ts';
-import { PodApplier } from './pod-applier.ts';
-import { PodDeleter } from './pod-deleter.ts';
+import { PodApplier, type PodApplierOptions } from './pod-applier.ts';
+import { PodDeleter, type PodDeleterOptions } from './pod-deleter.ts';
 import { KubePodEventRecorder } from './pod-events.ts';
 import { PodReconciler, type PodReconcilerOptions } from './pod-reconciler.ts';
 import type { SyncResult } from './pod-sync-result.ts';
@@ -57,47 +57,48 @@ export async function podSync(
   }
 }
 
+/** What a pod reconciler and its two step executors need, shared by all three. */
+export type PodReconcilerParts = PodApplierOptions &
+  PodDeleterOptions &
+  Pick<PodReconcilerOptions, 'log' | 'waitUntil'>;
+
 /**
- * The reconciler pod-sync runs, built from a cold start's dependencies with
- * its two step executors (PodApplier: createPod/updatePod under a claim;
- * PodDeleter: the deleting steps): the one code path for reconciling a pod
- * key, used by pod-sync for each event and by the cluster reconciler for
- * pods whose events were lost.
+ * A pod reconciler with its step executors: PodApplier (createPod/updatePod
+ * under a claim) and PodDeleter (the deleting steps).
+ */
+export function buildPodReconciler(parts: PodReconcilerParts): PodReconciler {
+  return new PodReconciler({ ...parts, applier: new PodApplier(parts), deleter: new PodDeleter(parts) });
+}
+
+/**
+ * The reconciler pod-sync runs, built from a cold start's dependencies: the
+ * one code path for reconciling a pod key, used by pod-sync for each event
+ * and by the cluster reconciler for pods whose events were lost.
  */
 export function createPodReconciler(
   deps: Dependencies,
-  options: Pick<PodReconcilerOptions, 'log' | 'waitUntil' | 'signal'> & {
-    /** Who claims (the request id), for logs. */
-    owner: string;
+  options: Pick<PodReconcilerParts, 'log' | 'owner' | 'waitUntil' | 'signal'> & {
     /** Defaults to the configured nodes. */
     nodes?: readonly string[];
   },
 ): PodReconciler {
   const { config, clock, kube, table, podProvider } = deps;
-  const knownPods = new KnownPodStore(table);
-  const nodes = options.nodes ?? config.nodeNames;
-  const signal = options.signal ? { signal: options.signal } : {};
-  const events = new KubePodEventRecorder({ core: kube.core, clock, log: options.log });
-  const step = { core: kube.core, provider: podProvider, knownPods, events, ...signal };
-  return new PodReconciler({
+  return buildPodReconciler({
     core: kube.core,
-    knownPods,
-    nodes,
+    provider: podProvider,
+    knownPods: new KnownPodStore(table),
+    events: new KubePodEventRecorder({ core: kube.core, clock, log: options.log }),
+    envSources: kubeEnvSources(kube.core),
+    nodes: options.nodes ?? config.nodeNames,
     clock,
     log: options.log,
+    owner: options.owner,
+    claimMs: config.pods.claimMs,
     waitUntil: options.waitUntil,
-    ...signal,
-    applier: new PodApplier({
-      ...step,
-      envSources: kubeEnvSources(kube.core),
-      clock,
-      owner: options.owner,
-      claimMs: config.pods.claimMs,
-      env: {
-        ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
-        allocatable: config.node.capacity,
-      },
-    }),
-    deleter: new PodDeleter({ ...step, nodes }),
+    env: {
+      ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
+      allocatable: config.node.capacity,
+    },
+    ...(options.signal ? { signal: options.signal } : {}),
   });
 }

@@ -20,12 +20,10 @@ import { type InvocationResult, LocalLambdaRuntime } from '../../lib/local/lambd
 import { createLogger } from '../../lib/log/logger.ts';
 import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import { PodApplier } from '../../lib/pod/pod-applier.ts';
-import { PodDeleter } from '../../lib/pod/pod-deleter.ts';
 import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
 import { podSpecHash, podStatusHash } from '../../lib/pod/pod-hash.ts';
-import { PodReconciler } from '../../lib/pod/pod-reconciler.ts';
 import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
+import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
 import { PodSyncRetryError, type SyncResult } from '../../lib/pod/pod-sync-result.ts';
 import { MOCK_FAIL_CREATE_ANNOTATION } from '../../lib/provider/mock/mock-pod-plan.ts';
 import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
@@ -606,7 +604,7 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
     p: PodProvider,
     options: { claimMs?: number; store?: KnownPodStore; core?: typeof kubelet.core } = {},
   ) {
-    const parts = {
+    return buildPodReconciler({
       core: options.core ?? kubelet.core,
       provider: p,
       knownPods: options.store ?? knownPods,
@@ -618,8 +616,7 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
       owner: uniqueName('req'),
       claimMs: options.claimMs ?? 10_000,
       waitUntil: systemClock.monotonic() + 20_000,
-    };
-    return new PodReconciler({ ...parts, applier: new PodApplier(parts), deleter: new PodDeleter(parts) });
+    });
   }
 
   it('a status write that fails after the create leaves the create done; the poll writes the status', async () => {
