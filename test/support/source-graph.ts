@@ -143,6 +143,20 @@ function functionName(node: ts.FunctionLikeDeclaration): string {
   return '(anonymous)';
 }
 
+/** A function, method, constructor, accessor or arrow function that has a body. */
+function isFunctionWithBody(node: ts.Node): node is ts.FunctionLikeDeclaration & { body: ts.Node } {
+  return (
+    (ts.isFunctionDeclaration(node) ||
+      ts.isMethodDeclaration(node) ||
+      ts.isConstructorDeclaration(node) ||
+      ts.isGetAccessorDeclaration(node) ||
+      ts.isSetAccessorDeclaration(node) ||
+      ts.isFunctionExpression(node) ||
+      ts.isArrowFunction(node)) &&
+    node.body !== undefined
+  );
+}
+
 /**
  * Every function, method, constructor, accessor and arrow function of
  * `path` with the number of lines its body spans (a nested function counts
@@ -153,14 +167,12 @@ export function functionSizes(path: string): FunctionSize[] {
   const sizes: FunctionSize[] = [];
   const line = (pos: number) => file.getLineAndCharacterOfPosition(pos).line + 1;
   const visit = (node: ts.Node) => {
-    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
-      const fn = node as ts.FunctionLikeDeclaration;
-      const body = node.body as ts.Node;
+    if (isFunctionWithBody(node)) {
       sizes.push({
         path,
         line: line(node.getStart()),
-        name: functionName(fn),
-        lines: line(body.getEnd()) - line(body.getStart()) + 1,
+        name: functionName(node),
+        lines: line(node.body.getEnd()) - line(node.body.getStart()) + 1,
       });
     }
     ts.forEachChild(node, visit);
