@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { finished } from 'node:stream/promises';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import parsePrometheus from 'parse-prometheus-text-format';
@@ -301,8 +302,10 @@ describe('the kubelet API on real containers (docker provider, Podman)', () => {
     });
     // The container's loop ends when its stop file appears: the follow must end with it.
     const id = containerStatus(await readPod(), 'crash')?.containerID?.replace('docker://', '') ?? '';
-    const exec = await docker.getContainer(id).exec({ Cmd: ['touch', '/state/stop-1'] });
-    await exec.start({ Detach: true });
+    const exec = await docker.getContainer(id).exec({ Cmd: ['touch', '/state/stop-1'], AttachStdout: true });
+    // Read to its end: the engine closes the exec's connection when the command is done.
+    await finished((await exec.start({})).resume());
+    assert.equal((await exec.inspect()).ExitCode, 0, 'the stop file was made');
     const ended = await follow.ended;
     assert.equal(ended.code, 0, `kubectl ended on its own: ${ended.stderr}`);
     assertFirstLife(ended.stdout);
