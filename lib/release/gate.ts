@@ -1,4 +1,5 @@
 import type { Dependencies } from '../app/dependencies.ts';
+import { runWithAwsDeadline } from '../aws/deadline.ts';
 import type { Clock } from '../clock.ts';
 import type { Invocation } from '../invocation.ts';
 import { type ReconcilerStatus, ReconcilerStatusStore } from './reconciler-status.ts';
@@ -182,13 +183,23 @@ export function releaseGateOf(deps: Dependencies, options: { reconciler?: boolea
 /**
  * Runs `act` only if this release may act under the reconciler status (the
  * one line every handler adds); otherwise logs why and returns a refusal
- * without doing anything else.
+ * without doing anything else. Every AWS request of the check and of `act`
+ * is aborted at the invocation's deadline (runWithAwsDeadline).
  */
-export async function whenReleaseMayAct<T>(
+export function whenReleaseMayAct<T>(
   deps: Dependencies,
   invocation: Invocation,
   act: (deps: Dependencies, invocation: Invocation) => Promise<T>,
   options: { reconciler?: boolean } = {},
+): Promise<T | ReleaseRefused> {
+  return runWithAwsDeadline(invocation.signal, () => gated(deps, invocation, act, options));
+}
+
+async function gated<T>(
+  deps: Dependencies,
+  invocation: Invocation,
+  act: (deps: Dependencies, invocation: Invocation) => Promise<T>,
+  options: { reconciler?: boolean },
 ): Promise<T | ReleaseRefused> {
   const decision = await releaseGateOf(deps, options).check(invocation.functionName);
   if (!decision.act) {

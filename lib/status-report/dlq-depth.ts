@@ -4,6 +4,7 @@
  * queue.
  */
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { awsClientOptions } from '../aws/client-options.ts';
 
 /** Messages in a queue, as SQS approximates them. */
 export interface QueueDepth {
@@ -18,7 +19,7 @@ export async function readQueueDepth(
   url: string,
   options: { region: string; signal?: AbortSignal },
 ): Promise<QueueDepth> {
-  const client = new SQSClient({ region: options.region, maxAttempts: 2 });
+  const client = new SQSClient({ region: options.region, ...awsClientOptions({ maxAttempts: 2 }) });
   try {
     const { Attributes: a = {} } = await client.send(
       new GetQueueAttributesCommand({
