@@ -1,5 +1,5 @@
 import { NodeHttpHandler, type NodeHttpHandlerOptions } from '@smithy/node-http-handler';
-import { currentAwsDeadline } from './deadline.ts';
+import { currentDeadline } from '../deadline.ts';
 
 /**
  * How every AWS SDK client of the project is configured: DynamoDB,
@@ -10,7 +10,7 @@ import { currentAwsDeadline } from './deadline.ts';
  *   included) is destroyed and fails with a `TimeoutError`. The smithy
  *   handler's `requestTimeout` alone only logs a warning and lets the
  *   request hang; `throwOnRequestTimeout` makes it fire.
- * - A request made inside {@link runWithAwsDeadline} is aborted when that
+ * - A request made inside {@link runWithDeadline} is aborted when that
  *   deadline passes (an `AbortError`, never retried).
  * - Throttling (`ThrottlingException`, `ProvisionedThroughputExceededException`,
  *   HTTP 429), timeouts, network errors and 5xx answers are retried by the
@@ -33,7 +33,7 @@ export const DEFAULT_AWS_MAX_ATTEMPTS = 3;
 export class DeadlineHttpHandler extends NodeHttpHandler {
   override handle(...args: Parameters<NodeHttpHandler['handle']>): ReturnType<NodeHttpHandler['handle']> {
     const [request, options = {}] = args;
-    const deadline = currentAwsDeadline();
+    const deadline = currentDeadline();
     if (!deadline) return super.handle(request, options);
     const given = options.abortSignal;
     const abortSignal = given instanceof AbortSignal ? AbortSignal.any([given, deadline]) : deadline;

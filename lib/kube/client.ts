@@ -9,12 +9,11 @@ import {
   createConfiguration,
   KubeConfig,
   KubernetesObjectApi,
-  type RequestContext,
-  type ResponseContext,
   ServerConfiguration,
   VersionApi,
   Watch,
 } from '@kubernetes/client-node';
+import { type KubeRetryOptions, retryingHttpLibrary } from './retrying-http.ts';
 
 /** Default bound on one API request: a hung connection must not stall a heartbeat. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
@@ -66,12 +65,20 @@ export interface KubeClients {
 
 /**
  * Builds the API clients for one kubeconfig. Cheap; build once per cold start
- * and reuse. Every request is aborted after `requestTimeoutMs`: without it, a
+ * and reuse. Every attempt is aborted after `requestTimeoutMs` (without it, a
  * connection to an API server that stopped answering hangs until the
- * invocation's deadline.
+ * invocation's deadline) or at the invocation's deadline, and 429 and 5xx
+ * answers are retried with bounded backoff (see retrying-http.ts).
  */
-export function createKubeClients(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeClients {
-  const configuration = configurationFor(kc, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+export function createKubeClients(
+  kc: KubeConfig,
+  options: { requestTimeoutMs?: number; retry?: KubeRetryOptions } = {},
+): KubeClients {
+  const configuration = configurationFor(
+    kc,
+    options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    options.retry,
+  );
   return {
     config: kc,
     core: new CoreV1Api(configuration),
@@ -79,23 +86,14 @@ export function createKubeClients(kc: KubeConfig, options: { requestTimeoutMs?: 
   };
 }
 
-function configurationFor(kc: KubeConfig, timeoutMs: number) {
+function configurationFor(kc: KubeConfig, timeoutMs: number, retry: KubeRetryOptions = {}) {
   const server = kc.getCurrentCluster()?.server;
   if (!server)
     throw new KubeConfigError(`current context "${kc.getCurrentContext()}" names no cluster server`);
-  return createConfiguration({
-    baseServer: new ServerConfiguration(server, {}),
-    authMethods: { default: kc },
-    promiseMiddleware: [
-      {
-        pre: async (request: RequestContext) => {
-          request.setSignal(AbortSignal.timeout(timeoutMs));
-          return request;
-        },
-        post: async (response: ResponseContext) => response,
-      },
-    ],
-  });
+  const base = { baseServer: new ServerConfiguration(server, {}), authMethods: { default: kc } };
+  // The client's own fetch library, under per-attempt timeouts, the invocation's deadline and retries.
+  const fetchLibrary = createConfiguration(base).httpApi;
+  return createConfiguration({ ...base, httpApi: retryingHttpLibrary(fetchLibrary, timeoutMs, retry) });
 }
 
 /**
@@ -105,7 +103,7 @@ function configurationFor(kc: KubeConfig, timeoutMs: number) {
  */
 export async function isApiServerReachable(kc: KubeConfig, timeoutMs = 3_000): Promise<boolean> {
   try {
-    await new VersionApi(configurationFor(kc, timeoutMs)).getCode();
+    await new VersionApi(configurationFor(kc, timeoutMs, { maxAttempts: 1 })).getCode();
     return true;
   } catch (err) {
     return apiStatusCode(err) !== undefined;

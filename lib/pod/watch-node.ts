@@ -27,7 +27,7 @@ export interface NodeWatchSettings {
   bookmarkIntervalMs: number;
   /** Pods per LIST page. Default 500. */
   listPageSize?: number;
-  /** First wait after a failed watch, list or publish, doubling up to `maxRetryDelayMs`. Default 250. */
+  /** First wait after a failed watch, list or publish, doubling up to `maxRetryDelayMs`, jittered to 50-100 %. Default 250. */
   retryDelayMs?: number;
   /** Default 5000. */
   maxRetryDelayMs?: number;
@@ -50,6 +50,8 @@ export interface NodeWatchOptions {
   stopAt: number;
   /** Aborts when the invocation is killed or times out: nothing more is written. */
   signal: AbortSignal;
+  /** Jitter of the retry waits, so that the watchers of many nodes do not retry in step. Default Math.random. */
+  random?: () => number;
 }
 
 /** Why a (re)list happened: no bookmark yet, or the bookmark's resourceVersion expired (410). */
@@ -176,8 +178,9 @@ class NodeWatcher {
     const retryDelayMs = this.#o.settings.retryDelayMs ?? 250;
     const maxRetryDelayMs = this.#o.settings.maxRetryDelayMs ?? 5_000;
     let delay = retryDelayMs;
+    const random = this.#o.random ?? Math.random;
     const backOff = async () => {
-      await clock.sleep(delay, this.#stop).catch(() => {});
+      await clock.sleep(delay * (0.5 + random() / 2), this.#stop).catch(() => {});
       delay = Math.min(delay * 2, maxRetryDelayMs);
     };
 

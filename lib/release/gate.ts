@@ -1,6 +1,6 @@
 import type { Dependencies } from '../app/dependencies.ts';
-import { runWithAwsDeadline } from '../aws/deadline.ts';
 import type { Clock } from '../clock.ts';
+import { runWithDeadline } from '../deadline.ts';
 import type { Invocation } from '../invocation.ts';
 import { type ReconcilerStatus, ReconcilerStatusStore } from './reconciler-status.ts';
 import { releaseLessThan } from './release.ts';
@@ -184,7 +184,7 @@ export function releaseGateOf(deps: Dependencies, options: { reconciler?: boolea
  * Runs `act` only if this release may act under the reconciler status (the
  * one line every handler adds); otherwise logs why and returns a refusal
  * without doing anything else. Every AWS request of the check and of `act`
- * is aborted at the invocation's deadline (runWithAwsDeadline).
+ * is aborted at the invocation's deadline (runWithDeadline).
  */
 export function whenReleaseMayAct<T>(
   deps: Dependencies,
@@ -192,7 +192,7 @@ export function whenReleaseMayAct<T>(
   act: (deps: Dependencies, invocation: Invocation) => Promise<T>,
   options: { reconciler?: boolean } = {},
 ): Promise<T | ReleaseRefused> {
-  return runWithAwsDeadline(invocation.signal, () => gated(deps, invocation, act, options));
+  return runWithDeadline(invocation.signal, () => gated(deps, invocation, act, options));
 }
 
 async function gated<T>(

@@ -10,7 +10,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { awsClientOptions } from '../../lib/aws/client-options.ts';
-import { runWithAwsDeadline } from '../../lib/aws/deadline.ts';
+import { runWithDeadline } from '../../lib/deadline.ts';
 import { createEventBridgePublisher } from '../../lib/events/eventbridge-publisher.ts';
 import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
 
@@ -99,7 +99,7 @@ describe('AWS client timeouts and deadlines', () => {
     // The request timeout alone would let the call run for a minute.
     const table = tableAt(endpoint.url, { requestTimeoutMs: 60_000, maxAttempts: 3 });
     await assert.rejects(
-      () => runWithAwsDeadline(AbortSignal.timeout(200), () => table.get({ pk: 'a', sk: 'b' })),
+      () => runWithDeadline(AbortSignal.timeout(200), () => table.get({ pk: 'a', sk: 'b' })),
       (err: unknown) => err instanceof Error && err.name === 'AbortError',
     );
     assert.equal(endpoint.connections(), 1);
@@ -109,8 +109,7 @@ describe('AWS client timeouts and deadlines', () => {
     const endpoint = await stalledEndpoint();
     const table = tableAt(endpoint.url, { requestTimeoutMs: 60_000 });
     await assert.rejects(
-      () =>
-        runWithAwsDeadline(AbortSignal.abort(new Error('deadline')), () => table.get({ pk: 'a', sk: 'b' })),
+      () => runWithDeadline(AbortSignal.abort(new Error('deadline')), () => table.get({ pk: 'a', sk: 'b' })),
       (err: unknown) => err instanceof Error && err.name === 'AbortError',
     );
     assert.equal(endpoint.connections(), 0);
@@ -119,7 +118,7 @@ describe('AWS client timeouts and deadlines', () => {
   it('outside any deadline scope, calls are bounded by the request timeout only', async () => {
     const endpoint = await stalledEndpoint();
     const table = tableAt(endpoint.url, { requestTimeoutMs: 200, maxAttempts: 1 });
-    const inside = runWithAwsDeadline(AbortSignal.timeout(60_000), () => Promise.resolve());
+    const inside = runWithDeadline(AbortSignal.timeout(60_000), () => Promise.resolve());
     await inside;
     await assert.rejects(
       () => table.get({ pk: 'a', sk: 'b' }),
