@@ -2,21 +2,18 @@ import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import { podKey } from '../events/pod-event.ts';
 import { type EventPublisher, PublishError } from '../events/publisher.ts';
-import { apiStatusCode, isGone, watchStream } from '../kube/client.ts';
+import { isGone, watchStream } from '../kube/client.ts';
 import { keepLock } from '../lock/leader-loop.ts';
 import { type LockHandle, LockLostError, type LockManager } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import type { KnownPodStore } from './known-pods.ts';
 import { WatchBatcher } from './watch-batcher.ts';
 import type { WatchBookmarkStore } from './watch-bookmark.ts';
-import {
-  isPodLike,
-  isWatchEventType,
-  type PodLike,
-  podDetail,
-  relistDetails,
-  resourceVersionOf,
-} from './watch-events.ts';
+import { describeStatus, isPodLike, isWatchEventType, podDetail, resourceVersionOf } from './watch-events.ts';
+import { relistNode } from './watch-relist.ts';
+import { type ClusterProbe, type RelistReason, resumePoint } from './watch-resume.ts';
+
+export type { RelistReason } from './watch-resume.ts';
 
 /** Settings of one node's watch loop. */
 export interface NodeWatchSettings {
@@ -42,6 +39,8 @@ export interface NodeWatchOptions {
   core: CoreV1Api;
   knownPods: KnownPodStore;
   bookmarks: WatchBookmarkStore;
+  /** The cluster's identity and current resourceVersion, to judge the bookmark (see watch-resume.ts). */
+  cluster: ClusterProbe;
   publisher: EventPublisher;
   clock: Clock;
   log: Logger;
@@ -53,9 +52,6 @@ export interface NodeWatchOptions {
   /** Jitter of the retry waits, so that the watchers of many nodes do not retry in step. Default Math.random. */
   random?: () => number;
 }
-
-/** Why a (re)list happened: no bookmark yet, or the bookmark's resourceVersion expired (410). */
-export type RelistReason = 'no-bookmark' | 'expired';
 
 export interface NodeWatchResult {
   node: string;
@@ -103,7 +99,6 @@ export async function watchNode(options: NodeWatchOptions): Promise<NodeWatchRes
 class NodeWatcher {
   readonly #o: NodeWatchOptions;
   readonly #log: Logger;
-  readonly #fieldSelector: string;
   /** Lock lost (or the invocation aborted): stop at once, write nothing more. */
   readonly #holding = new AbortController();
   readonly #halt: AbortSignal;
@@ -111,8 +106,9 @@ class NodeWatcher {
   readonly #stop: AbortSignal;
   readonly #deadline = new AbortController();
   readonly #result: NodeWatchResult;
-  /** The bookmark as stored. */
+  /** The bookmark as stored, with this cluster's identity. */
   #saved: string | undefined;
+  #clusterUid: string | undefined;
   /** The newest resourceVersion up to which everything is published, saved or not. */
   #latest: string | undefined;
   #lastSaveAt = Number.NEGATIVE_INFINITY;
@@ -123,7 +119,6 @@ class NodeWatcher {
   constructor(options: NodeWatchOptions) {
     this.#o = options;
     this.#log = options.log.child({ node: options.node, epoch: options.handle.epoch });
-    this.#fieldSelector = `spec.nodeName=${options.node}`;
     this.#halt = AbortSignal.any([options.signal, this.#holding.signal]);
     this.#stop = AbortSignal.any([this.#halt, this.#deadline.signal]);
     this.#result = {
@@ -184,13 +179,7 @@ class NodeWatcher {
       delay = Math.min(delay * 2, maxRetryDelayMs);
     };
 
-    const bookmark = await this.#o.bookmarks.get(this.#o.node);
-    let rv = bookmark?.resourceVersion;
-    this.#saved = rv;
-    this.#latest = rv;
-    let relistReason: RelistReason = 'no-bookmark';
-    if (rv) this.#log.info({ resourceVersion: rv }, 'resuming the pod watch from the bookmark');
-
+    let { rv, relistReason } = await this.#resume();
     while (!this.#stop.aborted) {
       if (rv === undefined) {
         try {
@@ -209,7 +198,7 @@ class NodeWatcher {
       if (outcome.end === 'stopped') break;
       if (outcome.end === 'expired') {
         this.#log.info(
-          { resourceVersion: rv, status: describe(outcome.error) },
+          { resourceVersion: rv, status: describeStatus(outcome.error) },
           'watch resourceVersion expired (410): relisting',
         );
         rv = undefined;
@@ -231,44 +220,35 @@ class NodeWatcher {
     return rv;
   }
 
+  /** The bookmark to resume from, or why to relist (watch-resume.ts). */
+  async #resume(): Promise<{ rv: string | undefined; relistReason: RelistReason }> {
+    const bookmark = await this.#o.bookmarks.get(this.#o.node);
+    const start = await resumePoint(bookmark, this.#o.cluster);
+    this.#clusterUid = await this.#o.cluster.uid();
+    const rv = 'from' in start ? start.from : undefined;
+    // A bookmark without the cluster's identity is saved again with it.
+    this.#saved = bookmark?.clusterUid === undefined ? undefined : rv;
+    this.#latest = rv;
+    const relistReason: RelistReason = 'relist' in start ? start.relist : 'expired';
+    if (rv) this.#log.info({ resourceVersion: rv }, 'resuming the pod watch from the bookmark');
+    else if (relistReason !== 'no-bookmark')
+      this.#log.warn(
+        { resourceVersion: bookmark?.resourceVersion, reason: relistReason },
+        relistReason === 'ahead'
+          ? 'bookmark ahead of the cluster (etcd restored from a backup?): relisting'
+          : 'bookmark of another cluster: relisting and forgetting its known pods',
+      );
+    return { rv, relistReason };
+  }
+
   /** Lists the node's pods, publishes the relist events and saves the list's resourceVersion. */
   async #relist(reason: RelistReason): Promise<string> {
     const { node, core, knownPods, publisher } = this.#o;
-    const pods: PodLike[] = [];
-    let resourceVersion: string | undefined;
-    let next: string | undefined;
-    do {
-      const page = await core.listPodForAllNamespaces({
-        fieldSelector: this.#fieldSelector,
-        limit: this.#o.settings.listPageSize ?? 500,
-        ...(next ? { _continue: next } : {}),
-      });
-      pods.push(...page.items);
-      // Every page of a paginated list is served at the first page's resourceVersion.
-      resourceVersion ??= page.metadata?.resourceVersion;
-      next = page.metadata?._continue || undefined;
-    } while (next);
-    if (!resourceVersion) throw new Error(`pod list of ${node} returned no resourceVersion`);
-    const known = await knownPods.list(node);
-    const { details, skipped } = relistDetails(node, pods, known, resourceVersion);
-    for (const s of skipped) {
-      this.#log.warn(
-        { pod: `${s.pod.metadata?.namespace}/${s.pod.metadata?.name}`, reason: s.reason },
-        'pod not announced',
-      );
-    }
-    const gone = details.filter((d) => d.type === 'GONE');
-    if (this.#halt.aborted) throw this.#halt.reason;
-    await publisher.publish(details, { signal: this.#halt });
+    const pageSize = this.#o.settings.listPageSize ?? 500;
+    const relist = { node, reason, core, knownPods, publisher, log: this.#log, pageSize, signal: this.#halt };
+    const { resourceVersion, published } = await relistNode(relist);
     this.#result.relists.push(reason);
-    this.#result.published += details.length;
-    for (const d of gone) {
-      this.#log.info({ pod: podKey(d), uid: d.uid }, 'pod deleted while nobody watched: announced as GONE');
-    }
-    this.#log.info(
-      { reason, resourceVersion, pods: pods.length, known: known.length, gone: gone.length },
-      'pods listed and announced',
-    );
+    this.#result.published += published;
     await this.#published(resourceVersion, true);
     return resourceVersion;
   }
@@ -304,7 +284,7 @@ class NodeWatcher {
         this.#o.kubeConfig,
         PODS_PATH,
         {
-          fieldSelector: this.#fieldSelector,
+          fieldSelector: `spec.nodeName=${node}`,
           resourceVersion: fromRv,
           allowWatchBookmarks: true,
           timeoutSeconds,
@@ -394,7 +374,7 @@ class NodeWatcher {
     const rv = this.#latest;
     if (rv === undefined || rv === this.#saved || this.#halt.aborted) return;
     try {
-      await this.#o.bookmarks.save(this.#o.node, rv, this.#o.handle);
+      await this.#o.bookmarks.save(this.#o.node, rv, this.#o.handle, this.#clusterUid);
     } catch (err) {
       if (err instanceof LockLostError) {
         this.#log.error({ err }, 'pod watch lock lost: stopping at once');
@@ -413,10 +393,4 @@ class NodeWatcher {
   #countFailure(err: unknown): void {
     if (err instanceof PublishError) this.#result.publishFailures++;
   }
-}
-
-function describe(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  if (isPodLike(err) && 'message' in err && typeof err.message === 'string') return err.message;
-  return `status ${apiStatusCode(err) ?? 'unknown'}`;
 }
