@@ -1,6 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/config.ts';
+import type { QueueDepth } from '../dead-letters/queue.ts';
 import { isNotFound, type KubeClients } from '../kube/client.ts';
 import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import { HEARTBEAT_LOCK } from '../node/heartbeat.ts';
@@ -12,7 +13,6 @@ import type { PodProvider } from '../provider/provider.ts';
 import { RECONCILE_LOCK } from '../reconcile/reconcile-entry.ts';
 import { STATUS_KEY } from '../release/reconciler-status.ts';
 import type { StateTable } from '../state/dynamodb.ts';
-import type { QueueDepth } from './dlq-depth.ts';
 
 /**
  * The reconciler's status record, read by key and shown field by field, so
@@ -69,6 +69,8 @@ export interface DeadLetterReport {
   /** Messages waiting; null when not reachable (no queue configured, or an error). */
   depth: number | null;
   inFlight?: number;
+  /** Age of the oldest message (CloudWatch), when known. */
+  oldestAgeSeconds?: number;
   /** Why depth is null. */
   note?: string;
 }
@@ -290,7 +292,12 @@ async function readDeadLetter({ config, queueDepth }: StatusSources): Promise<De
   if (!queueDepth) return { url, depth: null, note: 'n/a (no SQS access)' };
   try {
     const depth = await queueDepth(url);
-    return { url, depth: depth.visible, inFlight: depth.inFlight };
+    return {
+      url,
+      depth: depth.visible,
+      inFlight: depth.inFlight,
+      ...(depth.oldestAgeSeconds !== undefined ? { oldestAgeSeconds: depth.oldestAgeSeconds } : {}),
+    };
   } catch (err) {
     return { url, depth: null, note: `unreachable: ${message(err)}` };
   }

@@ -87,8 +87,10 @@ export function renderStatus(report: StatusReport): string {
   out.push(
     dlq.depth === null
       ? (dlq.note ?? 'n/a')
-      : `${dlq.depth} message(s) waiting${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''} (${dlq.url})`,
+      : `${dlq.depth} message(s) waiting${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''}` +
+          `${dlq.oldestAgeSeconds !== undefined ? `, oldest ${Math.round(dlq.oldestAgeSeconds)} s old` : ''} (${dlq.url})`,
   );
+  if (dlq.depth) out.push('redrive them with `npm run redrive` (README, "Dead letters")');
   if (report.errors.length > 0) {
     out.push('', 'ERRORS');
     for (const e of report.errors) out.push(`${e.section}: ${e.error}`);
