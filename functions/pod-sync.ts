@@ -3,7 +3,7 @@ import type { Context } from 'aws-lambda';
 import { type Dependencies, loadDependencies } from '../lib/app/dependencies.ts';
 import { loadConfig } from '../lib/config/config.ts';
 import { invocationOf } from '../lib/invocation.ts';
-import { podSync, validPodSyncEvent } from '../lib/pod/pod-sync.ts';
+import { podSync, validPodSyncEvent } from '../lib/pod/pod-sync-entry.ts';
 import { whenReleaseMayAct } from '../lib/release/gate.ts';
 
 /**
@@ -17,8 +17,8 @@ export function createPodSyncHandler(env: Record<string, string | undefined> = p
   return middy(async (event: unknown, context: Context) => {
     deps ??= await loadDependencies(loadConfig(env), { functionName: context.functionName });
     // Validated before the release gate records anything: bad input writes nothing.
-    validPodSyncEvent(deps.log.child({ requestId: context.awsRequestId }), event);
-    return whenReleaseMayAct(deps, invocationOf(context, deps.clock), (d, i) => podSync(d, i, event));
+    const detail = validPodSyncEvent(deps.log.child({ requestId: context.awsRequestId }), event);
+    return whenReleaseMayAct(deps, invocationOf(context, deps.clock), (d, i) => podSync(d, i, detail));
   });
 }
 

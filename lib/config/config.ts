@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import packageJson from '../../package.json' with { type: 'json' };
+import { isQuantity } from '../kube/quantity.ts';
 import { isRelease, releaseLessThan } from '../release/release.ts';
 import {
   dns1123SubdomainError,
-  isQuantity,
   labelValueError,
   qualifiedNameError,
   TAINT_EFFECTS,

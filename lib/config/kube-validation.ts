@@ -7,9 +7,6 @@
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-// A resource quantity: a signed decimal number, then a binary suffix
-// (Ki..Ei), a decimal suffix (n, u, m, k, M..E) or a decimal exponent.
-const QUANTITY = /^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$/;
 
 export const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
 export type TaintEffect = (typeof TAINT_EFFECTS)[number];
@@ -47,9 +44,4 @@ export function labelValueError(value: string): string | undefined {
     return 'must be empty or alphanumerics, "-", "_" and ".", starting and ending with an alphanumeric';
   }
   return undefined;
-}
-
-/** True when `value` is a Kubernetes resource quantity such as `4`, `500m`, `16Gi`. */
-export function isQuantity(value: string): boolean {
-  return QUANTITY.test(value);
 }

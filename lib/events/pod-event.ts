@@ -47,11 +47,6 @@ const podEventSchema = z.object({
 
 export type PodEvent = z.infer<typeof podEventSchema>;
 
-/** `namespace/name`, the key pods are reconciled and logged by. */
-export function podKey(detail: { namespace: string; name: string }): string {
-  return `${detail.namespace}/${detail.name}`;
-}
-
 /**
  * Validates an event delivered to pod-sync. @throws InvalidEventError naming
  * each bad field (which sends the event to the dead-letter queue).

@@ -1,4 +1,6 @@
 import { type Clock, systemClock } from '../clock.ts';
+import { podKey } from '../kube/pod-key.ts';
+import { errorMessage } from '../util/error-message.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
 import {
   MAX_POD_EVENT_DETAIL_BYTES,
@@ -6,7 +8,6 @@ import {
   POD_EVENT_SOURCE,
   type PodEventDetail,
   podEventDetailSchema,
-  podKey,
 } from './pod-event.ts';
 
 /**
@@ -233,10 +234,6 @@ export class PodEventPublisher implements EventPublisher {
 
 function errorName(err: unknown): string {
   return err instanceof Error ? err.name : 'Error';
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**

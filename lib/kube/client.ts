@@ -13,6 +13,7 @@ import {
   VersionApi,
   Watch,
 } from '@kubernetes/client-node';
+import { errorMessage } from '../util/error-message.ts';
 import { type KubeRetryOptions, retryingHttpLibrary } from './retrying-http.ts';
 
 /** Default bound on one API request: a hung connection must not stall a heartbeat. */
@@ -45,7 +46,7 @@ export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
     else if ('kubeconfigYaml' in source) kc.loadFromString(source.kubeconfigYaml);
     else kc.loadFromDefault();
   } catch (err) {
-    throw new KubeConfigError(`cannot load ${from}: ${err instanceof Error ? err.message : String(err)}`, {
+    throw new KubeConfigError(`cannot load ${from}: ${errorMessage(err)}`, {
       cause: err,
     });
   }

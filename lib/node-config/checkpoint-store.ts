@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { NodeConfigDocument } from '../config/config.ts';
 import { type ItemKey, isConditionFailed, type StateTable } from '../state/dynamodb.ts';
+import { errorMessage } from '../util/error-message.ts';
 
 /**
  * Checkpoints of assigned node configs in the state table, one partition per
@@ -135,7 +136,7 @@ export class NodeConfigCheckpointStore {
     } catch (err) {
       return {
         ok: false,
-        reason: `${where} is corrupt: document is not JSON (${err instanceof Error ? err.message : String(err)})`,
+        reason: `${where} is corrupt: document is not JSON (${errorMessage(err)})`,
       };
     }
   }

@@ -1,9 +1,11 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import type { NodeSettings } from '../config/config.ts';
-import { apiStatusCode, isNotFound } from '../kube/client.ts';
+import { apiErrorMessage } from '../kube/api-error-message.ts';
+import { isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { StateTable } from '../state/dynamodb.ts';
+import { errorMessage } from '../util/error-message.ts';
 import { parseAssignedConfig, validateDocument } from './assigned-config.ts';
 import {
   type ConfigRef,
@@ -71,7 +73,7 @@ export class NodeConfigController {
             type: CONFIG_OK,
             status: 'False',
             reason: 'AssignedConfigUnavailable',
-            message: `node config could not be resolved (${err instanceof Error ? err.message : String(err)}); using local config`,
+            message: `node config could not be resolved (${errorMessage(err)}); using local config`,
           },
         }
       );
@@ -136,7 +138,7 @@ export class NodeConfigController {
       return { kind: 'found', ref: { uid, resourceVersion }, data: cm.data ?? {} };
     } catch (err) {
       if (isNotFound(err)) return { kind: 'absent' };
-      return { kind: 'error', message: errorMessage(err) };
+      return { kind: 'error', message: apiErrorMessage(err) };
     }
   }
 
@@ -172,21 +174,4 @@ export class NodeConfigController {
     if (decision.rejection) this.options.log.error(fields, `node config not used: ${decision.rejection}`);
     else this.options.log.info(fields, `node config: ${decision.condition.message}`);
   }
-}
-
-/** A short reason for the condition: the API server's own message when it sent a Status. */
-function errorMessage(err: unknown): string {
-  const code = apiStatusCode(err);
-  const body = (err as { body?: unknown }).body;
-  if (code !== undefined) {
-    try {
-      const status: unknown = typeof body === 'string' ? JSON.parse(body) : body;
-      const message = (status as { message?: unknown } | undefined)?.message;
-      if (typeof message === 'string') return `HTTP ${code}: ${message}`;
-    } catch {
-      // Not a Status body: fall through to the status code alone.
-    }
-    return `HTTP ${code}`;
-  }
-  return err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
 }

@@ -4,6 +4,7 @@ import type { NodeSettings } from '../config/config.ts';
 import { isConflict, isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { NodeProvider, ProviderNodeCondition, ProviderNodeStatus } from '../provider/provider.ts';
+import { errorMessage } from '../util/error-message.ts';
 import { LeaseApiUnavailableError, type NodeLease } from './node-lease.ts';
 import {
   FIELD_MANAGER,
@@ -227,7 +228,7 @@ export class NodeController {
       if (this.pingError) log.info('provider ping recovered');
       this.pingError = undefined;
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       if (message !== this.pingError) log.warn({ err }, 'provider ping failed: node turns Ready=False');
       this.pingError = message;
     }
@@ -235,7 +236,7 @@ export class NodeController {
       this.report = await provider.nodeStatus(this.name, signal);
     } catch (err) {
       // Keep the last report; a provider that cannot report is also not ready.
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       this.pingError ??= `node status unavailable: ${message}`;
       log.warn({ err }, 'provider node status failed');
     }

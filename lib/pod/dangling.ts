@@ -1,16 +1,16 @@
-import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
-import type { Clock } from '../clock.ts';
-import type { Logger } from '../log/logger.ts';
-import { isProviderNotFound, type PodProvider } from '../provider/provider.ts';
+import { listNodePods } from '../kube/node-pods.ts';
+import { podKey } from '../kube/pod-key.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
-import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
+import { isClaimLive, type KnownPod, KnownPodConflictError } from './known-pods.ts';
+import type { PodStatusSyncerOptions } from './pod-status-syncer.ts';
+import { deleteInProvider, deleteUidInProvider } from './provider-delete.ts';
 
 /**
- * Seed 001's deleteDanglingPods, per node and with uids: provider pods whose
- * pod the API server no longer has (same namespace/name *and* uid) are
- * deleted in the provider; known-pod records whose pod is gone are cleaned up
- * the way pod-sync would (provider delete, forget), so a lost DELETED event
- * leaves nothing behind.
+ * virtual-kubelet's deleteDanglingPods (node/podcontroller.go), per node and
+ * with uids: provider pods whose pod the API server no longer has (same
+ * namespace/name *and* uid) are deleted in the provider; known-pod records
+ * whose pod is gone are cleaned up the way pod-sync would (provider delete,
+ * forget), so a lost DELETED event leaves nothing behind.
  *
  * Order matters: records, then the provider's list, then the API server's
  * (a consistent list from etcd). Anything a record or the provider has
@@ -19,14 +19,8 @@ import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore }
  * it was deleted, and deleting it is never a race with its creation.
  */
 
-export interface DanglingPodCleanerOptions {
-  core: CoreV1Api;
-  provider: PodProvider;
-  knownPods: KnownPodStore;
-  clock: Clock;
-  log: Logger;
-  maxParallel: number;
-  /** Page size of the API server list. Default 500. */
+/** The pod-status poller's ports, and the page size of the API server's list (default 500). */
+export interface DanglingPodCleanerOptions extends PodStatusSyncerOptions {
   pageSize?: number;
 }
 
@@ -42,25 +36,6 @@ export interface DanglingResult {
   failed: number;
 }
 
-const key = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
-const podKeyOf = (p: V1Pod) => `${p.metadata?.namespace ?? ''}/${p.metadata?.name ?? ''}`;
-
-/** Every pod bound to `node`, across namespaces, all pages. */
-export async function listNodePods(core: CoreV1Api, node: string, pageSize = 500): Promise<V1Pod[]> {
-  const pods: V1Pod[] = [];
-  let next: string | undefined;
-  do {
-    const page = await core.listPodForAllNamespaces({
-      fieldSelector: `spec.nodeName=${node}`,
-      limit: pageSize,
-      ...(next ? { _continue: next } : {}),
-    });
-    pods.push(...page.items);
-    next = page.metadata?._continue || undefined;
-  } while (next);
-  return pods;
-}
-
 export class DanglingPodCleaner {
   constructor(private readonly options: DanglingPodCleanerOptions) {}
 
@@ -68,8 +43,8 @@ export class DanglingPodCleaner {
     const { core, provider, knownPods, clock, log, maxParallel } = this.options;
     const records = await knownPods.list(node);
     const providerPods = await provider.listPods(node, signal);
-    const apiPods = await listNodePods(core, node, this.options.pageSize);
-    const apiUids = new Map(apiPods.map((p) => [podKeyOf(p), p.metadata?.uid]));
+    const { pods: apiPods } = await listNodePods(core, node, this.options.pageSize);
+    const apiUids = new Map(apiPods.map((p) => [podKey(p.metadata), p.metadata?.uid]));
     const result: DanglingResult = {
       node,
       apiPods: apiPods.length,
@@ -84,14 +59,14 @@ export class DanglingPodCleaner {
       if (!signal?.aborted) log.warn({ ...fields, node, err }, `dangling cleanup: ${what} failed`);
     };
 
-    const dangling = providerPods.filter((p) => apiUids.get(podKeyOf(p)) !== p.metadata?.uid);
+    const dangling = providerPods.filter((p) => apiUids.get(podKey(p.metadata)) !== p.metadata?.uid);
     const deletedKeys = new Set<string>();
     await mapSettledLimit(dangling, maxParallel, async (pod) => {
-      const fields = { pod: podKeyOf(pod), uid: pod.metadata?.uid };
+      const fields = { pod: podKey(pod.metadata), uid: pod.metadata?.uid };
       try {
         signal?.throwIfAborted();
-        await this.deleteInProvider(pod, signal);
-        deletedKeys.add(podKeyOf(pod));
+        await deleteInProvider(provider, pod, signal);
+        deletedKeys.add(podKey(pod.metadata));
         result.deleted++;
         log.info({ ...fields, node }, 'deleted dangling pod in provider');
       } catch (err) {
@@ -99,17 +74,15 @@ export class DanglingPodCleaner {
       }
     });
 
-    const gone = records.filter((r) => apiUids.get(key(r)) !== r.uid && !isClaimLive(r.claim, clock.now()));
+    const gone = records.filter(
+      (r) => apiUids.get(podKey(r)) !== r.uid && !isClaimLive(r.claim, clock.now()),
+    );
     await mapSettledLimit(gone, maxParallel, async (record) => {
-      const fields = { pod: key(record), uid: record.uid };
+      const fields = { pod: podKey(record), uid: record.uid };
       try {
         signal?.throwIfAborted();
-        if (!deletedKeys.has(key(record))) {
-          const current = await provider.getPod(record.namespace, record.name, signal);
-          if (current?.metadata?.uid === record.uid) {
-            await this.deleteInProvider(current, signal);
-            result.deleted++;
-          }
+        if (!deletedKeys.has(podKey(record)) && (await deleteUidInProvider(provider, record, signal))) {
+          result.deleted++;
         }
         if (await this.forget(record)) {
           result.forgotten++;
@@ -120,14 +93,6 @@ export class DanglingPodCleaner {
       }
     });
     return result;
-  }
-
-  private async deleteInProvider(pod: V1Pod, signal?: AbortSignal): Promise<void> {
-    try {
-      await this.options.provider.deletePod(pod, signal);
-    } catch (err) {
-      if (!isProviderNotFound(err)) throw err;
-    }
   }
 
   /** False when someone (pod-sync) changed the record since it was read: they own it now. */

@@ -1,3 +1,4 @@
+import { podKey } from '../kube/pod-key.ts';
 import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
 
 /**
@@ -363,7 +364,7 @@ export class KnownPodStore {
     await this.conditional(pod, async () => {
       item = await this.table.update(knownPodKey(pod.node, pod.namespace, pod.name), update, { condition });
     });
-    if (!item) throw new Error(`update of known pod ${pod.namespace}/${pod.name} returned nothing`);
+    if (!item) throw new Error(`update of known pod ${podKey(pod)} returned nothing`);
     return fromItem(item);
   }
 
@@ -372,7 +373,7 @@ export class KnownPodStore {
       await write();
     } catch (err) {
       if (isConditionFailed(err)) {
-        throw new KnownPodConflictError(`${pod.namespace}/${pod.name} on ${pod.node} changed concurrently`, {
+        throw new KnownPodConflictError(`${podKey(pod)} on ${pod.node} changed concurrently`, {
           cause: err,
         });
       }

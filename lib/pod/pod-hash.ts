@@ -3,8 +3,9 @@ import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 
 /**
  * Hashes that stand for "the version of a pod we last acted on", stored in
- * the known-pod record instead of the pod itself (seed 001 keeps the whole
- * last pod in memory and compares with podsEffectivelyEqual).
+ * the known-pod record instead of the pod itself (virtual-kubelet keeps the
+ * whole last pod in memory and compares with podsEffectivelyEqual, in
+ * node/podcontroller.go).
  */
 
 /**
@@ -36,7 +37,7 @@ function digest(text: string): string {
  * The version of a pod that matters to the provider: spec and metadata,
  * without status, resourceVersion and managedFields, which change with every
  * status write (ours included) and say nothing about what should run. Labels,
- * annotations and the deletion timestamp do count, as in seed 001's
+ * annotations and the deletion timestamp do count, as in virtual-kubelet's
  * podsEffectivelyEqual.
  */
 export function podSpecHash(pod: V1Pod): string {

@@ -4,7 +4,7 @@ import { type LeaderLoopResult, runAsLeader, settledValues } from '../lock/leade
 import { mapSettledLimit } from '../util/map-limit.ts';
 import { DanglingPodCleaner, type DanglingResult } from './dangling.ts';
 import { KnownPodStore } from './known-pods.ts';
-import { type NodeStatusResult, PodStatusSyncer } from './pod-status.ts';
+import { type NodeStatusResult, PodStatusSyncer } from './pod-status-syncer.ts';
 
 /** The lock that makes one invocation at a time the pod-status holder for all nodes of a deployment. */
 export const POD_STATUS_LOCK = 'pod-status';
@@ -73,23 +73,20 @@ export async function podStatus(
       round: async (stop, number) => {
         const started = clock.monotonic();
         const round: PodStatusRound = { round: number, nodes: [], forceDeleted: 0 };
-        if (started - danglingAt >= danglingIntervalMs) {
-          danglingAt = started;
-          round.dangling = settledValues(
-            await mapSettledLimit(nodes, config.pods.maxParallel, (n) => cleaner.cleanNode(n, stop)),
+        /** One pass over every node, in parallel; a node whose pass failed is logged and left out. */
+        const eachNode = async <T>(pass: (node: string) => Promise<T>, failed: string): Promise<T[]> =>
+          settledValues(
+            await mapSettledLimit(nodes, config.pods.maxParallel, pass),
             nodes,
             log,
             stop,
-            'dangling pod pass failed',
+            failed,
           );
+        if (started - danglingAt >= danglingIntervalMs) {
+          danglingAt = started;
+          round.dangling = await eachNode((n) => cleaner.cleanNode(n, stop), 'dangling pod pass failed');
         }
-        round.nodes = settledValues(
-          await mapSettledLimit(nodes, config.pods.maxParallel, (n) => syncer.syncNode(n, stop)),
-          nodes,
-          log,
-          stop,
-          'pod status round failed',
-        );
+        round.nodes = await eachNode((n) => syncer.syncNode(n, stop), 'pod status round failed');
         try {
           round.forceDeleted = await syncer.forceDeleteDue(nodes, stop);
         } catch (err) {

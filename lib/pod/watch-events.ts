@@ -1,5 +1,6 @@
-import { type PodEventDetail, podEventDetailSchema, podKey } from '../events/pod-event.ts';
+import { type PodEventDetail, podEventDetailSchema } from '../events/pod-event.ts';
 import { apiStatusCode } from '../kube/client.ts';
+import { podKey } from '../kube/pod-key.ts';
 import type { KnownPod } from './known-pods.ts';
 
 /**
@@ -78,7 +79,7 @@ export function relistDetails(
   const skipped: Array<{ pod: PodLike; reason: string }> = [];
   for (const pod of pods) {
     const uid = pod.metadata?.uid;
-    const key = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+    const key = podKey(pod.metadata);
     const type = uid !== undefined && knownByKey.get(key)?.uid === uid ? 'MODIFIED' : 'ADDED';
     const detail = podDetail(type, pod, node);
     if ('skip' in detail) {

@@ -1,8 +1,9 @@
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
-import { podKey } from '../events/pod-event.ts';
 import { type EventPublisher, PublishError } from '../events/publisher.ts';
 import { isGone, watchStream } from '../kube/client.ts';
+import { nodePodsSelector } from '../kube/node-pods.ts';
+import { podKey } from '../kube/pod-key.ts';
 import { keepLock } from '../lock/leader-loop.ts';
 import { type LockHandle, LockLostError, type LockManager } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
@@ -284,7 +285,7 @@ class NodeWatcher {
         this.#o.kubeConfig,
         PODS_PATH,
         {
-          fieldSelector: `spec.nodeName=${node}`,
+          fieldSelector: nodePodsSelector(node),
           resourceVersion: fromRv,
           allowWatchBookmarks: true,
           timeoutSeconds,

@@ -1,9 +1,10 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
-import { podKey } from '../events/pod-event.ts';
 import type { EventPublisher } from '../events/publisher.ts';
+import { listNodePods } from '../kube/node-pods.ts';
+import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import type { KnownPodStore } from './known-pods.ts';
-import { type PodLike, relistDetails } from './watch-events.ts';
+import { relistDetails } from './watch-events.ts';
 import { forgetAnotherClustersPods, type RelistReason } from './watch-resume.ts';
 
 export interface RelistOptions {
@@ -19,30 +20,6 @@ export interface RelistOptions {
   signal: AbortSignal;
 }
 
-/** Every pod bound to `node`, in pages, and the resourceVersion the list was served at. */
-export async function listNodePods(
-  core: CoreV1Api,
-  node: string,
-  pageSize: number,
-): Promise<{ pods: PodLike[]; resourceVersion: string }> {
-  const pods: PodLike[] = [];
-  let resourceVersion: string | undefined;
-  let next: string | undefined;
-  do {
-    const page = await core.listPodForAllNamespaces({
-      fieldSelector: `spec.nodeName=${node}`,
-      limit: pageSize,
-      ...(next ? { _continue: next } : {}),
-    });
-    pods.push(...page.items);
-    // Every page of a paginated list is served at the first page's resourceVersion.
-    resourceVersion ??= page.metadata?.resourceVersion;
-    next = page.metadata?._continue || undefined;
-  } while (next);
-  if (!resourceVersion) throw new Error(`pod list of ${node} returned no resourceVersion`);
-  return { pods, resourceVersion };
-}
-
 /**
  * Lists the node's pods and publishes the relist events (watch-events.ts):
  * one per listed pod, and a GONE for each known pod the list lacks. After a
@@ -53,14 +30,12 @@ export async function listNodePods(
 export async function relistNode(o: RelistOptions): Promise<{ resourceVersion: string; published: number }> {
   const { node, reason, knownPods, log } = o;
   const { pods, resourceVersion } = await listNodePods(o.core, node, o.pageSize);
+  if (!resourceVersion) throw new Error(`pod list of ${node} returned no resourceVersion`);
   let known = await knownPods.list(node);
   if (reason === 'other-cluster') known = await forgetAnotherClustersPods(knownPods, known, pods, log);
   const { details, skipped } = relistDetails(node, pods, known, resourceVersion);
   for (const s of skipped) {
-    log.warn(
-      { pod: `${s.pod.metadata?.namespace}/${s.pod.metadata?.name}`, reason: s.reason },
-      'pod not announced',
-    );
+    log.warn({ pod: podKey(s.pod.metadata), reason: s.reason }, 'pod not announced');
   }
   const gone = details.filter((d) => d.type === 'GONE');
   o.signal.throwIfAborted();

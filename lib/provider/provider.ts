@@ -172,9 +172,10 @@ export interface PodUsage {
 }
 
 /**
- * Status at once, an optional capability of createPod and updatePod (the
- * "pushed" half of issue 4's "polled every 5 s, or pushed by a provider that
- * can"). A provider that knows a pod's status as soon as the call returns
+ * Status at once, an optional capability of createPod and updatePod: pod
+ * statuses are polled by pod-status, or pushed by a provider that can, much
+ * as virtual-kubelet's PodNotifier lets a provider push instead of being
+ * polled (node/podcontroller.go). A provider that knows a pod's status as soon as the call returns
  * resolves with it; pod-sync then writes it to the pod's status subresource
  * itself right after recording the create, and pod-status finds it already
  * written. A provider whose pods start asynchronously (a real backend that

@@ -1,20 +1,25 @@
 import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import type { Dependencies } from '../app/dependencies.ts';
 import { isConflict, isNotFound } from '../kube/client.ts';
+import { listNodePods } from '../kube/node-pods.ts';
+import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import { NodeController } from '../node/node-controller.ts';
 import { NODE_LEASE_NAMESPACE, NodeLease } from '../node/node-lease.ts';
-import { DanglingPodCleaner, type DanglingResult, listNodePods } from '../pod/dangling.ts';
+import { DanglingPodCleaner, type DanglingResult } from '../pod/dangling.ts';
 import { type KnownPod, KnownPodStore } from '../pod/known-pods.ts';
-import { PodStatusSyncer } from '../pod/pod-status.ts';
-import { createPodReconciler, decideSync, type PodReconciler } from '../pod/pod-sync.ts';
+import { createPodReconciler, type PodReconciler } from '../pod/pod-reconciler.ts';
+import { PodStatusSyncer } from '../pod/pod-status-syncer.ts';
+import { decideSync } from '../pod/pod-sync-decision.ts';
+import { errorMessage } from '../util/error-message.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
 import { OwnedNodeStore } from './owned-nodes.ts';
 
 /**
- * seed 004's reconcileAll for a virtual kubelet: brings the cluster and the
- * provider back to what the configuration and the API server say, whatever
- * events were lost. Every step is idempotent and touches only our nodes (the
+ * The reconcileAll of a leader-elected reconciler (as Monogon's Kubernetes
+ * reconciler service runs one), for a virtual kubelet: brings the cluster and
+ * the provider back to what the configuration and the API server say,
+ * whatever events were lost. Every step is idempotent and touches only our nodes (the
  * configured ones, and the ones this deployment recorded as registered).
  */
 
@@ -98,7 +103,7 @@ export class ClusterReconciler {
       failures: [],
     };
     const failed = (what: string, err: unknown, fields: Record<string, unknown> = {}) => {
-      result.failures.push(`${what}: ${err instanceof Error ? err.message : String(err)}`);
+      result.failures.push(`${what}: ${errorMessage(err)}`);
       if (!signal?.aborted) log.warn({ ...fields, err }, `reconcile: ${what} failed`);
     };
 
@@ -221,13 +226,13 @@ export class ClusterReconciler {
   ): Promise<number> {
     const { deps } = this.options;
     const records = new Map<string, KnownPod>();
-    for (const r of await this.knownPods.list(node)) records.set(`${r.namespace}/${r.name}`, r);
-    const pods = await listNodePods(deps.kube.core, node);
+    for (const r of await this.knownPods.list(node)) records.set(podKey(r), r);
+    const { pods } = await listNodePods(deps.kube.core, node);
     const now = deps.clock.now();
     const stale = pods.filter((pod) => {
       const namespace = pod.metadata?.namespace ?? '';
       const name = pod.metadata?.name ?? '';
-      const record = records.get(`${namespace}/${name}`);
+      const record = records.get(podKey({ namespace, name }));
       if (eventLikelyInFlight(pod, record, now, deps.config.reconcile.resyncGraceMs)) return false;
       const step = decideSync(
         { namespace, name, pod, records: record ? [record] : [] },
@@ -238,7 +243,7 @@ export class ClusterReconciler {
     });
     let resynced = 0;
     await mapSettledLimit(stale, deps.config.pods.maxParallel, async (pod) => {
-      const key = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+      const key = podKey(pod.metadata);
       try {
         const r = await this.podReconciler(deps.config.nodeNames, signal).reconcile(
           pod.metadata?.namespace ?? '',
@@ -276,7 +281,7 @@ export class ClusterReconciler {
       if (!isNotFound(err)) throw err;
       exists = false;
     }
-    const pods = await listNodePods(core, node);
+    const { pods } = await listNodePods(core, node);
     if (pods.length > 0) {
       if (exists && !cordoned) {
         await core.patchNode({ name: node, body: { spec: { unschedulable: true } } }, mergePatch);

@@ -3,6 +3,8 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config/config.ts';
 import type { QueueDepth } from '../dead-letters/queue.ts';
 import { isNotFound, type KubeClients } from '../kube/client.ts';
+import { listNodePods } from '../kube/node-pods.ts';
+import { podKey } from '../kube/pod-key.ts';
 import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import { HEARTBEAT_LOCK } from '../node/heartbeat.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
@@ -13,6 +15,7 @@ import type { PodProvider } from '../provider/provider.ts';
 import { RECONCILE_LOCK } from '../reconcile/reconcile-entry.ts';
 import { STATUS_KEY } from '../release/reconciler-status.ts';
 import type { StateTable } from '../state/dynamodb.ts';
+import { errorMessage } from '../util/error-message.ts';
 
 /**
  * The reconciler's status record, read by key and shown field by field, so
@@ -100,7 +103,6 @@ export interface StatusSources {
 }
 
 const seconds = (ms: number) => Math.round(ms / 100) / 10;
-const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** Reads every section; never throws for an unreachable component, it records the error instead. */
 export async function collectStatus(sources: StatusSources): Promise<StatusReport> {
@@ -110,7 +112,7 @@ export async function collectStatus(sources: StatusSources): Promise<StatusRepor
     try {
       return await read();
     } catch (err) {
-      errors.push({ section: name, error: message(err) });
+      errors.push({ section: name, error: errorMessage(err) });
       return fallback;
     }
   };
@@ -119,7 +121,7 @@ export async function collectStatus(sources: StatusSources): Promise<StatusRepor
     section('locks', [], () => readLocks(sources)),
     section('reconciler', null, () => readReconciler(sources)),
     section('pods', [], () =>
-      readPods(sources, (name, err) => errors.push({ section: name, error: message(err) })),
+      readPods(sources, (name, err) => errors.push({ section: name, error: errorMessage(err) })),
     ),
     readDeadLetter(sources),
   ]);
@@ -224,9 +226,8 @@ async function readPods(
   for (const node of config.nodeNames) {
     const [known, api, listed] = await Promise.all([
       knownPods.list(node),
-      kube.core
-        .listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` })
-        .then((l) => l.items)
+      listNodePods(kube.core, node)
+        .then((l) => l.pods)
         .catch((err: unknown) => {
           onError(`pods of ${node} in the API server`, err);
           return undefined;
@@ -236,9 +237,8 @@ async function readPods(
         return [] as V1Pod[];
       }),
     ]);
-    const keyOf = (p: V1Pod) => `${p.metadata?.namespace}/${p.metadata?.name}`;
-    const apiByKey = new Map((api ?? []).map((p) => [keyOf(p), p]));
-    const providerByKey = new Map(listed.map((p) => [keyOf(p), p]));
+    const apiByKey = new Map((api ?? []).map((p) => [podKey(p.metadata), p]));
+    const providerByKey = new Map(listed.map((p) => [podKey(p.metadata), p]));
     const apiPhase = (key: string, uid: string) => {
       if (!api) return 'unknown';
       const p = apiByKey.get(key);
@@ -250,7 +250,7 @@ async function readPods(
     const providerPhase = (p: V1Pod | undefined, uid: string) =>
       p && p.metadata?.uid === uid ? (p.status?.phase ?? 'Unknown') : 'missing';
     for (const record of known) {
-      const key = `${record.namespace}/${record.name}`;
+      const key = podKey(record);
       // The provider's list comes from an index that may lag; a single read is exact.
       const inProvider =
         providerByKey.get(key) ??
@@ -267,9 +267,9 @@ async function readPods(
         providerPhase: providerPhase(inProvider, record.uid),
       });
     }
-    const knownKeys = new Set(known.map((r) => `${r.namespace}/${r.name}`));
+    const knownKeys = new Set(known.map(podKey));
     for (const p of listed) {
-      const key = keyOf(p);
+      const key = podKey(p.metadata);
       if (knownKeys.has(key)) continue;
       const uid = p.metadata?.uid ?? '';
       rows.push({
@@ -299,6 +299,6 @@ async function readDeadLetter({ config, queueDepth }: StatusSources): Promise<De
       ...(depth.oldestAgeSeconds !== undefined ? { oldestAgeSeconds: depth.oldestAgeSeconds } : {}),
     };
   } catch (err) {
-    return { url, depth: null, note: `unreachable: ${message(err)}` };
+    return { url, depth: null, note: `unreachable: ${errorMessage(err)}` };
   }
 }

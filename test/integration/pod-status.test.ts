@@ -19,7 +19,7 @@ import { LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runti
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { podStatusHash } from '../../lib/pod/pod-hash.ts';
 import type { PodStatusResult } from '../../lib/pod/pod-status-entry.ts';
-import type { SyncResult } from '../../lib/pod/pod-sync.ts';
+import type { SyncResult } from '../../lib/pod/pod-sync-result.ts';
 import {
   MOCK_EXIT_CODE_ANNOTATION,
   MOCK_FINISH_AFTER_ANNOTATION,

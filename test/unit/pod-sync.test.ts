@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KnownPod } from '../../lib/pod/known-pods.ts';
 import { podSpecHash } from '../../lib/pod/pod-hash.ts';
-import { type DecideContext, decideSync, type SyncState } from '../../lib/pod/pod-sync.ts';
+import { type DecideContext, decideSync, type SyncState } from '../../lib/pod/pod-sync-decision.ts';
 
 const NOW = Date.parse('2024-05-01T12:00:00Z');
 const ctx: DecideContext = { nodes: ['vk-a', 'vk-b'], now: NOW };

@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto';
+import type { CoreV1Api, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
+import { podKey } from '../kube/pod-key.ts';
+import type { Logger } from '../log/logger.ts';
+import { type AppliedPodStatus, isProviderNotFound, type PodProvider } from '../provider/provider.ts';
+import { errorMessage } from '../util/error-message.ts';
+import type { DownwardApiOptions } from './downward-api.ts';
+import { EnvResolveError } from './env-reasons.ts';
+import type { EnvSources } from './env-sources.ts';
+import type { KnownPod, KnownPodStore } from './known-pods.ts';
+import { resolvePodEnv } from './pod-env.ts';
+import { POD_EVENT_REASONS, type PodEventRecorder } from './pod-events.ts';
+import { isTerminalPhase, providerFailedStatus, reportedStatusToWrite } from './pod-status-builders.ts';
+import { podRef, writePodStatus, writeReportedStatus } from './pod-status-writes.ts';
+import type { SyncStep } from './pod-sync-decision.ts';
+import { PodSyncRetryError, type SyncOutcome } from './pod-sync-result.ts';
+
+/**
+ * The apply step of a pod reconcile: the pod's env resolved, a claim taken on
+ * its known-pod record, createPod or updatePod called under it, the claim
+ * completed with the hash applied (or released on failure).
+ *
+ * ## The first status (status at once)
+ *
+ * When the provider resolves createPod/updatePod with the pod's status, the
+ * claim is completed with a `pushUntil` mark and the status is then written
+ * through pod-status's write path (writeReportedStatus), which records its
+ * hash and drops the mark. pod-status leaves marked (and claimed) pods alone,
+ * so the status is written once; the delivery our own status write triggers
+ * finds the claim gone and skips at once. A failed write is logged and drops
+ * the mark, and pod-status's poll writes the status: it never fails the
+ * reconcile, whose provider call is done and recorded.
+ */
+
+export interface PodApplierOptions {
+  core: CoreV1Api;
+  provider: PodProvider;
+  knownPods: KnownPodStore;
+  events: PodEventRecorder;
+  envSources: EnvSources;
+  clock: Clock;
+  /** Who claims (the request id), for logs. */
+  owner: string;
+  /** How long a claim keeps others waiting, and the longest provider call. */
+  claimMs: number;
+  env?: DownwardApiOptions;
+  signal?: AbortSignal;
+}
+
+export class PodApplier {
+  constructor(private readonly options: PodApplierOptions) {}
+
+  /**
+   * Creates or updates the pod in the provider, exactly once per change among
+   * concurrent deliveries. `ownTokens` collects the claims taken, so that the
+   * reconcile never waits for its own claim.
+   * @throws KnownPodConflictError when the claim is lost (the reconcile reads again).
+   * @throws PodSyncRetryError when env or the provider fails.
+   */
+  async apply(
+    step: Extract<SyncStep, { kind: 'apply' }>,
+    log: Logger,
+    ownTokens: Set<string>,
+  ): Promise<SyncOutcome> {
+    const { knownPods, events, clock, claimMs, owner } = this.options;
+    const { pod } = step;
+    const resolved = await this.resolveEnv(pod, log);
+
+    const token = randomUUID();
+    const until = new Date(clock.now() + claimMs).toISOString();
+    const claimed = await knownPods.claim(
+      step.record,
+      { ...podRef(pod), node: step.node },
+      { token, owner, hash: step.hash, until },
+    );
+    ownTokens.add(token);
+
+    const called = await this.callProvider(step, resolved, claimed, token, log);
+    if ('outcome' in called) return called.outcome;
+    const { create, reported } = called;
+    await events.record(
+      pod,
+      'Normal',
+      create ? POD_EVENT_REASONS.createSuccess : POD_EVENT_REASONS.updateSuccess,
+      create ? 'Create pod in provider successfully' : 'Update pod in provider successfully',
+    );
+    // The mark keeps pod-status off the pod until the status below is
+    // recorded, so it is written once. Dropping the claim first lets the
+    // delivery our own status write triggers skip at once instead of waiting.
+    const push = reportedStatusToWrite(claimed, reported);
+    const completed = await knownPods.completeClaim(
+      claimed,
+      token,
+      step.hash,
+      push ? { pushUntil: new Date(clock.now() + claimMs).toISOString() } : {},
+    );
+    if (push) await this.pushStatus(completed, pod, push.status, log);
+    return create ? 'created' : 'updated';
+  }
+
+  /**
+   * createPod or updatePod under the claim; a pod the provider no longer has
+   * is created (as virtual-kubelet's createOrUpdatePod does). On failure the
+   * claim is released and the failure handled (providerFailed).
+   */
+  private async callProvider(
+    step: Extract<SyncStep, { kind: 'apply' }>,
+    resolved: V1Pod,
+    claimed: KnownPod,
+    token: string,
+    log: Logger,
+  ): Promise<{ create: boolean; reported: AppliedPodStatus } | { outcome: SyncOutcome }> {
+    const { provider, knownPods, claimMs, signal } = this.options;
+    // A call that outlives the claim could overlap a taker's; cut it off.
+    const timeout = AbortSignal.timeout(claimMs);
+    const callSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    let create = step.mode === 'create';
+    try {
+      if (create) return { create, reported: await provider.createPod(resolved, callSignal) };
+      try {
+        return { create, reported: await provider.updatePod(resolved, callSignal) };
+      } catch (err) {
+        if (!isProviderNotFound(err)) throw err;
+        log.warn('provider no longer has the pod: creating it');
+        create = true;
+        return { create, reported: await provider.createPod(resolved, callSignal) };
+      }
+    } catch (err) {
+      await knownPods.releaseClaim(claimed, token).catch((e: unknown) => {
+        log.warn({ err: e }, 'could not release claim; it expires');
+      });
+      if (callSignal.aborted) {
+        signal?.throwIfAborted();
+        throw new PodSyncRetryError(
+          `${podKey(step.pod.metadata)}: provider call took longer than the claim`,
+          'provider',
+          { cause: err },
+        );
+      }
+      return { outcome: await this.providerFailed(step.pod, create, err, log) };
+    }
+  }
+
+  /**
+   * Writes the status the provider reported with the create or update
+   * (status at once, see AppliedPodStatus), through pod-status's own write
+   * path, against the pod read for this reconcile. Best effort: the pod is
+   * in the provider and recorded whatever happens here; on failure the push
+   * mark is dropped so that pod-status's next poll writes the status.
+   */
+  private async pushStatus(record: KnownPod, pod: V1Pod, reported: V1PodStatus, log: Logger): Promise<void> {
+    const { core, knownPods } = this.options;
+    try {
+      const written = await writeReportedStatus({ core, knownPods }, record, reported, { pod });
+      log.debug({ written, phase: reported.phase }, 'pod status written after apply');
+    } catch (err) {
+      log.warn({ err }, 'could not write the pod status after applying it; pod-status polls it');
+      await knownPods.forgetStatus(record).catch((e: unknown) => {
+        log.warn({ err: e }, 'could not drop the status push mark; it expires');
+      });
+    }
+  }
+
+  /**
+   * The pod with its env resolved. A mandatory reference missing: a Warning
+   * event naming it, and a retryable error (the pod stays Pending).
+   */
+  private async resolveEnv(pod: V1Pod, log: Logger): Promise<V1Pod> {
+    const { envSources, events, env } = this.options;
+    try {
+      const resolved = await resolvePodEnv(pod, envSources, env);
+      for (const w of resolved.warnings) await events.record(pod, 'Warning', w.reason, w.message);
+      return resolved.pod;
+    } catch (err) {
+      if (!(err instanceof EnvResolveError)) throw err;
+      await events.record(pod, 'Warning', err.reason, err.message);
+      log.warn({ reason: err.reason, message: err.message }, 'env reference unresolved: pod stays Pending');
+      throw new PodSyncRetryError(`${podKey(pod.metadata)}: ${err.message}`, 'env', { cause: err });
+    }
+  }
+
+  /**
+   * virtual-kubelet's handleProviderError (node/pod.go) for a create: reason
+   * ProviderFailed on the pod (phase Failed when it never restarts, which
+   * ends it) and a Warning event. Anything else is retried.
+   */
+  private async providerFailed(pod: V1Pod, create: boolean, err: unknown, log: Logger): Promise<SyncOutcome> {
+    const { core, events } = this.options;
+    const message = errorMessage(err);
+    const reason = create ? POD_EVENT_REASONS.createFailed : POD_EVENT_REASONS.updateFailed;
+    await events.record(pod, 'Warning', reason, message);
+    log.warn({ err }, `provider ${create ? 'create' : 'update'} failed`);
+    if (create) {
+      await writePodStatus(core, podRef(pod), (current) =>
+        isTerminalPhase(current.status?.phase) ? undefined : providerFailedStatus(current, message),
+      );
+      if (pod.spec?.restartPolicy === 'Never') return 'create-failed';
+    }
+    throw new PodSyncRetryError(
+      `${podKey(pod.metadata)}: provider ${create ? 'create' : 'update'} failed: ${message}`,
+      'provider',
+      { cause: err },
+    );
+  }
+}

@@ -1,0 +1,121 @@
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { isNotFound } from '../kube/client.ts';
+import { podKey } from '../kube/pod-key.ts';
+import type { Logger } from '../log/logger.ts';
+import type { PodProvider } from '../provider/provider.ts';
+import { errorMessage } from '../util/error-message.ts';
+import type { KnownPod, KnownPodStore } from './known-pods.ts';
+import { POD_EVENT_REASONS, type PodEventRecorder } from './pod-events.ts';
+import { forceDeletePod, podRef } from './pod-status-writes.ts';
+import type { SyncState, SyncStep } from './pod-sync-decision.ts';
+import { PodSyncRetryError, type SyncOutcome } from './pod-sync-result.ts';
+import { deleteInProvider, deleteUidInProvider } from './provider-delete.ts';
+
+/**
+ * The deleting steps of a pod reconcile: in the provider (a stale uid, an
+ * orphan, a terminating pod, its grace period's end recorded) and from the API
+ * server (a terminating pod that no longer runs). deletePod may be called many
+ * times, so these take no claim; each is followed by a conditional record
+ * write, and a lost write has the reconcile read everything again.
+ */
+
+export interface PodDeleterOptions {
+  core: CoreV1Api;
+  provider: PodProvider;
+  knownPods: KnownPodStore;
+  events: PodEventRecorder;
+  /** Our virtual nodes: only pods bound to one of them are touched. */
+  nodes: readonly string[];
+  signal?: AbortSignal;
+}
+
+export class PodDeleter {
+  constructor(private readonly options: PodDeleterOptions) {}
+
+  /** A record about a pod that is gone or replaced: its uid deleted in the provider, the record forgotten. */
+  async forgetStale(record: KnownPod, log: Logger): Promise<void> {
+    const { provider, knownPods, signal } = this.options;
+    await deleteUidInProvider(provider, record, signal);
+    await knownPods.delete(record);
+    log.info({ staleUid: record.uid }, 'pod gone or replaced: deleted in provider and forgotten');
+  }
+
+  /**
+   * virtual-kubelet's syncHandler for a pod missing from the API server:
+   * deletes the provider's pod of that name, unless its pod exists after all
+   * (created since we read: undefined, read again).
+   */
+  async deleteOrphan(state: SyncState, log: Logger): Promise<SyncOutcome | undefined> {
+    const { provider, nodes, core, signal } = this.options;
+    const held = await provider.getPod(state.namespace, state.name, signal);
+    const uid = held?.metadata?.uid;
+    if (!held || !uid || !nodes.includes(held.spec?.nodeName ?? '')) return 'absent';
+    // The provider had it, so its pod existed before this read: if the read
+    // lacks it, that uid is gone for good.
+    try {
+      const pod = await core.readNamespacedPod({ namespace: state.namespace, name: state.name });
+      if (pod.metadata?.uid === uid) return undefined;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    await deleteInProvider(provider, held, signal);
+    log.info({ orphanUid: uid }, 'pod gone from the API server: deleted in provider');
+    return 'orphan-deleted';
+  }
+
+  /** A terminating pod that no longer runs: deleted from the API server at once, then in the provider, then forgotten. */
+  async forceDelete(step: Extract<SyncStep, { kind: 'force-delete' }>, log: Logger): Promise<SyncOutcome> {
+    const { core, knownPods, provider, signal } = this.options;
+    const result = await forceDeletePod(core, podRef(step.pod));
+    log.info({ result }, 'terminating and not running: force-deleted from the API server');
+    try {
+      await deleteInProvider(provider, step.pod, signal);
+    } catch (err) {
+      // Best effort: the DELETED event and the dangling-pod pass try again.
+      log.warn({ err }, 'provider delete after force delete failed');
+    }
+    if (step.record) await knownPods.delete(step.record);
+    return 'force-deleted';
+  }
+
+  /**
+   * A terminating pod that still runs: deleted in the provider, with an event
+   * either way, and the grace period's end recorded so that pod-status
+   * force-deletes it then.
+   */
+  async providerDelete(
+    step: Extract<SyncStep, { kind: 'provider-delete' }>,
+    log: Logger,
+  ): Promise<SyncOutcome> {
+    const { knownPods, events, provider, signal } = this.options;
+    try {
+      const result = await deleteInProvider(provider, step.pod, signal);
+      if (result === 'deleted') {
+        await events.record(
+          step.pod,
+          'Normal',
+          POD_EVENT_REASONS.deleteSuccess,
+          'Delete pod in provider successfully',
+        );
+      }
+    } catch (err) {
+      const message = errorMessage(err);
+      await events.record(step.pod, 'Warning', POD_EVENT_REASONS.deleteFailed, message);
+      throw new PodSyncRetryError(
+        `${podKey(step.pod.metadata)}: provider delete failed: ${message}`,
+        'provider',
+        { cause: err },
+      );
+    }
+    await knownPods.markTerminating(
+      step.record,
+      { ...podRef(step.pod), node: step.node },
+      step.forceDeleteAt,
+    );
+    log.info(
+      { forceDeleteAt: step.forceDeleteAt },
+      'terminating: deleted in provider, force delete scheduled',
+    );
+    return 'deleted-in-provider';
+  }
+}

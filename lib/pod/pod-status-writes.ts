@@ -1,0 +1,166 @@
+import type { CoreV1Api, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { isConflict, isNotFound } from '../kube/client.ts';
+import {
+  type KnownPod,
+  KnownPodConflictError,
+  type KnownPodIdentity,
+  type KnownPodStore,
+} from './known-pods.ts';
+import { isTerminalPhase, mergeStatus, reportedStatusToWrite } from './pod-status-builders.ts';
+
+/**
+ * Writes to the API server on a pod's behalf: its status (guarded by its uid
+ * and resourceVersion, and recorded in its known-pod record so that it is
+ * written once) and its force delete.
+ */
+
+/** Which pod a status write is for: the uid guards against a new pod with the same name. */
+export interface PodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+export type StatusWriteResult = 'written' | 'gone' | 'unchanged';
+
+/** The ref of a pod as read from the API server. */
+export function podRef(pod: V1Pod): PodRef {
+  return {
+    namespace: pod.metadata?.namespace ?? '',
+    name: pod.metadata?.name ?? '',
+    uid: pod.metadata?.uid ?? '',
+  };
+}
+
+/**
+ * Replaces the pod's status with `make(current pod)`, read fresh and written
+ * with its resourceVersion, so nothing another writer changed meanwhile is
+ * lost (a 409 reads again, up to 3 times). `gone` when the pod no longer
+ * exists under this uid; `unchanged` when `make` returns undefined.
+ *
+ * `options.pod`: the pod as the caller just read it; the first attempt
+ * writes against it instead of reading again (its resourceVersion still
+ * guards the write, and a 409 reads afresh).
+ */
+export async function writePodStatus(
+  core: CoreV1Api,
+  ref: PodRef,
+  make: (pod: V1Pod) => V1PodStatus | undefined,
+  options: { pod?: V1Pod } = {},
+): Promise<StatusWriteResult> {
+  let known = options.pod?.metadata?.uid === ref.uid ? options.pod : undefined;
+  for (let attempt = 1; ; attempt++) {
+    let pod: V1Pod;
+    if (known) {
+      pod = known;
+      known = undefined;
+    } else {
+      try {
+        pod = await core.readNamespacedPod({ namespace: ref.namespace, name: ref.name });
+      } catch (err) {
+        if (isNotFound(err)) return 'gone';
+        throw err;
+      }
+    }
+    if (pod.metadata?.uid !== ref.uid) return 'gone';
+    const status = make(pod);
+    if (!status) return 'unchanged';
+    try {
+      await core.replaceNamespacedPodStatus({
+        namespace: ref.namespace,
+        name: ref.name,
+        body: { ...pod, status },
+      });
+      return 'written';
+    } catch (err) {
+      if (isNotFound(err)) return 'gone';
+      if (!isConflict(err) || attempt >= 3) throw err;
+    }
+  }
+}
+
+/** Where statuses are written and what was written is recorded. */
+export interface StatusTargets {
+  core: CoreV1Api;
+  knownPods: KnownPodStore;
+}
+
+/** The record a status write is for: the pod's identity and the status hash the writer decided from. */
+export type StatusRecord = KnownPodIdentity & Pick<KnownPod, 'statusHash'>;
+
+/**
+ * Writes `make(current pod)` as the pod's status (writePodStatus) and
+ * records `hash` as written for this uid, as a compare-and-set on the hash
+ * `record` says was written before. The API server cannot tell us whose
+ * write landed last when two writers raced, so when the compare-and-set
+ * fails the hash is forgotten instead: the next poll writes the provider's
+ * status again (one redundant write, never a lost one). A terminal status
+ * (`make` returns undefined) is recorded too, so it is not tried again.
+ */
+export async function writeRecordedStatus(
+  targets: StatusTargets,
+  record: StatusRecord,
+  hash: string,
+  make: (pod: V1Pod) => V1PodStatus | undefined,
+  options: { pod?: V1Pod } = {},
+): Promise<StatusWriteResult> {
+  const { core, knownPods } = targets;
+  const written = await writePodStatus(core, record, make, options);
+  // Gone: pod-sync forgets the record; nothing to remember here.
+  if (written === 'gone') return 'gone';
+  try {
+    await knownPods.recordStatus(record, record.statusHash, hash);
+  } catch (err) {
+    if (!(err instanceof KnownPodConflictError)) throw err;
+    try {
+      await knownPods.forgetStatus(record);
+    } catch (e) {
+      // The record is gone or about another pod: nothing to remember either.
+      if (!(e instanceof KnownPodConflictError)) throw e;
+    }
+  }
+  return written;
+}
+
+/**
+ * The one path by which a status the provider reported reaches the API
+ * server, for pod-status's poll and pod-sync's push alike: skipped when the
+ * record says it was written already, else merged with the conditions other
+ * actors own (never over a Succeeded or Failed status) and recorded.
+ */
+export async function writeReportedStatus(
+  targets: StatusTargets,
+  record: StatusRecord,
+  reported: V1PodStatus | undefined,
+  options: { pod?: V1Pod } = {},
+): Promise<StatusWriteResult> {
+  const change = reportedStatusToWrite(record, reported);
+  if (!change) return 'unchanged';
+  return writeRecordedStatus(
+    targets,
+    record,
+    change.hash,
+    (pod) => (isTerminalPhase(pod.status?.phase) ? undefined : mergeStatus(pod.status, change.status)),
+    options,
+  );
+}
+
+/**
+ * Deletes the pod from the API server at once (grace 0) if it still has this
+ * uid. `gone` when it was already gone or is another pod now (the UID
+ * precondition failed).
+ */
+export async function forceDeletePod(core: CoreV1Api, ref: PodRef): Promise<'deleted' | 'gone'> {
+  try {
+    await core.deleteNamespacedPod({
+      namespace: ref.namespace,
+      name: ref.name,
+      gracePeriodSeconds: 0,
+      body: { gracePeriodSeconds: 0, preconditions: { uid: ref.uid } },
+    });
+    return 'deleted';
+  } catch (err) {
+    if (isNotFound(err) || isConflict(err)) return 'gone';
+    throw err;
+  }
+}

@@ -1,0 +1,53 @@
+import type { Dependencies } from '../app/dependencies.ts';
+import { type PodEventDetail, parsePodEvent } from '../events/pod-event.ts';
+import type { Invocation } from '../invocation.ts';
+import type { Logger } from '../log/logger.ts';
+import { createPodReconciler } from './pod-reconciler.ts';
+import type { SyncResult } from './pod-sync-result.ts';
+
+/** Stop waiting for other invocations this long before the deadline, to fail cleanly (and be retried). */
+const DEADLINE_MARGIN_MS = 3_000;
+
+/**
+ * The pod event's detail, parsed once for the whole invocation. A malformed
+ * event is logged and rejected (InvalidEventError, which sends it to the
+ * dead-letter queue) before anything is written.
+ */
+export function validPodSyncEvent(log: Logger, event: unknown): PodEventDetail {
+  try {
+    return parsePodEvent(event).detail;
+  } catch (err) {
+    log.error({ err }, 'rejected pod event: nothing done, the event goes to the dead-letter queue');
+    throw err;
+  }
+}
+
+/**
+ * The pod-sync function's one entry point: reconciles the pod key a validated
+ * event names (validPodSyncEvent), counting the event and the reconcile's
+ * latency by outcome.
+ */
+export async function podSync(
+  deps: Dependencies,
+  invocation: Invocation,
+  detail: PodEventDetail,
+): Promise<SyncResult> {
+  const { clock, metrics } = deps;
+  const log = deps.log.child({ requestId: invocation.requestId });
+  const started = clock.monotonic();
+  metrics.eventsConsumed(1);
+  const reconciler = createPodReconciler(deps, {
+    log: log.child({ event: detail.type, resourceVersion: detail.resourceVersion }),
+    owner: invocation.requestId,
+    waitUntil: invocation.deadline - DEADLINE_MARGIN_MS,
+    signal: invocation.signal,
+  });
+  try {
+    const result = await reconciler.reconcile(detail.namespace, detail.name);
+    metrics.podSyncLatency(clock.monotonic() - started, result.outcome);
+    return result;
+  } catch (err) {
+    metrics.podSyncLatency(clock.monotonic() - started, err instanceof Error ? err.name : 'error');
+    throw err;
+  }
+}
