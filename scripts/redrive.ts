@@ -7,7 +7,7 @@
  * event was redriven, 1 when some could not be published (they stay queued),
  * 2 on bad configuration.
  */
-import { loadConfig } from '../lib/config/config.ts';
+import { loadConfig } from '../lib/config/load-config.ts';
 import { redriveDeadLetters } from '../lib/dead-letters/redrive.ts';
 import { SqsDeadLetterQueue } from '../lib/dead-letters/sqs-queue.ts';
 import { createEventBridgePublisher } from '../lib/events/eventbridge-publisher.ts';

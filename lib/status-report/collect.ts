@@ -5,7 +5,7 @@ import type { QueueDepth } from '../dead-letters/queue.ts';
 import { isNotFound, type KubeClients } from '../kube/client.ts';
 import { listNodePods } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
-import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
+import type { LockStore } from '../lock/lock.ts';
 import { HEARTBEAT_LOCK } from '../node/heartbeat.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
 import { isClaimLive, KnownPodStore } from '../pod/known-pods.ts';
@@ -96,6 +96,7 @@ export interface StatusSources {
   config: Config;
   kube: KubeClients;
   table: StateTable;
+  lockStore: LockStore;
   podProvider: PodProvider;
   clock: Clock;
   /** Reads the dead-letter queue's depth; injected so that only one module imports the SQS SDK. */
@@ -128,7 +129,7 @@ export async function collectStatus(sources: StatusSources): Promise<StatusRepor
   return {
     generatedAt: new Date(clock.now()).toISOString(),
     table: config.dynamodb.tableName,
-    provider: config.provider,
+    provider: config.provider.name,
     nodes,
     locks,
     reconciler,
@@ -181,8 +182,7 @@ export function lockNames(config: Config): string[] {
   return [HEARTBEAT_LOCK, POD_STATUS_LOCK, RECONCILE_LOCK, ...config.nodeNames.map(podWatchLockName)];
 }
 
-async function readLocks({ config, table, clock }: StatusSources): Promise<LockReport[]> {
-  const store = new DynamoDbLockStore(table);
+async function readLocks({ config, lockStore: store, clock }: StatusSources): Promise<LockReport[]> {
   return Promise.all(
     lockNames(config).map(async (name): Promise<LockReport> => {
       const record = await store.get(name);

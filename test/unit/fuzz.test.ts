@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import fc from 'fast-check';
-import { loadConfig } from '../../lib/config/config.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 import { parsePodEvent, podEventDetailSchema } from '../../lib/events/pod-event.ts';
 import { InvalidEventError } from '../../lib/events/scheduled-event.ts';
 import { parseAssignedConfig } from '../../lib/node-config/assigned-config.ts';
