@@ -62,6 +62,14 @@ export interface KubeClients {
   config: KubeConfig;
   core: CoreV1Api;
   coordination: CoordinationV1Api;
+  /**
+   * API requests these clients have sent, counted by the client's request
+   * middleware as each one goes out (a failed or timed-out request counts
+   * too), for tests and benchmarks.
+   */
+  requests(): number;
+  /** Clients on the same cluster with the same timeout, counting their own requests from 0 (e.g. one node's). */
+  withOwnCount(): KubeClients;
 }
 
 /**
@@ -75,26 +83,45 @@ export function createKubeClients(
   kc: KubeConfig,
   options: { requestTimeoutMs?: number; retry?: KubeRetryOptions } = {},
 ): KubeClients {
-  const configuration = configurationFor(
-    kc,
-    options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
-    options.retry,
-  );
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  let sent = 0;
+  const configuration = configurationFor(kc, timeoutMs, options.retry, () => {
+    sent++;
+  });
   return {
     config: kc,
     core: new CoreV1Api(configuration),
     coordination: new CoordinationV1Api(configuration),
+    requests: () => sent,
+    withOwnCount: () =>
+      createKubeClients(kc, {
+        requestTimeoutMs: timeoutMs,
+        ...(options.retry ? { retry: options.retry } : {}),
+      }),
   };
 }
 
-function configurationFor(kc: KubeConfig, timeoutMs: number, retry: KubeRetryOptions = {}) {
+/**
+ * client-node's configuration over our HTTP layer (retrying-http.ts): every
+ * attempt of every request goes through it, per-call options
+ * (setHeaderOptions) included, and is counted by `onRequest` as it goes out.
+ */
+function configurationFor(
+  kc: KubeConfig,
+  timeoutMs: number,
+  retry: KubeRetryOptions = {},
+  onRequest: () => void = () => {},
+) {
   const server = kc.getCurrentCluster()?.server;
   if (!server)
     throw new KubeConfigError(`current context "${kc.getCurrentContext()}" names no cluster server`);
   const base = { baseServer: new ServerConfiguration(server, {}), authMethods: { default: kc } };
   // The client's own fetch library, under per-attempt timeouts, the invocation's deadline and retries.
   const fetchLibrary = createConfiguration(base).httpApi;
-  return createConfiguration({ ...base, httpApi: retryingHttpLibrary(fetchLibrary, timeoutMs, retry) });
+  return createConfiguration({
+    ...base,
+    httpApi: retryingHttpLibrary(fetchLibrary, timeoutMs, { ...retry, onAttempt: onRequest }),
+  });
 }
 
 /**

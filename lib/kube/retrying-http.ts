@@ -38,6 +38,8 @@ export interface KubeRetryOptions {
   maxRetryAfterMs?: number;
   clock?: Clock;
   random?: () => number;
+  /** Called as each attempt goes out (request counting). */
+  onAttempt?: () => void;
 }
 
 const RETRIED_SERVER_ERRORS = new Set([500, 502, 503, 504]);
@@ -73,6 +75,7 @@ export function retryingHttpLibrary(
     const deadline = currentDeadline();
     const timeout = AbortSignal.timeout(requestTimeoutMs);
     request.setSignal(deadline ? AbortSignal.any([timeout, deadline]) : timeout);
+    options.onAttempt?.();
     return inner.send(request).toPromise();
   };
   return wrapHttpLibrary({
