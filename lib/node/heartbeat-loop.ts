@@ -179,6 +179,7 @@ export class HeartbeatLoop {
     while (!stop.aborted) {
       await clock.sleep(interval, stop).catch(() => {});
       if (stop.aborted) return;
+      const wasFailing = this.#failingSince !== undefined;
       const renewed = await this.#reach(() => this.#locks.renew(handle));
       if (renewed.ok) continue;
       if (renewed.err instanceof LockLostError) {
@@ -189,7 +190,8 @@ export class HeartbeatLoop {
         lost.abort(renewed.err);
         return;
       }
-      log.warn({ err: renewed.err, lock: handle.name }, 'lock renewal failed');
+      // The outage was logged when it began; every failed try of it is not news.
+      if (wasFailing) log.debug({ err: renewed.err, lock: handle.name }, 'lock renewal failed');
     }
   }
 

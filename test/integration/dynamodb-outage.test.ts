@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../../lib/local/dynamodb-local.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
+import { STATE_STORE_CONDITION } from '../../lib/node/state-store-condition.ts';
 import { mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
 import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
 import { createTable } from '../../lib/state/table-definition.ts';
@@ -42,10 +43,20 @@ interface Sample {
   at: number;
   ready: string | undefined;
   taints: string[];
+  /** Our StateStoreUnavailable condition's status. */
+  degraded: string | undefined;
 }
 
+const degradedOf = (n: V1Node | undefined) =>
+  n?.status?.conditions?.find((c) => c.type === STATE_STORE_CONDITION)?.status;
+
 function sample(n: V1Node | undefined, at: number): Sample {
-  return { at, ready: readyStatus(n), taints: (n?.spec?.taints ?? []).map((t) => `${t.key}:${t.effect}`) };
+  return {
+    at,
+    ready: readyStatus(n),
+    taints: (n?.spec?.taints ?? []).map((t) => `${t.key}:${t.effect}`),
+    degraded: degradedOf(n),
+  };
 }
 
 describe('a DynamoDB outage', () => {
@@ -127,8 +138,11 @@ describe('a DynamoDB outage', () => {
       { timeoutMs: 120_000, what: 'the pod created during the outage Running within 2 minutes of its end' },
     );
     t.diagnostic(`pod Running ${((Date.now() - thawedAt) / 1000).toFixed(1)} s after the outage ended`);
-    // A little longer, to see the node through the return to the lock.
-    await new Promise((resolve) => setTimeout(resolve, 15_000));
+    // The node through the return to the lock: the holder says so on the node.
+    await waitFor(async () => degradedOf(await readNode(admin, node)) === 'False', {
+      timeoutMs: 60_000,
+      what: `${STATE_STORE_CONDITION} False again`,
+    });
     sampling = false;
     await sampler;
 
@@ -137,8 +151,13 @@ describe('a DynamoDB outage', () => {
     assert.equal(record?.creates, 1, 'created once in the provider');
     const notReady = samples.filter((s) => s.ready !== 'True');
     t.diagnostic(`${samples.length} samples, ${notReady.length} not Ready`);
-    assert.ok(samples.length >= (FREEZE_MS + 15_000) / 1_000 - 5, `sampled ${samples.length} times`);
+    assert.ok(samples.length >= FREEZE_MS / 1_000 - 5, `sampled ${samples.length} times`);
     assert.deepEqual(notReady, [], 'Ready never left True');
+    assert.ok(
+      samples.some((s) => s.at > frozenAt && s.at < thawedAt && s.degraded === 'True'),
+      `the node said it was degraded during the outage (${STATE_STORE_CONDITION})`,
+    );
+    assert.equal(samples[0]?.degraded, 'False', 'and not before it');
     assert.deepEqual(
       samples.filter((s) => s.taints.some((x) => x.startsWith('node.kubernetes.io/unreachable'))),
       [],
