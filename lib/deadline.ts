@@ -25,3 +25,22 @@ export function runWithDeadline<T>(signal: AbortSignal, fn: () => T): T {
 export function currentDeadline(): AbortSignal | undefined {
   return scope.getStore();
 }
+
+/**
+ * {@link runWithDeadline} with a deadline `ms` from now, whose timer is
+ * cleared as soon as `fn` settles (an `AbortSignal.timeout` would stay armed
+ * until it fires, one per call).
+ */
+export async function runWithTimeout<T>(ms: number, fn: () => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError')),
+    Math.max(0, ms),
+  );
+  timer.unref?.();
+  try {
+    return await runWithDeadline(controller.signal, fn);
+  } finally {
+    clearTimeout(timer);
+  }
+}

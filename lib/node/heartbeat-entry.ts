@@ -1,6 +1,6 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import type { NodeSettings } from '../config/node-settings.ts';
-import { runWithDeadline } from '../deadline.ts';
+import { runWithTimeout } from '../deadline.ts';
 import { releaseRefusal } from '../handler/release-gate.ts';
 import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
@@ -42,7 +42,7 @@ export async function heartbeat(
     log,
   });
   // Never throws; with DynamoDB down it answers from the local config once its reads are cut off.
-  const initial = await runWithDeadline(AbortSignal.timeout(RESOLVE_BUDGET_MS), () => nodeConfig.resolve());
+  const initial = await runWithTimeout(RESOLVE_BUDGET_MS, () => nodeConfig.resolve());
   let resolvedAt = clock.monotonic();
   const timing = initial.settings;
   const withTiming = (settings: NodeSettings): NodeSettings => ({
@@ -71,6 +71,7 @@ export async function heartbeat(
     lockTtlMs: config.lock.ttlMs,
     lockPollMs: config.lock.pollMs,
     maxParallel: config.heartbeat.maxParallel,
+    tickTimeoutMs: (timing.leaseDurationSeconds * 1_000) / 2,
     stopBeforeDeadlineMs: config.heartbeat.stopBeforeDeadlineMs,
     // Read before the lock, not before the whole invocation: the leases must not wait for it.
     releaseGate: () => releaseRefusal(deps, invocation),

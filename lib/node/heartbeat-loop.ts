@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { runWithDeadline } from '../deadline.ts';
+import { runWithTimeout } from '../deadline.ts';
 import { settledValues } from '../lock/leader-loop.ts';
 import { type LockHandle, LockLostError, LockManager } from '../lock/lock.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
@@ -7,7 +7,7 @@ import { mapSettledLimit } from '../util/map-limit.ts';
 import { HEARTBEAT_LOCK, type HeartbeatOptions, type HeartbeatResult } from './heartbeat.ts';
 
 /** Longest wait for one lock-store call before the store counts as unreachable for this try. */
-const MAX_STORE_CALL_MS = 3_000;
+const MAX_STORE_CALL_MS = 5_000;
 
 type Reached<T> = { ok: true; value: T } | { ok: false; err: unknown };
 
@@ -200,11 +200,11 @@ export class HeartbeatLoop {
     const { controllers, log, maxParallel } = this.#o;
     const { beforeRound } = this.#o;
     // Bounded like a store call, but not a reachability probe: it never throws and may answer from memory.
-    if (beforeRound) await runWithDeadline(AbortSignal.timeout(this.#budgetMs), beforeRound).catch(() => {});
+    if (beforeRound) await runWithTimeout(this.#budgetMs, beforeRound).catch(() => {});
     const results = settledValues(
-      // A tick must fit in a renew interval: a hung provider or store must not hold up the next renewal.
+      // A hung provider or store must not hold up the next round's renewal past the lease's duration.
       await mapSettledLimit(controllers, maxParallel, (c) =>
-        runWithDeadline(AbortSignal.timeout(this.#o.renewIntervalMs), () => c.tick(stop)),
+        runWithTimeout(this.#o.tickTimeoutMs, () => c.tick(stop)),
       ),
       controllers.map((c) => c.name),
       log,
@@ -236,13 +236,14 @@ export class HeartbeatLoop {
   /** Runs a lock-store call (or the release gate) cut off after the budget. */
   async #reach<T>(call: () => Promise<T>): Promise<Reached<T>> {
     try {
-      const value = await runWithDeadline(AbortSignal.timeout(this.#budgetMs), call);
+      const value = await runWithTimeout(this.#budgetMs, call);
       this.#answered();
       return { ok: true, value };
     } catch (err) {
-      // Losing the lock is an answer from the store, not a failure to reach it.
+      // Losing the lock is an answer from the store, not a failure to reach it; nor is the
+      // invocation's own end a sign of the store.
       if (err instanceof LockLostError) this.#answered();
-      else this.#failed(err);
+      else if (!this.#o.invocation.signal.aborted) this.#failed(err);
       return { ok: false, err };
     }
   }

@@ -29,6 +29,12 @@ export interface HeartbeatOptions {
   maxParallel: number;
   stopBeforeDeadlineMs: number;
   /**
+   * Longest full tick of one node (its lease is renewed first in it): long
+   * enough for a slow API server, short enough that the next round's
+   * renewal comes well within the lease's duration.
+   */
+  tickTimeoutMs: number;
+  /**
    * The release gate, checked before the lock is taken: undefined when this
    * release may act, else the refusal. Rejects when the state table cannot
    * be read.

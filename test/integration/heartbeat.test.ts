@@ -220,6 +220,8 @@ describe('heartbeat against the real control plane', { concurrency: true }, () =
       'MemoryPressure',
       'PIDPressure',
       'Ready',
+      // Ours: whether the state table can be reached (False here).
+      'StateStoreUnavailable',
     ]);
     invocation.crash('done');
   });
