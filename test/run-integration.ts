@@ -87,6 +87,7 @@ async function main(): Promise<number> {
       server: controlPlane.server,
       adminKubeconfig: controlPlane.adminKubeconfig,
       kubeletKubeconfig: controlPlane.kubeletKubeconfig,
+      ca: controlPlane.ca,
     },
     dynamodb: { endpoint: dynamo.endpoint, tableName, region },
     controlPlaneDir: controlPlane.dir,
