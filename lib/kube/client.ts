@@ -69,9 +69,9 @@ export interface KubeClients {
   /** SubjectAccessReview: the kubelet API authorizes every request as a kubelet in webhook mode does. */
   authorization: AuthorizationV1Api;
   /**
-   * API requests these clients have sent, counted by the client's request
-   * middleware as each one goes out (a failed or timed-out request counts
-   * too), for tests and benchmarks.
+   * API requests these clients have sent, counted by the HTTP layer
+   * (retrying-http.ts) as each attempt goes out (a failed, timed-out or
+   * retried request counts each time), for tests and benchmarks.
    */
   requests(): number;
   /** Clients on the same cluster with the same timeout, counting their own requests from 0 (e.g. one node's). */
