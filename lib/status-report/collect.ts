@@ -8,6 +8,7 @@ import { podKey } from '../kube/pod-key.ts';
 import type { LockStore } from '../lock/lock.ts';
 import { HEARTBEAT_LOCK } from '../node/heartbeat.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
+import { STATE_STORE_CONDITION } from '../node/state-store-condition.ts';
 import { isClaimLive, KnownPodStore } from '../pod/known-pods.ts';
 import { POD_STATUS_LOCK } from '../pod/pod-status-entry.ts';
 import { podWatchLockName } from '../pod/watch-node.ts';
@@ -34,6 +35,8 @@ export interface NodeReport {
   leaseAgeSeconds?: number;
   /** The ConfigOK condition, when the node carries one. */
   configOk?: { status: string; reason?: string; message?: string };
+  /** The StateStoreUnavailable condition's status: True while the heartbeat renews the lease without its lock. */
+  stateStoreUnavailable?: string;
 }
 
 /** One lock record. */
@@ -157,6 +160,7 @@ async function readNodes({ config, kube, clock }: StatusSources): Promise<NodeRe
       const conditions = node?.status?.conditions ?? [];
       const ready = conditions.find((c) => c.type === 'Ready');
       const configOk = conditions.find((c) => c.type === 'ConfigOK');
+      const degraded = conditions.find((c) => c.type === STATE_STORE_CONDITION)?.status;
       const renew = lease?.spec?.renewTime;
       return {
         name,
@@ -172,6 +176,7 @@ async function readNodes({ config, kube, clock }: StatusSources): Promise<NodeRe
               },
             }
           : {}),
+        ...(degraded ? { stateStoreUnavailable: degraded } : {}),
       };
     }),
   );

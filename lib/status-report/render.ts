@@ -25,7 +25,7 @@ export function renderStatus(report: StatusReport): string {
   out.push('', 'NODES');
   out.push(
     table(
-      ['NAME', 'REGISTERED', 'READY', 'REASON', 'LEASE AGE', 'CONFIGOK'],
+      ['NAME', 'REGISTERED', 'READY', 'REASON', 'LEASE AGE', 'CONFIGOK', 'DEGRADED'],
       report.nodes.map((n) => [
         n.name,
         n.registered ? 'yes' : 'no',
@@ -33,6 +33,7 @@ export function renderStatus(report: StatusReport): string {
         n.readyReason ?? '',
         age(n.leaseAgeSeconds),
         n.configOk ? `${n.configOk.status}${n.configOk.reason ? ` (${n.configOk.reason})` : ''}` : '',
+        n.stateStoreUnavailable === 'True' ? 'yes (no DynamoDB)' : 'no',
       ]),
     ),
   );
