@@ -254,6 +254,27 @@ class NodeWatcher {
     return resourceVersion;
   }
 
+  /** One watch event (not an ERROR) into the batch: a pod event, or only the resourceVersion it carries. */
+  #received(batcher: WatchBatcher, type: string, object: unknown): void {
+    const rv = resourceVersionOf(object);
+    if (!rv) return;
+    if (type === 'BOOKMARK' || !isWatchEventType(type) || !isPodLike(object)) {
+      batcher.push(undefined, rv);
+      return;
+    }
+    const detail = podDetail(type, object, this.#o.node, rv);
+    if ('skip' in detail) {
+      this.#log.warn({ type, resourceVersion: rv, reason: detail.skip }, 'watch event not announced');
+      batcher.push(undefined, rv);
+      return;
+    }
+    this.#log.debug(
+      { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
+      'pod event received',
+    );
+    batcher.push(detail, rv);
+  }
+
   /** One watch request from `fromRv`, until the server closes it, it fails, or the watcher stops. */
   async #watch(fromRv: string): Promise<{ outcome: WatchEnd; publishedRv: string }> {
     const { node, clock } = this.#o;
@@ -291,28 +312,9 @@ class NodeWatcher {
           timeoutSeconds,
         },
         (type, object) => {
-          if (type === 'ERROR') {
-            status = object;
-            watchAbort.abort();
-            return;
-          }
-          const rv = resourceVersionOf(object);
-          if (!rv) return;
-          if (type === 'BOOKMARK' || !isWatchEventType(type) || !isPodLike(object)) {
-            batcher.push(undefined, rv);
-            return;
-          }
-          const detail = podDetail(type, object, node, rv);
-          if ('skip' in detail) {
-            this.#log.warn({ type, resourceVersion: rv, reason: detail.skip }, 'watch event not announced');
-            batcher.push(undefined, rv);
-            return;
-          }
-          this.#log.debug(
-            { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
-            'pod event received',
-          );
-          batcher.push(detail, rv);
+          if (type !== 'ERROR') return this.#received(batcher, type, object);
+          status = object;
+          watchAbort.abort();
         },
         signal,
       );

@@ -83,18 +83,22 @@ export function renderStatus(report: StatusReport): string {
           ]),
         ),
   );
-  const dlq = report.deadLetterQueue;
-  out.push('', 'DEAD-LETTER QUEUE');
-  out.push(
-    dlq.depth === null
-      ? (dlq.note ?? 'n/a')
-      : `${dlq.depth} message(s) waiting${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''}` +
-          `${dlq.oldestAgeSeconds !== undefined ? `, oldest ${Math.round(dlq.oldestAgeSeconds)} s old` : ''} (${dlq.url})`,
-  );
-  if (dlq.depth) out.push('redrive them with `npm run redrive` (README, "Dead letters")');
+  out.push('', 'DEAD-LETTER QUEUE', ...deadLetterLines(report.deadLetterQueue));
   if (report.errors.length > 0) {
     out.push('', 'ERRORS');
     for (const e of report.errors) out.push(`${e.section}: ${e.error}`);
   }
   return `${out.join('\n')}\n`;
+}
+
+function deadLetterLines(dlq: StatusReport['deadLetterQueue']): string[] {
+  const lines: string[] = [];
+  lines.push(
+    dlq.depth === null
+      ? (dlq.note ?? 'n/a')
+      : `${dlq.depth} message(s) waiting${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''}` +
+          `${dlq.oldestAgeSeconds !== undefined ? `, oldest ${Math.round(dlq.oldestAgeSeconds)} s old` : ''} (${dlq.url})`,
+  );
+  if (dlq.depth) lines.push('redrive them with `npm run redrive` (README, "Dead letters")');
+  return lines;
 }
