@@ -9,7 +9,6 @@ import type { ReleaseRefused } from '../release/gate.ts';
 import { type HeartbeatOptions, type HeartbeatResult, runHeartbeat } from './heartbeat.ts';
 import { NodeController } from './node-controller.ts';
 import { NodeLease } from './node-lease.ts';
-import { stateStoreAvailable } from './state-store-condition.ts';
 
 /** How long a cold start waits for the node config (DynamoDB checkpoints) before using what it has. */
 const RESOLVE_BUDGET_MS = 3_000;
@@ -57,8 +56,7 @@ export async function heartbeat(
   );
   const configure = (decision: typeof initial) => {
     nodeProvider.configure?.(decision.settings);
-    for (const c of controllers)
-      c.configure(withTiming(decision.settings), [decision.condition, stateStoreAvailable()]);
+    for (const c of controllers) c.configure(withTiming(decision.settings), [decision.condition]);
   };
   configure(initial);
   const result = await runHeartbeat({

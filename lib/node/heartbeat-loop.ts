@@ -47,6 +47,7 @@ export class HeartbeatLoop {
   #unavailableSince = new Date(0);
   #lastDegradedRound = Number.NEGATIVE_INFINITY;
   #gatePassed = false;
+  #tried = false;
 
   constructor(options: HeartbeatOptions) {
     this.#o = options;
@@ -64,7 +65,9 @@ export class HeartbeatLoop {
   async run(): Promise<HeartbeatResult> {
     const { clock, log, invocation } = this.#o;
     while (!invocation.signal.aborted && clock.monotonic() < this.#stopAt) {
-      const acquiring = clock.monotonic() < this.#stopAt - this.#o.renewIntervalMs;
+      // Taking the lock is worth it with one interval left to hold it, and always tried once.
+      const acquiring = !this.#tried || clock.monotonic() < this.#stopAt - this.#o.renewIntervalMs;
+      this.#tried = true;
       const tried = await this.#reach(() => this.#tryAcquire(acquiring));
       if (!tried.ok) {
         await this.#standByDegraded();

@@ -13,7 +13,11 @@ import {
   reportFingerprint,
   statusApplyBody,
 } from './node-object.ts';
-import { markStateStoreUnavailable, STATE_STORE_CONDITION } from './state-store-condition.ts';
+import {
+  markStateStoreUnavailable,
+  STATE_STORE_CONDITION,
+  stateStoreAvailable,
+} from './state-store-condition.ts';
 
 export interface NodeControllerOptions {
   name: string;
@@ -358,7 +362,8 @@ export class NodeController {
       name: this.name,
       settings: this.settings,
       report,
-      extraConditions: this.extraConditions,
+      // Whoever writes the full status holds its lock, so the state table answers.
+      extraConditions: [...this.extraConditions, stateStoreAvailable()],
       ...(this.pingError ? { pingError: this.pingError } : {}),
       ...(this.current ? { current: this.current } : {}),
       now: new Date(clock.now()),
