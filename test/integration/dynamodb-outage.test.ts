@@ -157,8 +157,11 @@ describe('a DynamoDB outage', () => {
       samples.some((s) => s.at > frozenAt && s.at < thawedAt && s.degraded === 'True'),
       `the node said it was degraded during the outage (${STATE_STORE_CONDITION})`,
     );
-    assert.notEqual(samples[0]?.degraded, 'True', 'and not before it');
-    assert.equal(samples.at(-1)?.degraded, 'False', 'nor after it');
+    assert.notEqual(
+      samples[0]?.degraded,
+      'True',
+      'and not before it (False again after it: waited for above)',
+    );
     assert.deepEqual(
       samples.filter((s) => s.taints.some((x) => x.startsWith('node.kubernetes.io/unreachable'))),
       [],
