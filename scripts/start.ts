@@ -10,6 +10,9 @@
  * - DynamoDB: SVK_DYNAMODB_ENDPOINT when set; otherwise DynamoDB Local with
  *   its data in .local/start/dynamodb, so a restart resumes. The table
  *   (SVK_TABLE_NAME) is created when missing.
+ * - Provider: SVK_PROVIDER when set; otherwise `docker` when a
+ *   Docker-compatible engine answers (SVK_DOCKER_HOST, DOCKER_HOST, else the
+ *   default socket), else `mock`. The first lines say which, and why.
  * - Logs: the functions' JSON lines, one readable line each (lib/log/pretty.ts).
  *   For that this script runs twice: the supervisor formats the stdout of the
  *   runner (`--run`), which does the work.
@@ -35,6 +38,7 @@ import { isApiServerReachable, loadKubeConfig } from '../lib/kube/client.ts';
 import { controlPlaneBinariesPresent } from '../lib/local/control-plane/binaries.ts';
 import { CertificateAuthority, type CertificateFiles } from '../lib/local/control-plane/pki.ts';
 import { startControlPlane } from '../lib/local/control-plane.ts';
+import { localProvider } from '../lib/local/docker-engine.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import {
   LocalDeployment,
@@ -125,6 +129,12 @@ async function run(): Promise<void> {
   process.on('SIGTERM', () => void shutdown(0));
 
   try {
+    // Real containers when a Docker-compatible engine answers, else the mock.
+    if (!process.env.SVK_PROVIDER) {
+      const chosen = await localProvider(process.env);
+      process.env.SVK_PROVIDER = chosen.provider;
+      say(`provider ${chosen.provider}: ${chosen.reason}`);
+    } else say(`provider ${process.env.SVK_PROVIDER} (SVK_PROVIDER)`);
     // Refuse a bad configuration before starting anything.
     const config = loadConfig(process.env);
     const podSyncConcurrency = podSyncConcurrencyFromEnv(process.env);

@@ -64,6 +64,26 @@ export function isProviderNotFound(err: unknown): err is ProviderNotFoundError {
 }
 
 /**
+ * The provider cannot run this pod as its spec asks (a field it does not
+ * support, e.g. a hostPath volume): it ran nothing, and a retry of the same
+ * spec fails the same way. The message names every reason.
+ */
+export class ProviderUnsupportedError extends Error {
+  override readonly name = 'ProviderUnsupportedError';
+  constructor(
+    /** One line per unsupported field, naming it. */
+    readonly reasons: readonly string[],
+    provider: string,
+  ) {
+    super(`the ${provider} provider cannot run this pod: ${reasons.join('; ')}`);
+  }
+}
+
+export function isProviderUnsupported(err: unknown): err is ProviderUnsupportedError {
+  return err instanceof ProviderUnsupportedError;
+}
+
+/**
  * The pod part of a provider: what virtual-kubelet's PodLifecycleHandler is.
  * Every call may run in a different Lambda invocation, concurrently with
  * others, and be retried: implementations keep their state outside the

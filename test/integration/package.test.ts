@@ -274,6 +274,12 @@ describe('serverless package (offline, no AWS credentials)', () => {
       'HasClusterAccess',
     );
     assert.ok(conditions.HasClusterAccess);
+    // Nor the docker provider's engine secret policy, which names only that secret when it is.
+    assert.equal(
+      (resources.DockerEngineTlsPolicy as unknown as { Condition: string }).Condition,
+      'HasDockerTlsSecret',
+    );
+    assert.ok(conditions.HasDockerTlsSecret);
   });
 
   it('lets only the event rules of this deployment write to the dead-letter queue', () => {
@@ -391,10 +397,11 @@ describe('serverless package (offline, no AWS credentials)', () => {
     );
   });
 
-  it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access', () => {
+  it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access, the docker engine secret', () => {
     const role = resources.KubeletApiRole?.Properties;
     assert.deepEqual(role?.ManagedPolicyArns, [
       { 'Fn::If': ['HasClusterAccess', { Ref: 'ClusterAccessPolicy' }, { Ref: 'AWS::NoValue' }] },
+      { 'Fn::If': ['HasDockerTlsSecret', { Ref: 'DockerEngineTlsPolicy' }, { Ref: 'AWS::NoValue' }] },
     ]);
     const [policy] = (role?.Policies ?? []) as Array<{
       PolicyDocument: { Statement: Array<Record<string, unknown>> };
