@@ -13,6 +13,11 @@ import {
   reportFingerprint,
   statusApplyBody,
 } from './node-object.ts';
+import {
+  markStateStoreUnavailable,
+  STATE_STORE_CONDITION,
+  stateStoreAvailable,
+} from './state-store-condition.ts';
 
 export interface NodeControllerOptions {
   name: string;
@@ -116,7 +121,6 @@ export class NodeController {
       this.started = true;
     }
     const now = clock.monotonic();
-    if (now - this.lastPingAt >= settings.pingIntervalMs) await this.probe(signal);
     const errors: string[] = [];
     // One failing step (API server down, a timeout) is logged and leaves the others to run.
     const attempt = async <T>(what: string, step: () => Promise<T>, fallback: T): Promise<T> => {
@@ -139,6 +143,8 @@ export class NodeController {
           () => this.options.lease.renew(signal, now + settings.leaseRenewIntervalMs),
           false,
         );
+    // The ping after the renewal: a slow provider must not delay what keeps the node Ready.
+    if (now - this.lastPingAt >= settings.pingIntervalMs) await this.probe(signal);
     let statusWritten = await attempt('registration check', () => this.checkRegistered(), false);
     await attempt('labels and taints update', () => this.syncMetadata(), undefined);
     const changed = this.fingerprint() !== this.lastFingerprint;
@@ -159,11 +165,7 @@ export class NodeController {
     // Due times count from the tick that wrote, not from when the write ended:
     // ticks are exactly one renew interval apart, a write ends a bit later.
     if (statusWritten) this.lastStatusAt = now;
-    const renewedAt = leaseRenewed ? this.options.lease.lastRenewTime() : clock.now();
-    const renewalLagMs =
-      this.leaseDisabled || previousRenewal === undefined || renewedAt === undefined
-        ? undefined
-        : Math.max(0, renewedAt - previousRenewal);
+    const renewalLagMs = this.renewalLag(leaseRenewed, previousRenewal);
     return {
       node: this.name,
       leaseRenewed,
@@ -173,6 +175,59 @@ export class NodeController {
       ...(errors.length > 0 ? { errors } : {}),
       ...(renewalLagMs === undefined ? {} : { renewalLagMs }),
     };
+  }
+
+  /**
+   * Keeps the node alive while the lock store cannot be reached: renews its
+   * Lease and marks it {@link STATE_STORE_CONDITION}, nothing else (no ping,
+   * no status report, no labels, no registration: a Node that does not
+   * exist is left so). Renewing a Lease that another invocation renews too
+   * is harmless, so this needs no lock. Throws what the API server throws.
+   */
+  async keepAlive(signal: AbortSignal | undefined, unavailableSince: Date): Promise<TickResult> {
+    const { clock, kube, lease } = this.options;
+    const now = clock.monotonic();
+    if (!this.current) {
+      try {
+        this.current = await kube.core.readNode({ name: this.name });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        return { node: this.name, leaseRenewed: false, statusWritten: false, requests: kube.requests() };
+      }
+      lease.setNodeUid(this.current.metadata?.uid);
+    }
+    const previousRenewal = lease.lastRenewTime();
+    const leaseRenewed =
+      !this.leaseDisabled && (await lease.renew(signal, now + this.settings.leaseRenewIntervalMs));
+    const marked = this.current.status?.conditions?.some(
+      (c) => c.type === STATE_STORE_CONDITION && c.status === 'True',
+    );
+    if (!marked) {
+      this.current = await markStateStoreUnavailable(
+        kube.core,
+        this.name,
+        unavailableSince,
+        new Date(clock.now()),
+        this.current,
+      );
+    }
+    // Back to the lock, the full status goes out at once (it says the store answers again).
+    this.lastFingerprint = undefined;
+    const renewalLagMs = this.renewalLag(leaseRenewed, previousRenewal);
+    return {
+      node: this.name,
+      leaseRenewed,
+      statusWritten: !marked,
+      requests: kube.requests(),
+      ...(renewalLagMs === undefined ? {} : { renewalLagMs }),
+    };
+  }
+
+  private renewalLag(leaseRenewed: boolean, previousRenewal: number | undefined): number | undefined {
+    const renewedAt = leaseRenewed ? this.options.lease.lastRenewTime() : this.options.clock.now();
+    return this.leaseDisabled || previousRenewal === undefined || renewedAt === undefined
+      ? undefined
+      : Math.max(0, renewedAt - previousRenewal);
   }
 
   /**
@@ -307,7 +362,8 @@ export class NodeController {
       name: this.name,
       settings: this.settings,
       report,
-      extraConditions: this.extraConditions,
+      // Whoever writes the full status holds its lock, so the state table answers.
+      extraConditions: [...this.extraConditions, stateStoreAvailable()],
       ...(this.pingError ? { pingError: this.pingError } : {}),
       ...(this.current ? { current: this.current } : {}),
       now: new Date(clock.now()),

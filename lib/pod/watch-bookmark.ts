@@ -13,6 +13,12 @@ export interface WatchBookmark {
   resourceVersion: string;
   /** Fencing epoch of the watcher that wrote it. */
   epoch: number;
+  /**
+   * The cluster the resourceVersion belongs to: the uid of its kube-system
+   * namespace (see watch-resume.ts). Absent in bookmarks written before it
+   * was recorded.
+   */
+  clusterUid?: string;
   /** Wall-clock time of the write, for operators only. */
   updatedAt: string;
 }
@@ -22,11 +28,17 @@ export function bookmarkKey(node: string): { pk: string; sk: string } {
 }
 
 function fromItem(item: StoredItem): WatchBookmark {
-  const { node, resourceVersion, epoch, updatedAt } = item;
+  const { node, resourceVersion, epoch, updatedAt, clusterUid } = item;
   if (typeof node !== 'string' || typeof resourceVersion !== 'string' || typeof epoch !== 'number') {
     throw new Error(`watch bookmark ${item.pk} is malformed`);
   }
-  return { node, resourceVersion, epoch, updatedAt: typeof updatedAt === 'string' ? updatedAt : '' };
+  return {
+    node,
+    resourceVersion,
+    epoch,
+    updatedAt: typeof updatedAt === 'string' ? updatedAt : '',
+    ...(typeof clusterUid === 'string' ? { clusterUid } : {}),
+  };
 }
 
 /** The watch bookmarks in the state table. */
@@ -46,16 +58,23 @@ export class WatchBookmarkStore {
   }
 
   /**
-   * Writes the bookmark only while `handle` holds the node's watch lock, so a
-   * deposed watcher can never move it back behind its successor's.
+   * Writes the bookmark, with the cluster it belongs to, only while `handle`
+   * holds the node's watch lock, so a deposed watcher can never move it back
+   * behind its successor's.
    * @throws LockLostError when the handle no longer holds the lock (nothing written).
    */
-  async save(node: string, resourceVersion: string, handle: LockHandle): Promise<WatchBookmark> {
+  async save(
+    node: string,
+    resourceVersion: string,
+    handle: LockHandle,
+    clusterUid?: string,
+  ): Promise<WatchBookmark> {
     const bookmark: WatchBookmark = {
       node,
       resourceVersion,
       epoch: handle.epoch,
       updatedAt: new Date(this.#clock.now()).toISOString(),
+      ...(clusterUid !== undefined ? { clusterUid } : {}),
     };
     await new DynamoDbLockStore(this.table).fencedWrite(handle, [
       { put: { ...bookmarkKey(node), ...bookmark } },
