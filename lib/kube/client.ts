@@ -16,6 +16,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { errorMessage } from '../util/error-message.ts';
+import { keepAliveAuthentication } from './keep-alive.ts';
 
 /** Default bound on one API request: a hung connection must not stall a heartbeat. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
@@ -67,7 +68,7 @@ export interface KubeClients {
 
 /**
  * Builds the API clients for one kubeconfig. Cheap; build once per cold start
- * and reuse. Every request is aborted after `requestTimeoutMs`: without it, a
+ * and reuse: their requests share kept-alive connections. Every request is aborted after `requestTimeoutMs`: without it, a
  * connection to an API server that stopped answering hangs until the
  * invocation's deadline.
  */
@@ -86,7 +87,8 @@ function configurationFor(kc: KubeConfig, timeoutMs: number) {
     throw new KubeConfigError(`current context "${kc.getCurrentContext()}" names no cluster server`);
   return createConfiguration({
     baseServer: new ServerConfiguration(server, {}),
-    authMethods: { default: kc },
+    // Reuses connections (client-node would open a new one per request): see keep-alive.ts.
+    authMethods: { default: keepAliveAuthentication(kc) },
     promiseMiddleware: [
       {
         pre: async (request: RequestContext) => {
