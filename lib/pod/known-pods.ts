@@ -27,10 +27,13 @@ export interface KnownPod {
   /** Hash of the pod status we last wrote to the API server. */
   statusHash?: string;
   /**
-   * ISO wall-clock time until which the pod-sync invocation that just applied
-   * the pod is writing the status the provider reported with it (status at
-   * once); pod-status leaves the pod alone meanwhile. Removed when that
-   * status is recorded or given up; a crashed writer's mark simply expires.
+   * ISO wall-clock time until which a pod-sync invocation that completed its
+   * claim before writing the status the provider reported (release 0.1.0's
+   * order) is still writing it; pod-status leaves the pod alone meanwhile.
+   * This release writes that status under the claim and records it with the
+   * completion, so it never sets the mark; pod-status still honours it while
+   * both releases run, every status write removes it, and a crashed writer's
+   * mark expires.
    */
   pushUntil?: string;
   /**
@@ -202,28 +205,49 @@ export class KnownPodStore {
 
   /**
    * Records that the claim's hash is now applied in the provider and drops the
-   * claim, if `token` still holds it. `pushUntil`: the caller is about to
-   * write the status the provider reported (see {@link KnownPod.pushUntil}).
+   * claim, if `token` still holds it. `status`: the status just written to the
+   * API server under the claim, recorded in the same write as a
+   * compare-and-set on the hash the writer decided from (as
+   * {@link recordStatus}); when that part fails (pod-status recorded another
+   * status meanwhile), the claim is completed without it and the status hash
+   * forgotten, so that the next poll writes the provider's status again.
    * @throws KnownPodConflictError when the claim was taken over or the record forgotten.
    */
-  completeClaim(
+  async completeClaim(
     pod: KnownPod,
     token: string,
     appliedHash: string,
-    options: { pushUntil?: string } = {},
+    options: { status?: { seen: string | undefined; hash: string } } = {},
   ): Promise<KnownPod> {
-    const push = options.pushUntil;
+    const names = { '#applied': 'appliedHash', '#claim': 'claim', '#push': 'pushUntil', ...VERSION };
+    const values = { ':applied': appliedHash, ':one': 1 };
+    const applied = 'SET #applied = :applied, #v = #v + :one';
+    const status = options.status;
+    if (status) {
+      try {
+        return await this.update(
+          pod,
+          {
+            expression: `${applied}, #status = :status REMOVE #claim, #push`,
+            names: { ...names, '#status': 'statusHash' },
+            values: { ...values, ':status': status.hash },
+          },
+          {
+            expression: `${HELD_BY} AND ${status.seen === undefined ? 'attribute_not_exists(#status)' : '#status = :seen'}`,
+            names: { '#claim': 'claim', '#token': 'token', '#status': 'statusHash' },
+            values: { ':token': token, ...(status.seen === undefined ? {} : { ':seen': status.seen }) },
+          },
+        );
+      } catch (err) {
+        if (!(err instanceof KnownPodConflictError)) throw err;
+      }
+    }
     return this.update(
       pod,
       {
-        expression: `SET #applied = :applied, #v = #v + :one${push ? ', #push = :push' : ''} REMOVE #claim`,
-        names: {
-          '#applied': 'appliedHash',
-          '#claim': 'claim',
-          ...VERSION,
-          ...(push ? { '#push': 'pushUntil' } : {}),
-        },
-        values: { ':applied': appliedHash, ':one': 1, ...(push ? { ':push': push } : {}) },
+        expression: `${applied} REMOVE #claim, #push${status ? ', #status' : ''}`,
+        names: { ...names, ...(status ? { '#status': 'statusHash' } : {}) },
+        values,
       },
       heldBy(token),
     );
@@ -389,9 +413,11 @@ function identityValues(identity: KnownPodIdentity): Record<string, string> {
   return { ':node': identity.node, ':ns': identity.namespace, ':name': identity.name, ':uid': identity.uid };
 }
 
+const HELD_BY = '#claim.#token = :token';
+
 function heldBy(token: string) {
   return {
-    expression: '#claim.#token = :token',
+    expression: HELD_BY,
     names: { '#claim': 'claim', '#token': 'token' },
     values: { ':token': token },
   };

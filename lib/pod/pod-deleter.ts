@@ -79,6 +79,36 @@ export class PodDeleter {
   }
 
   /**
+   * A terminating pod known not to run any more (decideFromRecords, or
+   * pod-watch's `not-running`): deleted from the API server by uid without
+   * reading it, then its provider pod of that uid, then the record if given
+   * (else the DELETED event that follows forgets it).
+   */
+  async forceDeleteKnown(
+    step: Extract<SyncStep, { kind: 'force-delete-known' }>,
+    log: Logger,
+  ): Promise<SyncOutcome> {
+    const { core, knownPods, provider, signal } = this.options;
+    const result = await forceDeletePod(core, step.pod);
+    log.info({ result }, 'terminating and not running: force-deleted from the API server');
+    try {
+      await deleteUidInProvider(provider, step.pod, signal);
+    } catch (err) {
+      log.warn({ err }, 'provider delete after force delete failed');
+    }
+    if (step.record) await knownPods.delete(step.record);
+    return 'force-deleted';
+  }
+
+  /** The pod of this uid is gone for good and nothing of ours remembers it: its provider pod, if any, is deleted. */
+  async deleteGone(step: Extract<SyncStep, { kind: 'delete-gone' }>, log: Logger): Promise<SyncOutcome> {
+    const { provider, signal } = this.options;
+    if (!(await deleteUidInProvider(provider, step.pod, signal))) return 'absent';
+    log.info({ orphanUid: step.pod.uid }, 'pod gone from the API server: deleted in provider');
+    return 'orphan-deleted';
+  }
+
+  /**
    * A terminating pod that still runs: deleted in the provider, with an event
    * either way, and the grace period's end recorded so that pod-status
    * force-deletes it then.

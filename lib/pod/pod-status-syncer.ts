@@ -5,7 +5,13 @@ import type { Logger } from '../log/logger.ts';
 import type { PodProvider } from '../provider/provider.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
 import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
-import { isTerminalPhase, lostStatus, terminatedStatus } from './pod-status-builders.ts';
+import {
+  isTerminalPhase,
+  LOST_MARK,
+  lostStatus,
+  TERMINATED_MARK,
+  terminatedStatus,
+} from './pod-status-builders.ts';
 import { forceDeletePod, writeRecordedStatus, writeReportedStatus } from './pod-status-writes.ts';
 
 /**
@@ -204,7 +210,3 @@ export class PodStatusSyncer {
     return handled;
   }
 }
-
-/** statusHash values for the statuses we derive ourselves rather than copy from the provider. */
-const TERMINATED_MARK = 'terminated';
-const LOST_MARK = 'lost';

@@ -11,6 +11,7 @@ import type { KnownPodStore } from './known-pods.ts';
 import { WatchBatcher } from './watch-batcher.ts';
 import type { WatchBookmarkStore } from './watch-bookmark.ts';
 import { isPodLike, isWatchEventType, podDetail, relistDetails, resourceVersionOf } from './watch-events.ts';
+import { WatchHints } from './watch-hints.ts';
 
 /** Settings of one node's watch loop. */
 export interface NodeWatchSettings {
@@ -270,6 +271,7 @@ class NodeWatcher {
         watchAbort.abort();
       },
     });
+    const hints = new WatchHints();
     const left = Math.floor((this.#o.stopAt - clock.monotonic()) / 1_000);
     const timeoutSeconds = Math.max(1, Math.min(this.#o.settings.watchTimeoutSeconds, left));
     this.#result.watches++;
@@ -306,7 +308,7 @@ class NodeWatcher {
             { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
             'pod event received',
           );
-          batcher.push(detail, rv);
+          batcher.push(detail, rv, hints.resourcesFor(type, object));
         },
         signal,
       );
