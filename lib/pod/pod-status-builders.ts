@@ -42,7 +42,9 @@ const KUBELET_CONDITIONS = new Set(['Ready', 'Initialized', 'ContainersReady']);
 
 /** The part of a pod status running() reads: a V1PodStatus, or the same as JSON from a watch. */
 export interface ContainerStates {
-  containerStatuses?: ReadonlyArray<{ state?: { terminated?: unknown; waiting?: unknown } }>;
+  containerStatuses?: ReadonlyArray<{
+    state?: { running?: unknown; terminated?: unknown; waiting?: unknown };
+  }>;
 }
 
 /**
