@@ -133,6 +133,8 @@ interface Options {
   concurrency: number;
   podSyncConcurrency: PodSyncConcurrency;
   baseline: boolean;
+  /** How long the deployment is watched with no pod before the bursts, for its fixed request rate. */
+  idleMs: number;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -145,6 +147,7 @@ function parseOptions(argv: string[]): Options {
       concurrency: { type: 'string', default: '32' },
       'pod-sync-concurrency': { type: 'string', default: String(DEFAULT_POD_SYNC_CONCURRENCY) },
       'skip-baseline': { type: 'boolean', default: false },
+      'idle-seconds': { type: 'string', default: '60' },
     },
   });
   const bursts = values.pods.split(',').map((part) => Number(part.trim()));
@@ -173,6 +176,7 @@ function parseOptions(argv: string[]): Options {
     concurrency,
     podSyncConcurrency,
     baseline: !values['skip-baseline'],
+    idleMs: Math.max(0, Number(values['idle-seconds'])) * 1000,
   };
 }
 
@@ -768,9 +772,27 @@ function syncRequestsText(syncRequests: Record<string, number>): string[] {
     });
 }
 
+/**
+ * The requests per pod of the pod functions in a creation and a deletion
+ * window, less what the deployment sends with no pod at all in as long
+ * (locks, bookmarks, status polls, reconciler passes: per node and minute,
+ * not per pod), measured in the idle window.
+ */
+function netOfIdle(
+  counts: Record<string, number>,
+  seconds: number,
+  idle: WindowFigures | undefined,
+  source: 'kube' | 'dynamo',
+): number {
+  const all = byRequester(counts, 'pods');
+  if (!idle || idle.seconds <= 0) return all;
+  return all - (byRequester(idle[source], 'pods') / idle.seconds) * seconds;
+}
+
 function report(
   bursts: readonly BurstFigures[],
   baseline: (BaselineLoad & { cpuSeconds: Record<string, number> }) | undefined,
+  idle: WindowFigures | undefined,
 ): string {
   const floorRate = baseline ? (baseline.pods - baseline.failures) / baseline.seconds : Number.NaN;
   const latency = markdownTable(
@@ -809,6 +831,7 @@ function report(
       'of which pod-watch / pod-sync / pod-status / reconcile',
       `DynamoDB req/pod (target ≤ ${TARGET_DYNAMODB_PER_POD}, mock not counted): create + delete = life`,
       'of which pod-watch / pod-sync / pod-status / reconcile',
+      'net of the idle rate: API / DynamoDB req/pod',
       'mock provider DynamoDB req/pod (not counted)',
       'heartbeat API / DynamoDB req in the windows',
       'events/pod',
@@ -835,6 +858,7 @@ function report(
         split(kube),
         phases(c.dynamo, d.dynamo),
         split(dynamo),
+        `${fixed((netOfIdle(c.kube, c.seconds, idle, 'kube') + netOfIdle(d.kube, d.seconds, idle, 'kube')) / Math.max(1, n), 2)} / ${fixed((netOfIdle(c.dynamo, c.seconds, idle, 'dynamo') + netOfIdle(d.dynamo, d.seconds, idle, 'dynamo')) / Math.max(1, n), 2)}`,
         perPod(byRequester(dynamo, 'pods', 'only'), n),
         `${byRequester(kube, 'heartbeat')} / ${byRequester(dynamo, 'heartbeat', 'with')}`,
         perPod(events, n),
@@ -1040,6 +1064,22 @@ function report(
     '',
     "### A pod's whole life: requests per pod (creation window + deletion window)",
     '',
+    ...(idle
+      ? [
+          `Idle rate (no pod, ${fixed(idle.seconds, 0)} s before the bursts), requests per minute of the pod functions: ` +
+            `API ${fixed((byRequester(idle.kube, 'pods') / idle.seconds) * 60)}, DynamoDB ${fixed((byRequester(idle.dynamo, 'pods') / idle.seconds) * 60)} ` +
+            `(${topEntries(
+              Object.fromEntries(
+                Object.entries(addCounts(idle.kube, idle.dynamo)).filter(([k]) =>
+                  (POD_FUNCTIONS as readonly string[]).includes(ownerOf(k)),
+                ),
+              ),
+              idle.seconds / 60,
+              8,
+            )} per minute).`,
+          '',
+        ]
+      : []),
     life,
     '',
     '### Cross-check with kube-apiserver (creation + deletion windows; apiserver counts every client)',
@@ -1163,6 +1203,13 @@ async function main(): Promise<void> {
       `${NODE} Ready; bursts of ${options.bursts.join(', ')} pods; pod-sync reserved concurrency ${options.podSyncConcurrency}`,
     );
 
+    let idle: WindowFigures | undefined;
+    if (options.idleMs > 0) {
+      log(`${options.idleMs / 1000} s with no pod: the deployment's fixed request rate`);
+      const before = await counters(run);
+      await delay(options.idleMs, undefined, { signal: interrupted });
+      idle = windowFigures(before, await counters(run), '');
+    }
     const results: BurstFigures[] = [];
     const file = join(benchDir, `pods-${new Date().toISOString().replaceAll(':', '-')}.json`);
     for (const n of options.bursts) {
@@ -1172,14 +1219,14 @@ async function main(): Promise<void> {
       writeFileSync(
         file,
         JSON.stringify(
-          { argv: process.argv.slice(2), machine: machineSummary(), baseline, results },
+          { argv: process.argv.slice(2), machine: machineSummary(), baseline, idle, results },
           null,
           2,
         ),
       );
     }
     const peakRss = process.resourceUsage().maxRSS / 1024;
-    const text = `${report(results, baseline)}\n\npod-sync reserved concurrency ${options.podSyncConcurrency}. Process peak RSS ${fixed(peakRss, 0)} MB. Raw figures: ${file}\n`;
+    const text = `${report(results, baseline, idle)}\n\npod-sync reserved concurrency ${options.podSyncConcurrency}. Process peak RSS ${fixed(peakRss, 0)} MB. Raw figures: ${file}\n`;
     // The functions log on stdout too: the report is also kept apart from them.
     writeFileSync(file.replace(/\.json$/, '.md'), text);
     process.stdout.write(`\n${text}`);

@@ -366,6 +366,29 @@ export class KnownPodStore {
   }
 
   /**
+   * Forgets the record of this uid without reading it, unless another
+   * invocation's claim on it is live at `now` (ISO): for a pod already
+   * force-deleted from the API server. Whether it was forgotten; a record
+   * that is claimed, gone or about another uid stays (the pod's DELETED
+   * event deals with it).
+   */
+  async forgetDone(pod: KnownPodIdentity, now: string): Promise<boolean> {
+    try {
+      await this.table.delete(knownPodKey(pod.node, pod.namespace, pod.name), {
+        condition: {
+          expression: '#uid = :uid AND (attribute_not_exists(#claim) OR #claim.#until < :now)',
+          names: { '#uid': 'uid', '#claim': 'claim', '#until': 'until' },
+          values: { ':uid': pod.uid, ':now': now },
+        },
+      });
+      return true;
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
+    }
+  }
+
+  /**
    * Records whose force-delete is due at or before `now` (ISO), oldest first,
    * across all nodes. Read from an index, so possibly a moment stale: act on
    * them with conditional writes only.

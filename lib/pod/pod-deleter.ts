@@ -1,4 +1,5 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
 import { isNotFound } from '../kube/client.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
@@ -26,6 +27,7 @@ export interface PodDeleterOptions {
   events: PodEventRecorder;
   /** Our virtual nodes: only pods bound to one of them are touched. */
   nodes: readonly string[];
+  clock: Clock;
   signal?: AbortSignal;
 }
 
@@ -81,8 +83,9 @@ export class PodDeleter {
   /**
    * A terminating pod known not to run any more (decideFromRecords, or
    * pod-watch's `not-running`): deleted from the API server by uid without
-   * reading it, then its provider pod of that uid, then the record if given
-   * (else the DELETED event that follows forgets it).
+   * reading it, then its provider pod of that uid, then its record: the one
+   * given, or without reading it unless a create holds it (the DELETED event
+   * that follows deals with what is left).
    */
   async forceDeleteKnown(
     step: Extract<SyncStep, { kind: 'force-delete-known' }>,
@@ -97,6 +100,7 @@ export class PodDeleter {
       log.warn({ err }, 'provider delete after force delete failed');
     }
     if (step.record) await knownPods.delete(step.record);
+    else await knownPods.forgetDone(step.pod, new Date(this.options.clock.now()).toISOString());
     return 'force-deleted';
   }
 

@@ -132,6 +132,8 @@ export class PodStatusSyncer {
   ): Promise<PodOutcome> {
     const { provider, clock } = this.options;
     if (!shouldPollStatus(record, listed !== undefined, clock.now())) return 'none';
+    // Reported terminated after the provider delete: Succeeded, which no provider status replaces.
+    if (record.forceDeleteAt && record.statusHash === TERMINATED_MARK) return 'unchanged';
     let reported = listed;
     if (!reported) {
       const got = await provider.getPod(record.namespace, record.name, signal);

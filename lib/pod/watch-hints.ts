@@ -57,11 +57,11 @@ export function hintsFor(
 }
 
 /**
- * One watch request's memory of the pods it announced: what it last saw of
- * each uid. One per watch request: within one stream every event received is
- * published in order or the stream is dropped (and watched again from the
- * last published resourceVersion with a fresh memory), so "the previous
- * event of the uid" is always one that was published.
+ * A watcher's memory of the pods it announced: what it last saw of each uid.
+ * It must only hold events that were published: the watcher starts a new
+ * one when a publish failed or it stopped (it then watches again from the
+ * last published resourceVersion) and at every relist (changes made while
+ * nobody watched are in no event).
  */
 export class WatchHints {
   readonly #seen = new Map<string, string>();
