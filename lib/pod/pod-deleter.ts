@@ -122,16 +122,9 @@ export class PodDeleter {
     log: Logger,
   ): Promise<SyncOutcome> {
     const { knownPods, events, provider, signal } = this.options;
+    let result: 'deleted' | 'not-found';
     try {
-      const result = await deleteInProvider(provider, step.pod, signal);
-      if (result === 'deleted') {
-        await events.record(
-          step.pod,
-          'Normal',
-          POD_EVENT_REASONS.deleteSuccess,
-          'Delete pod in provider successfully',
-        );
-      }
+      result = await deleteInProvider(provider, step.pod, signal);
     } catch (err) {
       const message = errorMessage(err);
       await events.record(step.pod, 'Warning', POD_EVENT_REASONS.deleteFailed, message);
@@ -141,11 +134,19 @@ export class PodDeleter {
         { cause: err },
       );
     }
-    await knownPods.markTerminating(
-      step.record,
-      { ...podRef(step.pod), node: step.node },
-      step.forceDeleteAt,
-    );
+    // Recorded at once, beside the Event: until then pod-status, finding the
+    // pod gone from the provider, would take it for lost.
+    await Promise.all([
+      knownPods.markTerminating(step.record, { ...podRef(step.pod), node: step.node }, step.forceDeleteAt),
+      result === 'deleted'
+        ? events.record(
+            step.pod,
+            'Normal',
+            POD_EVENT_REASONS.deleteSuccess,
+            'Delete pod in provider successfully',
+          )
+        : undefined,
+    ]);
     log.info(
       { forceDeleteAt: step.forceDeleteAt },
       'terminating: deleted in provider, force delete scheduled',

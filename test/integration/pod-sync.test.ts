@@ -556,16 +556,31 @@ describe('pod-sync with what the event says (the node, the uid gone, pod-watchâ€
     });
     assert.deepEqual(forced, ['DELETE'], 'the force delete only');
     assert.equal(await readPod('hinted-gone'), undefined);
-    assert.ok(await knownPods.get(node, namespace, 'hinted-gone'), 'the record waits for the DELETED event');
+    assert.equal(await knownPods.get(node, namespace, 'hinted-gone'), undefined, 'forgotten, unclaimed');
 
     const cleaned = await podRequests('hinted-gone', async () => {
       const delivered = await publish(detail(stopped, 'DELETED'));
       assert.deepEqual(outcomes(delivered), ['absent']);
-      assert.deepEqual(steps(delivered), [['forget-stale']]);
+      assert.deepEqual(steps(delivered), [['delete-gone']]);
     });
     assert.deepEqual(cleaned, [], 'the pod is not read');
-    assert.equal(await knownPods.get(node, namespace, 'hinted-gone'), undefined);
     assert.equal((await mockPodRecord(table, namespace, 'hinted-gone'))?.deletes, 1);
+  });
+
+  it('a pod deleted at once (grace 0): its DELETED event forgets the record and deletes the provider pod without reading the pod', async () => {
+    const pod = await createPod('gone-claimed');
+    await publish(detail(pod));
+    const record = await knownPods.get(node, namespace, 'gone-claimed');
+    assert.ok(record);
+    await admin.core.deleteNamespacedPod({ namespace, name: 'gone-claimed', gracePeriodSeconds: 0 });
+    const requests = await podRequests('gone-claimed', async () => {
+      const delivered = await publish(detail(pod, 'DELETED'));
+      assert.deepEqual(outcomes(delivered), ['absent']);
+      assert.deepEqual(steps(delivered), [['forget-stale']]);
+    });
+    assert.deepEqual(requests, [], 'the pod is not read');
+    assert.equal(await knownPods.get(node, namespace, 'gone-claimed'), undefined);
+    assert.ok((await mockPodRecord(table, namespace, 'gone-claimed'))?.deletedAt !== undefined);
   });
 
   it('a record saying the terminated status was written force-deletes without reading the pod', async () => {
