@@ -58,7 +58,8 @@ import {
   type PodSyncConcurrency,
   parsePodSyncConcurrency,
 } from '../lib/local/local-deployment.ts';
-import { MockPodProvider, mockPodKey } from '../lib/provider/mock/mock-pods.ts';
+import { mockPodKey } from '../lib/provider/mock/mock-pod-record.ts';
+import { MockPodProvider } from '../lib/provider/mock/mock-pods.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import type {
@@ -1161,6 +1162,8 @@ async function main(): Promise<void> {
         AWS_REGION: 'local',
         SVK_TABLE_NAME: tableName,
         SVK_LOG_LEVEL: process.env.SVK_BENCH_LOG_LEVEL ?? 'warn',
+        // Benchmarks measure the pipeline: pinned to the mock whatever the shell's environment.
+        SVK_PROVIDER: 'mock',
         SVK_NODE_NAMES: NODE,
         SVK_NODE_CAPACITY: CAPACITY,
       },

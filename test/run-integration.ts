@@ -12,6 +12,7 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
+import { startPodman } from '../lib/local/podman.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import type { TestEnv } from './support/env.ts';
@@ -42,7 +43,7 @@ async function main(): Promise<number> {
   mkdirSync(runDir, { recursive: true });
 
   const started = Date.now();
-  const [controlPlane, dynamo] = await Promise.all([
+  const [controlPlane, dynamo, podman] = await Promise.all([
     startControlPlane({ dir: join(runDir, 'control-plane'), log }).then((cp) => {
       stops.push(() => cp.stop());
       return cp;
@@ -50,6 +51,11 @@ async function main(): Promise<number> {
     startDynamoDbLocal({ inMemory: true, log }).then((db) => {
       stops.push(() => db.stop());
       return db;
+    }),
+    // Real containers for the Docker provider's tests.
+    startPodman({ dir: join(runDir, 'podman'), log }).then((pm) => {
+      stops.push(() => pm.stop());
+      return pm;
     }),
   ]);
   const tableName = 'svk-test';
@@ -87,11 +93,13 @@ async function main(): Promise<number> {
       server: controlPlane.server,
       adminKubeconfig: controlPlane.adminKubeconfig,
       kubeletKubeconfig: controlPlane.kubeletKubeconfig,
+      ca: controlPlane.ca,
     },
     dynamodb: { endpoint: dynamo.endpoint, tableName, region },
     controlPlaneDir: controlPlane.dir,
     controlUrl: `http://127.0.0.1:${controlAddress.port}`,
     etcdUrl: `http://127.0.0.1:${controlPlane.ports.etcdClient}`,
+    docker: { host: podman.dockerHost, network: podman.network, podmanDir: podman.dir },
   };
   const envFile = join(runDir, 'env.json');
   writeFileSync(envFile, JSON.stringify(env, null, 2));

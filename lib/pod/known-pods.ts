@@ -1,5 +1,12 @@
 import { podKey } from '../kube/pod-key.ts';
 import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
+import {
+  FORCE_DELETE_INDEX_PARTITION,
+  forceDeleteSortKey,
+  fromItem,
+  knownPodKey,
+  toItem,
+} from './known-pod-item.ts';
 
 /**
  * What virtual-kubelet keeps in its knownPods map, in DynamoDB: one record per
@@ -72,70 +79,9 @@ export class KnownPodConflictError extends Error {
   override readonly name = 'KnownPodConflictError';
 }
 
-export function knownPodKey(node: string, namespace: string, name: string): { pk: string; sk: string } {
-  return { pk: `pods#${node}`, sk: `${namespace}/${name}` };
-}
-
-/** gsi1 partition of records with a force-delete due, sorted by due time. */
-export const FORCE_DELETE_INDEX_PARTITION = 'force-delete';
-
-function forceDeleteSortKey(pod: KnownPodIdentity, forceDeleteAt: string): string {
-  return `${forceDeleteAt}#${pod.node}#${pod.namespace}/${pod.name}`;
-}
-
 /** True while another invocation's claim keeps everyone else from calling the provider. */
 export function isClaimLive(claim: KnownPodClaim | undefined, nowMs: number): claim is KnownPodClaim {
   return claim !== undefined && Date.parse(claim.until) > nowMs;
-}
-
-function toItem(pod: KnownPod): StoredItem {
-  return {
-    ...knownPodKey(pod.node, pod.namespace, pod.name),
-    ...pod,
-    ...(pod.forceDeleteAt
-      ? { gsi1pk: FORCE_DELETE_INDEX_PARTITION, gsi1sk: forceDeleteSortKey(pod, pod.forceDeleteAt) }
-      : {}),
-  };
-}
-
-function isClaim(value: unknown): value is KnownPodClaim {
-  if (typeof value !== 'object' || value === null) return false;
-  const c = value as Record<string, unknown>;
-  return (
-    typeof c.token === 'string' &&
-    typeof c.owner === 'string' &&
-    typeof c.hash === 'string' &&
-    typeof c.until === 'string'
-  );
-}
-
-function fromItem(item: StoredItem): KnownPod {
-  const { node, namespace, name, uid, appliedHash, claim, statusHash, pushUntil, forceDeleteAt, version } =
-    item;
-  if (
-    typeof node !== 'string' ||
-    typeof namespace !== 'string' ||
-    typeof name !== 'string' ||
-    typeof uid !== 'string' ||
-    typeof version !== 'number' ||
-    (claim !== undefined && !isClaim(claim))
-  ) {
-    throw new Error(`known-pod record ${item.pk} ${item.sk} is malformed`);
-  }
-  return {
-    node,
-    namespace,
-    name,
-    uid,
-    version,
-    ...(typeof appliedHash === 'string' ? { appliedHash } : {}),
-    ...(claim
-      ? { claim: { token: claim.token, owner: claim.owner, hash: claim.hash, until: claim.until } }
-      : {}),
-    ...(typeof statusHash === 'string' ? { statusHash } : {}),
-    ...(typeof pushUntil === 'string' ? { pushUntil } : {}),
-    ...(typeof forceDeleteAt === 'string' ? { forceDeleteAt } : {}),
-  };
 }
 
 const VERSION = { '#v': 'version' };

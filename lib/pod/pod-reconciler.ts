@@ -1,19 +1,17 @@
-import type { V1Pod } from '@kubernetes/client-node';
-import type { Dependencies } from '../app/dependencies.ts';
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
 import { isNotFound } from '../kube/client.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
-import { kubeEnvSources } from './env-sources.ts';
 import {
   isClaimLive,
   type KnownPod,
   KnownPodConflictError,
   type KnownPodIdentity,
-  KnownPodStore,
+  type KnownPodStore,
 } from './known-pods.ts';
-import { PodApplier, type PodApplierOptions } from './pod-applier.ts';
-import { PodDeleter, type PodDeleterOptions } from './pod-deleter.ts';
-import { KubePodEventRecorder } from './pod-events.ts';
+import type { PodApplier } from './pod-applier.ts';
+import type { PodDeleter } from './pod-deleter.ts';
 import {
   decideFromRecords,
   decideGone,
@@ -91,10 +89,20 @@ import { PodSyncRetryError, type SyncOutcome, type SyncResult } from './pod-sync
  * reading the pod.
  */
 
-export interface PodReconcilerOptions extends PodApplierOptions, PodDeleterOptions {
+export interface PodReconcilerOptions {
+  core: CoreV1Api;
+  knownPods: KnownPodStore;
+  /** Our virtual nodes: records are read on each of them. */
+  nodes: readonly string[];
+  clock: Clock;
   log: Logger;
   /** Monotonic time after which waiting for another invocation's claim gives up with a retryable error. */
   waitUntil: number;
+  signal?: AbortSignal;
+  /** Executes the apply step (createPod/updatePod under a claim). */
+  applier: PodApplier;
+  /** Executes the deleting steps. */
+  deleter: PodDeleter;
 }
 
 /** Conflicts tolerated before giving up with a retryable error. */
@@ -119,13 +127,7 @@ interface Run {
 
 /** Reconciles pod keys; one instance per invocation. */
 export class PodReconciler {
-  private readonly applier: PodApplier;
-  private readonly deleter: PodDeleter;
-
-  constructor(private readonly options: PodReconcilerOptions) {
-    this.applier = new PodApplier(options);
-    this.deleter = new PodDeleter(options);
-  }
+  constructor(private readonly options: PodReconcilerOptions) {}
 
   /**
    * Reconciles one pod key. `hint`: what the event that woke this reconcile
@@ -170,7 +172,7 @@ export class PodReconciler {
     if (hint.seen.includes('not-running') && !run.gone) {
       steps.push('hint:not-running');
       const pod = { node: hint.node, namespace: run.namespace, name: run.name, uid: hint.uid };
-      return done(await this.deleter.forceDeleteKnown({ kind: 'force-delete-known', pod }, log));
+      return done(await this.options.deleter.forceDeleteKnown({ kind: 'force-delete-known', pod }, log));
     }
     return undefined;
   }
@@ -263,15 +265,16 @@ export class PodReconciler {
     log: Logger,
     ownTokens: Set<string>,
   ): Promise<SyncOutcome | undefined> {
+    const { applier, deleter } = this.options;
     switch (step.kind) {
       case 'wait':
         await this.waitForClaim(step.record, log);
         return undefined;
       case 'forget-stale':
-        await this.deleter.forgetStale(step.record, log);
+        await deleter.forgetStale(step.record, log);
         return undefined;
       case 'delete-orphan':
-        return this.deleter.deleteOrphan(state, log);
+        return deleter.deleteOrphan(state, log);
       case 'ignore':
         return 'not-ours';
       case 'skip':
@@ -281,15 +284,15 @@ export class PodReconciler {
             ? 'skipped-unchanged'
             : 'skipped-deleting';
       case 'force-delete':
-        return this.deleter.forceDelete(step, log);
+        return deleter.forceDelete(step, log);
       case 'provider-delete':
-        return this.deleter.providerDelete(step, log);
+        return deleter.providerDelete(step, log);
       case 'apply':
-        return this.applier.apply(step, log, ownTokens);
+        return applier.apply(step, log, ownTokens);
       case 'force-delete-known':
-        return this.deleter.forceDeleteKnown(step, log);
+        return deleter.forceDeleteKnown(step, log);
       case 'delete-gone':
-        return this.deleter.deleteGone(step, log);
+        return deleter.deleteGone(step, log);
     }
   }
 
@@ -315,37 +318,4 @@ export class PodReconciler {
       pause = Math.min(pause * 2, WAIT_POLL_MAX_MS);
     }
   }
-}
-
-/**
- * The reconciler pod-sync runs, built from a cold start's dependencies: the
- * one code path for reconciling a pod key, used by pod-sync for each event
- * and by the cluster reconciler for pods whose events were lost.
- */
-export function createPodReconciler(
-  deps: Dependencies,
-  options: Pick<PodReconcilerOptions, 'log' | 'owner' | 'waitUntil' | 'signal'> & {
-    /** Defaults to the configured nodes. */
-    nodes?: readonly string[];
-  },
-): PodReconciler {
-  const { config, clock, kube, table, podProvider } = deps;
-  return new PodReconciler({
-    core: kube.core,
-    provider: podProvider,
-    knownPods: new KnownPodStore(table),
-    events: new KubePodEventRecorder({ core: kube.core, clock, log: options.log }),
-    envSources: kubeEnvSources(kube.core),
-    nodes: options.nodes ?? config.nodeNames,
-    clock,
-    log: options.log,
-    owner: options.owner,
-    claimMs: config.pods.claimMs,
-    waitUntil: options.waitUntil,
-    env: {
-      ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
-      allocatable: config.node.capacity,
-    },
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
 }

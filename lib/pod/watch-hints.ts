@@ -58,10 +58,10 @@ export function hintsFor(
 
 /**
  * A watcher's memory of the pods it announced: what it last saw of each uid.
- * It must only hold events that were published: the watcher starts a new
- * one when a publish failed or it stopped (it then watches again from the
- * last published resourceVersion) and at every relist (changes made while
- * nobody watched are in no event).
+ * It must only hold events that were published: the watcher makes it forget
+ * everything when a watch request ends otherwise than with every event it
+ * received published (a failed publish, a stop, a 410 and the relist after
+ * it: changes made while nobody watched are in no event).
  */
 export class WatchHints {
   readonly #seen = new Map<string, string>();
@@ -78,5 +78,9 @@ export class WatchHints {
     const hints = hintsFor(type, pod, this.#seen.get(uid), projection);
     this.#seen.set(uid, projection);
     return hints.map(hintResource);
+  }
+
+  forget(): void {
+    this.#seen.clear();
   }
 }

@@ -112,8 +112,7 @@ class NodeWatcher {
   /** Saves run one after the other, so the stored bookmark never moves back. */
   #saveChain: Promise<void> = Promise.resolve();
   #saveTimer: AbortController | undefined;
-  /** What the events published so far said of each pod (see WatchHints); forgotten at a relist. */
-  #hints = new WatchHints();
+  readonly #hints = new WatchHints(); // what the published events said of each pod
 
   constructor(options: NodeWatchOptions) {
     this.#o = options;
@@ -229,8 +228,6 @@ class NodeWatcher {
   async #relist(reason: RelistReason): Promise<string> {
     const { node, core, knownPods, publisher } = this.#o;
     const { pods, resourceVersion } = await listNodePods(core, node, this.#o.settings.listPageSize);
-    // Changes while nobody watched are not in the memory: it starts again.
-    this.#hints = new WatchHints();
     if (!resourceVersion) throw new Error(`pod list of ${node} returned no resourceVersion`);
     const known = await knownPods.list(node);
     const { details, skipped } = relistDetails(node, pods, known, resourceVersion);
@@ -275,7 +272,6 @@ class NodeWatcher {
         watchAbort.abort();
       },
     });
-    const hints = this.#hints;
     const left = Math.floor((this.#o.stopAt - clock.monotonic()) / 1_000);
     const timeoutSeconds = Math.max(1, Math.min(this.#o.settings.watchTimeoutSeconds, left));
     this.#result.watches++;
@@ -312,7 +308,7 @@ class NodeWatcher {
             { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
             'pod event received',
           );
-          batcher.push(detail, rv, hints.resourcesFor(type, object));
+          batcher.push(detail, rv, this.#hints.resourcesFor(type, object));
         },
         signal,
       );
@@ -324,8 +320,6 @@ class NodeWatcher {
     else await batcher.drain();
     const publishedRv = batcher.publishedResourceVersion;
     publishError ??= batcher.failure;
-    // What was received but not published must not stand for "the previous event" of a uid.
-    if (publishError !== undefined || this.#halt.aborted) this.#hints = new WatchHints();
     let outcome: WatchEnd;
     if (this.#halt.aborted) outcome = { end: 'stopped' };
     else if (publishError !== undefined) {
@@ -337,6 +331,7 @@ class NodeWatcher {
     else if (requestError !== undefined) outcome = { end: 'failed', error: requestError };
     else if (this.#stop.aborted) outcome = { end: 'stopped' };
     else outcome = { end: 'closed' };
+    if (outcome.end !== 'closed' && outcome.end !== 'failed') this.#hints.forget();
     return { outcome, publishedRv };
   }
 

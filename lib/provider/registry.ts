@@ -1,8 +1,10 @@
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/config.ts';
 import type { Env, SettingsResult } from '../config/env-parsing.ts';
+import type { KubeClients } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { StateTable } from '../state/dynamodb.ts';
+import { parseDockerSettings } from './docker/settings.ts';
 import { parseMockSettings } from './mock/settings.ts';
 import type { NodeProvider, PodProvider } from './provider.ts';
 
@@ -43,6 +45,8 @@ export interface ProviderContext {
   region: string;
   /** Kubelet version the virtual nodes report in their node info. */
   kubeletVersion: string;
+  /** The cluster, with the virtual kubelet's identity (the Docker provider reads pods' imagePullSecrets). */
+  kube: KubeClients;
 }
 
 /** The two halves of a provider, as a factory builds them. */
@@ -76,6 +80,7 @@ function entry<S>(
 
 const ENTRIES = {
   mock: entry(parseMockSettings, () => import('./mock/factory.ts')),
+  docker: entry(parseDockerSettings, () => import('./docker/factory.ts')),
 };
 
 type SettingsOf<E> = E extends ProviderEntry<infer S> ? S : never;

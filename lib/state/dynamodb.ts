@@ -15,6 +15,7 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { type Expression, keyCondition, placeholders, type SortKeyCondition } from './expression.ts';
 
 /**
  * The DynamoDB adapter: the only module (with table-definition.ts) that talks
@@ -72,23 +73,6 @@ export interface StoredItem extends ItemKey {
   [attribute: string]: unknown;
 }
 
-/**
- * A condition or update expression with its placeholders, e.g.
- * `{ expression: '#v = :v', names: { '#v': 'version' }, values: { ':v': 3 } }`.
- * When an update and its condition are combined, a placeholder used by both
- * must mean the same thing.
- */
-export interface Expression {
-  expression: string;
-  names?: Record<string, string>;
-  values?: Record<string, unknown>;
-}
-
-/** Sort-key condition of a query, on `sk` (or `gsi1sk` for the index). */
-export type SortKeyCondition =
-  | { op: '=' | '<' | '<=' | '>' | '>=' | 'begins_with'; value: string }
-  | { op: 'between'; from: string; to: string };
-
 export interface QueryOptions {
   /** Query gsi1 (`gsi1pk`/`gsi1sk`) instead of the table (`pk`/`sk`). */
   index?: 'gsi1';
@@ -115,11 +99,10 @@ export interface CancellationReason {
 }
 
 /**
- * A write's condition did not hold, so nothing was written. For a transaction,
- * `reasons` says which operations failed their condition.
+ * A write DynamoDB refused as a whole, so nothing was written. For a
+ * transaction, `reasons` says why for each of its operations.
  */
-export class ConditionFailedError extends Error {
-  override readonly name = 'ConditionFailedError';
+export abstract class RefusedWriteError extends Error {
   constructor(
     message: string,
     readonly reasons: CancellationReason[] = [],
@@ -129,19 +112,17 @@ export class ConditionFailedError extends Error {
   }
 }
 
+/** A write's condition did not hold (for a transaction, the operations whose `reasons` say so). */
+export class ConditionFailedError extends RefusedWriteError {
+  override readonly name = 'ConditionFailedError';
+}
+
 /**
- * Another transaction was writing the same item at the same time, so nothing
- * was written. Not retried by the SDK; safe to retry after re-reading.
+ * Another transaction was writing the same item at the same time. Not
+ * retried by the SDK; safe to retry after re-reading.
  */
-export class TransactionConflictError extends Error {
+export class TransactionConflictError extends RefusedWriteError {
   override readonly name = 'TransactionConflictError';
-  constructor(
-    message: string,
-    readonly reasons: CancellationReason[] = [],
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
 }
 
 export function isConditionFailed(err: unknown): err is ConditionFailedError {
@@ -237,21 +218,7 @@ export class StateTable {
   /** Items of one partition (of the table or of gsi1) in sort-key order, all pages up to `limit`. */
   async query(partition: string, options: QueryOptions = {}): Promise<StoredItem[]> {
     const onIndex = options.index === 'gsi1';
-    const names: Record<string, string> = { '#pk': onIndex ? 'gsi1pk' : 'pk' };
-    const values: Record<string, unknown> = { ':pk': partition };
-    let keyCondition = '#pk = :pk';
-    const sk = options.sk;
-    if (sk) {
-      names['#sk'] = onIndex ? 'gsi1sk' : 'sk';
-      if (sk.op === 'between') {
-        keyCondition += ' AND #sk BETWEEN :from AND :to';
-        values[':from'] = sk.from;
-        values[':to'] = sk.to;
-      } else {
-        keyCondition += sk.op === 'begins_with' ? ' AND begins_with(#sk, :sk)' : ` AND #sk ${sk.op} :sk`;
-        values[':sk'] = sk.value;
-      }
-    }
+    const condition = keyCondition(partition, options.sk, onIndex);
     const items: StoredItem[] = [];
     let startKey: QueryCommandInput['ExclusiveStartKey'];
     do {
@@ -260,9 +227,8 @@ export class StateTable {
         new QueryCommand({
           TableName: this.tableName,
           IndexName: options.index,
-          KeyConditionExpression: keyCondition,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
+          KeyConditionExpression: condition.expression,
+          ...placeholders([condition]),
           ScanIndexForward: options.ascending ?? true,
           ConsistentRead: !onIndex,
           Limit: remaining,
@@ -371,36 +337,6 @@ function isSdkError<T extends Error>(
   name: string,
 ): err is T {
   return err instanceof type || (err instanceof Error && err.name === name);
-}
-
-/**
- * ExpressionAttributeNames/Values of several expressions, merged. DynamoDB
- * rejects empty maps and placeholders it does not use, hence undefined when
- * none are given.
- */
-function placeholders(expressions: (Expression | undefined)[]): {
-  ExpressionAttributeNames?: Record<string, string>;
-  ExpressionAttributeValues?: Record<string, unknown>;
-} {
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = {};
-  for (const e of expressions) {
-    mergeInto(names, e?.names, 'name');
-    mergeInto(values, e?.values, 'value');
-  }
-  return {
-    ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
-    ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
-  };
-}
-
-function mergeInto<T>(target: Record<string, T>, source: Record<string, T> | undefined, kind: string): void {
-  for (const [placeholder, value] of Object.entries(source ?? {})) {
-    if (placeholder in target && !Object.is(target[placeholder], value)) {
-      throw new TypeError(`placeholder ${placeholder} has two different ${kind}s in one request`);
-    }
-    target[placeholder] = value;
-  }
 }
 
 // Only the key attributes: callers often pass a whole item as its key.

@@ -8,8 +8,10 @@ import { promisify } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
 import { HEALTHY_CONDITIONS } from '../../lib/provider/mock/mock-node.ts';
 import { toTableDefinition } from '../../lib/state/table-definition.ts';
+import { codeBlocks, readme, section } from '../support/readme.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
+const KUBELET_API_CERTIFICATE = 'arn:aws:acm:us-east-1:123456789012:certificate/wildcard-nodes';
 
 /** Each function's zip and its handler's file. */
 const BUNDLES = {
@@ -18,6 +20,7 @@ const BUNDLES = {
   'podSync.zip': 'functions/pod-sync.mjs',
   'podStatus.zip': 'functions/pod-status.mjs',
   'reconcile.zip': 'functions/reconcile.mjs',
+  'kubeletApi.zip': 'functions/kubelet-api.mjs',
 };
 
 /** The files of a zip archive by name, as text (stored or deflated entries, read from the central directory). */
@@ -65,7 +68,20 @@ describe('serverless package (offline, no AWS credentials)', () => {
       delete env[name];
     await promisify(execFile)(
       join(root, 'node_modules/.bin/serverless'),
-      ['package', '--stage', 'ci', '--package', out],
+      [
+        'package',
+        '--stage',
+        'ci',
+        '--package',
+        out,
+        // The kubelet API is created only with its domain (infra/kubelet-api.yml).
+        '--param',
+        'kubeletApiDomain=nodes.example.com',
+        '--param',
+        `kubeletApiCertificateArn=${KUBELET_API_CERTIFICATE}`,
+        '--param',
+        'kubeletApiTruststoreUri=s3://example-truststore/cluster-ca.pem',
+      ],
       {
         cwd: root,
         env: { ...env, AWS_SHARED_CREDENTIALS_FILE: '/nonexistent', AWS_CONFIG_FILE: '/nonexistent' },
@@ -259,6 +275,40 @@ describe('serverless package (offline, no AWS credentials)', () => {
       'HasClusterAccess',
     );
     assert.ok(conditions.HasClusterAccess);
+    // Nor the docker provider's engine secret policy, which names only that secret when it is.
+    assert.equal(
+      (resources.DockerEngineTlsPolicy as unknown as { Condition: string }).Condition,
+      'HasDockerTlsSecret',
+    );
+    assert.ok(conditions.HasDockerTlsSecret);
+  });
+
+  it("maps, in the README's EKS access-entry loop, exactly the roles of the functions that reach the cluster", () => {
+    // A role reaches the cluster when it carries the cluster-access policy (kubeconfig secret,
+    // parameter or EKS cluster): with EKS IAM authentication each such role needs an access entry.
+    const reachesCluster = (role: string) =>
+      JSON.stringify(resources[role]?.Properties.ManagedPolicyArns ?? []).includes(
+        '{"Ref":"ClusterAccessPolicy"}',
+      );
+    const roles = ofType('AWS::Lambda::Function').map(([fn, r]) => {
+      const role = (r.Properties.Role as { 'Fn::GetAtt'?: [string, string] })['Fn::GetAtt']?.[0];
+      return role ?? assert.fail(`${fn} has a role of its own`);
+    });
+    const expected = [...new Set(roles.filter(reachesCluster))].sort();
+    assert.ok(expected.includes('HeartbeatRole') && expected.includes('ReconcileRole'), expected.join());
+
+    const block = codeBlocks(section(readme(), 'Cluster access: choose one')).find((b) =>
+      b.includes('aws eks create-access-entry'),
+    );
+    assert.ok(block, 'the README has the access-entry loop');
+    const loop = /for (\w+) in ([^;\n]+); do/.exec(block);
+    const logicalId = /--logical-resource-id \$\{(\w+)\}(\w*)/.exec(block);
+    assert.ok(loop && logicalId && loop[1] === logicalId[1], 'the loop names each role by its logical id');
+    const named = (loop[2] ?? '')
+      .trim()
+      .split(/\s+/)
+      .map((fn) => `${fn}${logicalId[2]}`);
+    assert.deepEqual(named.sort(), expected, 'README "Cluster access": the roles in the for loop');
   });
 
   it('lets only the event rules of this deployment write to the dead-letter queue', () => {
@@ -313,6 +363,89 @@ describe('serverless package (offline, no AWS credentials)', () => {
     ]) {
       assert.ok(body.includes(metric), `dashboard shows ${metric}`);
     }
+  });
+
+  it('serves the kubelet API: REST API, wildcard domain with mutual TLS, default endpoint off, streaming route', () => {
+    const kubelet = Object.entries(resources).filter(([name]) => name.startsWith('KubeletApi'));
+    assert.ok(kubelet.length >= 10);
+    for (const [name, resource] of kubelet) {
+      assert.equal((resource as unknown as { Condition?: string }).Condition, 'HasKubeletApi', name);
+    }
+    assert.deepEqual(conditions.HasKubeletApi, { 'Fn::Not': [{ 'Fn::Equals': ['nodes.example.com', ''] }] });
+    const api = resources.KubeletApiRestApi?.Properties;
+    assert.equal(resources.KubeletApiRestApi?.Type, 'AWS::ApiGateway::RestApi');
+    assert.equal(api?.DisableExecuteApiEndpoint, true, 'the execute-api endpoint would bypass mutual TLS');
+    assert.deepEqual(api?.EndpointConfiguration, { Types: ['REGIONAL'] });
+
+    const domain = resources.KubeletApiDomainName?.Properties;
+    assert.equal(domain?.DomainName, '*.nodes.example.com');
+    assert.equal(domain?.RegionalCertificateArn, KUBELET_API_CERTIFICATE);
+    assert.equal(domain?.SecurityPolicy, 'TLS_1_2');
+    assert.deepEqual(domain?.EndpointConfiguration, { Types: ['REGIONAL'] });
+    const mtls = domain?.MutualTlsAuthentication as { TruststoreUri: string };
+    assert.equal(mtls.TruststoreUri, 's3://example-truststore/cluster-ca.pem');
+    assert.deepEqual(resources.KubeletApiBasePathMapping?.Properties, {
+      DomainName: { Ref: 'KubeletApiDomainName' },
+      RestApiId: { Ref: 'KubeletApiRestApi' },
+      Stage: { Ref: 'KubeletApiStage' },
+    });
+
+    const method = resources.KubeletApiProxyMethod?.Properties;
+    assert.equal(method?.HttpMethod, 'ANY');
+    assert.deepEqual(method?.ResourceId, { Ref: 'KubeletApiProxyResource' });
+    assert.equal(resources.KubeletApiProxyResource?.Properties.PathPart, '{proxy+}');
+    const integration = method?.Integration as Record<string, unknown>;
+    assert.equal(integration.Type, 'AWS_PROXY');
+    assert.equal(integration.ResponseTransferMode, 'STREAM');
+    assert.match(
+      JSON.stringify(integration.Uri),
+      /2021-11-15\/functions\/\$\{KubeletApiLambdaFunction\.Arn\}\/response-streaming-invocations/,
+    );
+    const permission = resources.KubeletApiInvokePermission?.Properties;
+    assert.equal(permission?.Principal, 'apigateway.amazonaws.com');
+    assert.match(JSON.stringify(permission?.SourceArn), /execute-api:.*\$\{KubeletApiRestApi\}\/\*\/\*\/\*/);
+
+    const fn = resources.KubeletApiLambdaFunction?.Properties;
+    assert.equal(fn?.Handler, 'functions/kubelet-api.handler');
+    assert.equal(fn?.Timeout, 900, 'outlives the longest follow');
+    assert.deepEqual(fn?.Role, { 'Fn::GetAtt': ['KubeletApiRole', 'Arn'] });
+    for (const name of ['KubeletApiLambdaFunction', 'HeartbeatLambdaFunction', 'ReconcileLambdaFunction']) {
+      const environment = resources[name]?.Properties.Environment as
+        | { Variables: Record<string, unknown> }
+        | undefined;
+      const variables = environment?.Variables ?? {};
+      assert.equal(
+        variables.SVK_KUBELET_API_DOMAIN,
+        'nodes.example.com',
+        `${name} publishes the DNS-only addresses`,
+      );
+    }
+    assert.ok(
+      !Object.keys(resources).some((k) => /^KubeletApiLambdaVersion/.test(k)),
+      'no version outlives the function',
+    );
+  });
+
+  it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access, the docker engine secret', () => {
+    const role = resources.KubeletApiRole?.Properties;
+    assert.deepEqual(role?.ManagedPolicyArns, [
+      { 'Fn::If': ['HasClusterAccess', { Ref: 'ClusterAccessPolicy' }, { Ref: 'AWS::NoValue' }] },
+      { 'Fn::If': ['HasDockerTlsSecret', { Ref: 'DockerEngineTlsPolicy' }, { Ref: 'AWS::NoValue' }] },
+    ]);
+    const [policy] = (role?.Policies ?? []) as Array<{
+      PolicyDocument: { Statement: Array<Record<string, unknown>> };
+    }>;
+    const statements = policy?.PolicyDocument.Statement ?? [];
+    assert.deepEqual(
+      statements.map((st) => [st.Action, st.Resource]),
+      [
+        [['logs:CreateLogStream', 'logs:PutLogEvents'], [{ 'Fn::GetAtt': ['KubeletApiLogGroup', 'Arn'] }]],
+        [
+          ['dynamodb:GetItem', 'dynamodb:Query'],
+          [{ 'Fn::GetAtt': ['StateTable', 'Arn'] }, { 'Fn::Sub': `$\{StateTable.Arn}/index/gsi1` }],
+        ],
+      ],
+    );
   });
 
   it('bundles every function as ESM, the provider factory in a chunk of its own loaded by import()', () => {

@@ -1,15 +1,26 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.ts';
+import type { ItemKey, StateTable } from '../../state/dynamodb.ts';
+import { isConditionFailed } from '../../state/dynamodb.ts';
+import type { Expression } from '../../state/expression.ts';
 import {
-  type Expression,
-  type ItemKey,
-  isConditionFailed,
-  type StateTable,
-  type StoredItem,
-} from '../../state/dynamodb.ts';
-import { type AppliedPodStatus, type PodProvider, ProviderNotFoundError } from '../provider.ts';
-import { type MockPodPlan, mockCreateIntent, mockPodPlan } from './mock-pod-plan.ts';
+  type AppliedPodStatus,
+  type ContainerLogOptions,
+  type PodProvider,
+  type PodUsage,
+  ProviderNotFoundError,
+} from '../provider.ts';
+import { mockContainerLog } from './mock-logs.ts';
+import { mockCreateIntent, mockPodPlan } from './mock-pod-plan.ts';
+import {
+  type MockPodRecord,
+  mockNodeIndexPartition,
+  mockPodFromItem,
+  mockPodItem,
+  mockPodKey,
+} from './mock-pod-record.ts';
 import { type MockContainer, type MockPodState, mockHostIp, mockPodObject } from './mock-pod-status.ts';
+import { mockPodUsage } from './mock-stats.ts';
 
 /**
  * The pod part of the mock provider. Lambda invocations share no memory, so
@@ -37,29 +48,6 @@ import { type MockContainer, type MockPodState, mockHostIp, mockPodObject } from
  * that was started again after its delete (`creates` 2). getPod and listPods
  * ignore tombstones; DynamoDB's TTL removes them after `tombstoneTtlSeconds`.
  */
-
-/** Partition of the pods of one namespace. */
-export function mockPodKey(namespace: string, name: string): ItemKey {
-  return { pk: `mock#pods#${namespace}`, sk: name };
-}
-
-/** gsi1 partition of the pods of one node. */
-export function mockNodeIndexPartition(node: string): string {
-  return `mock#node#${node}`;
-}
-
-/** One pod as the mock stores it: its state plus what tests inspect. */
-export interface MockPodRecord extends MockPodState {
-  /** Epoch ms when the pod was deleted; the record is then a tombstone. */
-  deletedAt?: number;
-  /** How many times this uid was started: 1 unless it was deleted and created again. */
-  creates: number;
-  /** How many updatePod calls changed this uid. */
-  updates: number;
-  /** How many deletePod calls deleted this uid (at most one per create). */
-  deletes: number;
-  version: number;
-}
 
 export interface MockPodProviderOptions {
   table: StateTable;
@@ -125,7 +113,7 @@ export class MockPodProvider implements PodProvider {
         version: (current?.version ?? 0) + 1,
       };
       try {
-        await this.table.put(toItem(record), {
+        await this.table.put(mockPodItem(record), {
           condition: current ? versionIs(current.version) : { expression: 'attribute_not_exists(pk)' },
         });
         return this.status(record);
@@ -173,7 +161,7 @@ export class MockPodProvider implements PodProvider {
         },
         { condition: runs(state.uid) },
       );
-      return this.status(fromItem(updated));
+      return this.status(mockPodFromItem(updated));
     } catch (err) {
       if (isConditionFailed(err)) throw notFound(state, err);
       throw err;
@@ -226,14 +214,58 @@ export class MockPodProvider implements PodProvider {
     const items = await this.table.query(mockNodeIndexPartition(nodeName), { index: 'gsi1' });
     const now = this.clock.now();
     return items
-      .map(fromItem)
+      .map(mockPodFromItem)
       .filter((r) => r.deletedAt === undefined && r.node === nodeName)
       .map((r) => mockPodObject(r, now, this.hostIp(r.node)));
   }
 
+  /**
+   * What the container's command and args print (mock-logs.ts).
+   * @throws ProviderNotFoundError when this uid does not run, the pod has no
+   *   such container, or `previous` is asked (mock containers never restart).
+   */
+  async containerLogs(
+    pod: V1Pod,
+    container: string,
+    options: ContainerLogOptions,
+    signal?: AbortSignal,
+  ): Promise<AsyncIterable<Uint8Array>> {
+    const state = podState(pod, { needsNode: false });
+    signal?.throwIfAborted();
+    const record = await this.read(mockPodKey(state.namespace, state.name));
+    if (!record || record.uid !== state.uid || record.deletedAt !== undefined)
+      throw new ProviderNotFoundError(`mock provider has no pod ${describe(state)}`);
+    if (!record.containers.some((c) => c.name === container))
+      throw new ProviderNotFoundError(`mock pod ${describe(state)} has no container ${container}`);
+    if (options.previous) {
+      throw new ProviderNotFoundError(
+        `previous terminated container "${container}" in pod "${state.name}" not found: mock containers never restart`,
+      );
+    }
+    return mockContainerLog({
+      state: record,
+      pod,
+      container,
+      options,
+      clock: this.clock,
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  /** Steady, plausible figures for the running pods of `nodeName` (mock-stats.ts). */
+  async podStats(nodeName: string, signal?: AbortSignal): Promise<PodUsage[]> {
+    signal?.throwIfAborted();
+    const items = await this.table.query(mockNodeIndexPartition(nodeName), { index: 'gsi1' });
+    const now = this.clock.now();
+    return items
+      .map(mockPodFromItem)
+      .filter((r) => r.deletedAt === undefined && r.node === nodeName)
+      .flatMap((r) => mockPodUsage(r, now) ?? []);
+  }
+
   private async read(key: ItemKey): Promise<MockPodRecord | undefined> {
     const item = await this.table.get(key);
-    return item ? fromItem(item) : undefined;
+    return item ? mockPodFromItem(item) : undefined;
   }
 
   /** What getPod would report now for this record. */
@@ -244,16 +276,6 @@ export class MockPodProvider implements PodProvider {
   private hostIp(node: string): string {
     return this.options.hostIp ?? mockHostIp(node);
   }
-}
-
-/** The stored record of a pod, tombstones included: for tests that count provider calls. */
-export async function mockPodRecord(
-  table: StateTable,
-  namespace: string,
-  name: string,
-): Promise<MockPodRecord | undefined> {
-  const item = await table.get(mockPodKey(namespace, name));
-  return item ? fromItem(item) : undefined;
 }
 
 /** The identity and spec essentials of a pod from the API server. */
@@ -311,70 +333,12 @@ function describe(pod: { namespace: string; name: string; uid: string }): string
   return `${pod.namespace}/${pod.name} (uid ${pod.uid})`;
 }
 
-function toItem(record: MockPodRecord): StoredItem {
-  return {
-    ...mockPodKey(record.namespace, record.name),
-    ...(record.deletedAt === undefined
-      ? {
-          gsi1pk: mockNodeIndexPartition(record.node),
-          gsi1sk: `${record.namespace}/${record.name}`,
-        }
-      : {}),
-    ...record,
-    containers: record.containers.map((c) => ({ name: c.name, image: c.image })),
-    plan: { ...record.plan },
-  };
-}
-
-function fromItem(item: StoredItem): MockPodRecord {
-  const { namespace, name, uid, node, restartPolicy, containers, plan, createdAt, deletedAt } = item;
-  const { creates, updates, deletes, version } = item;
-  if (
-    typeof namespace !== 'string' ||
-    typeof name !== 'string' ||
-    typeof uid !== 'string' ||
-    typeof node !== 'string' ||
-    typeof restartPolicy !== 'string' ||
-    !Array.isArray(containers) ||
-    !containers.every(isContainer) ||
-    !isPlan(plan) ||
-    typeof createdAt !== 'number' ||
-    typeof creates !== 'number' ||
-    typeof updates !== 'number' ||
-    typeof deletes !== 'number' ||
-    typeof version !== 'number'
-  ) {
-    throw new Error(`mock pod record ${item.pk} / ${item.sk} is malformed`);
-  }
-  return {
-    namespace,
-    name,
-    uid,
-    node,
-    restartPolicy,
-    containers,
-    plan,
-    createdAt,
-    ...(typeof deletedAt === 'number' ? { deletedAt } : {}),
-    creates,
-    updates,
-    deletes,
-    version,
-  };
-}
-
-function isContainer(value: unknown): value is MockContainer {
-  if (typeof value !== 'object' || value === null) return false;
-  const c = value as Record<string, unknown>;
-  return typeof c.name === 'string' && typeof c.image === 'string';
-}
-
-function isPlan(value: unknown): value is MockPodPlan {
-  if (typeof value !== 'object' || value === null) return false;
-  const p = value as Record<string, unknown>;
-  return (
-    typeof p.startDelaySeconds === 'number' &&
-    (p.finishAfterSeconds === undefined || typeof p.finishAfterSeconds === 'number') &&
-    typeof p.exitCode === 'number'
-  );
+/** The stored record of a pod, tombstones included: for tests that count provider calls. */
+export async function mockPodRecord(
+  table: StateTable,
+  namespace: string,
+  name: string,
+): Promise<MockPodRecord | undefined> {
+  const item = await table.get(mockPodKey(namespace, name));
+  return item ? mockPodFromItem(item) : undefined;
 }
