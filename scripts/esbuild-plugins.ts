@@ -3,7 +3,8 @@
  * (custom.esbuild.plugins), serverless-esbuild loads it and builds each
  * function's handler on its own with them.
  */
-import { basename, extname } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename, extname, resolve } from 'node:path';
 import type { Plugin, PluginBuild } from 'esbuild';
 
 /** The handler file one build bundles (serverless-esbuild builds one entry at a time). */
@@ -79,4 +80,27 @@ export const whatwgUrlFromNode: Plugin = {
   },
 };
 
-export default [chunksNamedAfterHandler, kubernetesClientWithoutSideEffects, whatwgUrlFromNode];
+/**
+ * Native add-ons that were never compiled (npm does not run cpu-features' or
+ * ssh2's install scripts: allowScripts in package.json) load as empty modules,
+ * as serverless.yml's `.node: empty` loader has the compiled ones load: their
+ * callers (ssh2, through dockerode) catch the failure and fall back to
+ * JavaScript. Without this, esbuild stops at the missing file.
+ */
+export const missingNativeAddonsAsEmpty: Plugin = {
+  name: 'missing-native-addons-as-empty',
+  setup(build) {
+    build.onResolve({ filter: /\.node$/ }, (args) => {
+      const path = resolve(args.resolveDir, args.path);
+      return existsSync(path) ? undefined : { path, namespace: 'missing-native-addon' };
+    });
+    build.onLoad({ filter: /.*/, namespace: 'missing-native-addon' }, () => ({ contents: '', loader: 'js' }));
+  },
+};
+
+export default [
+  chunksNamedAfterHandler,
+  kubernetesClientWithoutSideEffects,
+  whatwgUrlFromNode,
+  missingNativeAddonsAsEmpty,
+];
