@@ -1,19 +1,34 @@
-import type { CoreV1Api } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import { isNotFound } from '../kube/client.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
-import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
+import {
+  isClaimLive,
+  type KnownPod,
+  KnownPodConflictError,
+  type KnownPodIdentity,
+  type KnownPodStore,
+} from './known-pods.ts';
 import type { PodApplier } from './pod-applier.ts';
 import type { PodDeleter } from './pod-deleter.ts';
-import { decideSync, type SyncState, type SyncStep, stepName } from './pod-sync-decision.ts';
+import {
+  decideFromRecords,
+  decideGone,
+  decideSync,
+  type SyncHint,
+  type SyncState,
+  type SyncStep,
+  stepName,
+} from './pod-sync-decision.ts';
 import { PodSyncRetryError, type SyncOutcome, type SyncResult } from './pod-sync-result.ts';
 
 /**
  * A level-triggered reconcile of one pod key (virtual-kubelet's
- * node/podcontroller.go syncHandler): it never looks at which event woke it;
- * it reads the key's known-pod records, then the pod, takes the one step
- * decideSync chooses, and reads again until a step ends the reconcile.
+ * node/podcontroller.go syncHandler): it reads the key's known-pod records,
+ * then the pod, takes the one step decideSync chooses, and reads again until
+ * a step ends the reconcile. What it does is decided by the state it reads;
+ * the event that woke it only says what need not be read (below).
  *
  * ## Exactly one provider call per change
  *
@@ -48,6 +63,30 @@ import { PodSyncRetryError, type SyncOutcome, type SyncResult } from './pod-sync
  *
  * A record-write conflict re-runs the reconcile from the top (a few times,
  * then a retryable error); so does a lost claim.
+ *
+ * ## What the event saves (SyncHint)
+ *
+ * - Its node: only that node's record is read. A pod's node never changes,
+ *   and a pod of the same name on another of our nodes is reconciled by that
+ *   node's events (and the cluster reconciler reads all nodes).
+ * - ADDED: the pod is read first and a create claims on "no record". This is
+ *   the protocol's create claim without the record read: a record written
+ *   before the claim makes it fail (and the reconcile then reads in order);
+ *   one written and forgotten again before it would pass the same condition
+ *   after a record read that found nothing, so nothing is weaker.
+ * - DELETED, GONE: that uid is gone for good (the API server never brings a
+ *   uid back), so the pod is not read: only the uid's record (waited for
+ *   while claimed, else forgotten with its provider pod) and its provider pod
+ *   are dealt with. A record of another uid is a newer pod's and stays.
+ * - pod-watch's hints (POD_EVENT_HINTS): `unchanged` and `deleted-next` need
+ *   nothing (the previous event's reconcile, retried until it succeeds, or
+ *   the DELETED event covers them); `not-running` force-deletes by uid at
+ *   once and leaves the record to the DELETED event, which also deletes a
+ *   provider pod a create still in flight may leave.
+ *
+ * Besides, a record saying the provider deleted the pod and its terminated
+ * status was written (decideFromRecords) decides the force delete without
+ * reading the pod.
  */
 
 export interface PodReconcilerOptions {
@@ -73,28 +112,91 @@ const MAX_STEPS = 20;
 const WAIT_POLL_MIN_MS = 50;
 const WAIT_POLL_MAX_MS = 1_000;
 
+/** Where a reconcile is: its key, its nodes, what its event says, and the steps so far. */
+interface Run {
+  key: string;
+  namespace: string;
+  name: string;
+  nodes: readonly string[];
+  hint?: SyncHint;
+  /** The uid the event says is gone for good (DELETED, GONE). */
+  gone?: KnownPodIdentity;
+  steps: string[];
+  ownTokens: Set<string>;
+}
+
 /** Reconciles pod keys; one instance per invocation. */
 export class PodReconciler {
   constructor(private readonly options: PodReconcilerOptions) {}
 
-  async reconcile(namespace: string, name: string): Promise<SyncResult> {
-    const { clock, nodes, signal } = this.options;
+  /**
+   * Reconciles one pod key. `hint`: what the event that woke this reconcile
+   * says (pod-sync passes it; the cluster reconciler does not): the
+   * reconcile then looks at that node only, and takes the shortcuts the
+   * event allows (see SyncHint and POD_EVENT_HINTS).
+   */
+  async reconcile(namespace: string, name: string, hint?: SyncHint): Promise<SyncResult> {
     const key = podKey({ namespace, name });
-    const steps: string[] = [];
-    const ownTokens = new Set<string>();
+    const run: Run = {
+      key,
+      namespace,
+      name,
+      nodes: hint ? this.options.nodes.filter((n) => n === hint.node) : this.options.nodes,
+      ...(hint ? { hint } : {}),
+      ...(hint && (hint.type === 'DELETED' || hint.type === 'GONE')
+        ? { gone: { node: hint.node, namespace, name, uid: hint.uid } }
+        : {}),
+      steps: [],
+      ownTokens: new Set(),
+    };
+    return (await this.shortcut(run)) ?? this.loop(run);
+  }
+
+  /** What the event alone decides, without reading anything; undefined: reconcile. */
+  private async shortcut(run: Run): Promise<SyncResult | undefined> {
+    const { hint, key, steps } = run;
+    if (!hint) return undefined;
+    const log = this.options.log.child({ pod: key, uid: hint.uid, node: hint.node });
+    const done = (outcome: SyncOutcome): SyncResult => {
+      log.debug({ outcome, steps, hints: hint.seen }, `pod sync: ${outcome}`);
+      return { key, outcome, steps };
+    };
+    if (hint.seen.includes('unchanged') || hint.seen.includes('deleted-next')) {
+      steps.push(`hint:${hint.seen.includes('unchanged') ? 'unchanged' : 'deleted-next'}`);
+      return done('skipped-hinted');
+    }
+    if (run.nodes.length === 0) {
+      steps.push('ignore');
+      return done('not-ours');
+    }
+    if (hint.seen.includes('not-running') && !run.gone) {
+      steps.push('hint:not-running');
+      const pod = { node: hint.node, namespace: run.namespace, name: run.name, uid: hint.uid };
+      return done(await this.options.deleter.forceDeleteKnown({ kind: 'force-delete-known', pod }, log));
+    }
+    return undefined;
+  }
+
+  private async loop(run: Run): Promise<SyncResult> {
+    const { key, steps } = run;
+    const { signal } = this.options;
     let restarts = 0;
+    // A new pod's create claims a record that does not exist yet, so its first read is the pod's alone.
+    let podFirst = run.hint?.type === 'ADDED';
     while (steps.length < MAX_STEPS) {
       signal?.throwIfAborted();
-      const state = await this.read(namespace, name);
-      const step = decideSync(state, { nodes, now: clock.now(), ownTokens });
+      const { state, step } = await this.next(run, podFirst);
+      podFirst = false;
       steps.push(stepName(step));
-      const log = this.podLog(key, state, step);
+      const log = this.podLog(key, state, step, run.hint);
       try {
-        const outcome = await this.execute(step, state, log, ownTokens);
-        if (outcome) {
-          const quiet = outcome.startsWith('skipped') || outcome === 'not-ours' || outcome === 'absent';
-          log[quiet ? 'debug' : 'info']({ outcome, steps }, `pod sync: ${outcome}`);
-          return { key, outcome, steps };
+        const outcome = await this.execute(step, state, log, run.ownTokens);
+        // The uid is gone for good: once its record is forgotten there is nothing left to read.
+        const finished = outcome ?? (run.gone && step.kind === 'forget-stale' ? 'absent' : undefined);
+        if (finished) {
+          const quiet = finished.startsWith('skipped') || finished === 'not-ours' || finished === 'absent';
+          log[quiet ? 'debug' : 'info']({ outcome: finished, steps }, `pod sync: ${finished}`);
+          return { key, outcome: finished, steps };
         }
       } catch (err) {
         if (!(err instanceof KnownPodConflictError)) throw err;
@@ -110,25 +212,49 @@ export class PodReconciler {
     throw new PodSyncRetryError(`${key}: no stable state after ${steps.join(', ')}`, 'conflict');
   }
 
-  /** The records first, then the pod: see the protocol above. */
-  private async read(namespace: string, name: string): Promise<SyncState> {
-    const { knownPods, nodes, core } = this.options;
-    const records = (await Promise.all(nodes.map((n) => knownPods.get(n, namespace, name)))).filter(
+  /**
+   * The state and the next step: the records first, then the pod (see the
+   * protocol above), unless the records (or a gone uid) decide alone. With
+   * `podFirst` the pod is read alone first, and only a create is decided on
+   * it: its claim is conditional on there being no record, so a record that
+   * exists after all makes it fail and the reconcile reads in order.
+   */
+  private async next(run: Run, podFirst: boolean): Promise<{ state: SyncState; step: SyncStep }> {
+    const { namespace, name, nodes } = run;
+    const ctx = { nodes, now: this.options.clock.now(), ownTokens: run.ownTokens };
+    if (podFirst) {
+      const state: SyncState = { namespace, name, records: [], ...(await this.readPod(namespace, name)) };
+      const step = decideSync(state, ctx);
+      if (step.kind === 'apply' && step.mode === 'create') return { state, step };
+    }
+    const records = await this.readRecords(nodes, namespace, name);
+    const early = run.gone ? decideGone(run.gone, records, ctx) : decideFromRecords(records, ctx);
+    if (early) return { state: { namespace, name, records }, step: early };
+    const state: SyncState = { namespace, name, records, ...(await this.readPod(namespace, name)) };
+    return { state, step: decideSync(state, ctx) };
+  }
+
+  private async readRecords(nodes: readonly string[], namespace: string, name: string): Promise<KnownPod[]> {
+    const { knownPods } = this.options;
+    return (await Promise.all(nodes.map((n) => knownPods.get(n, namespace, name)))).filter(
       (r): r is KnownPod => r !== undefined,
     );
+  }
+
+  /** The pod, or nothing when the API server has none of this name. */
+  private async readPod(namespace: string, name: string): Promise<{ pod?: V1Pod }> {
     try {
-      const pod = await core.readNamespacedPod({ namespace, name });
-      return { namespace, name, pod, records };
+      return { pod: await this.options.core.readNamespacedPod({ namespace, name }) };
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      return { namespace, name, records };
+      return {};
     }
   }
 
-  private podLog(key: string, state: SyncState, step: SyncStep): Logger {
+  private podLog(key: string, state: SyncState, step: SyncStep, hint?: SyncHint): Logger {
     const subject = 'record' in step && step.record ? step.record : undefined;
-    const uid = state.pod?.metadata?.uid ?? subject?.uid ?? state.records[0]?.uid;
-    const node = state.pod?.spec?.nodeName ?? subject?.node ?? state.records[0]?.node;
+    const uid = state.pod?.metadata?.uid ?? subject?.uid ?? state.records[0]?.uid ?? hint?.uid;
+    const node = state.pod?.spec?.nodeName ?? subject?.node ?? state.records[0]?.node ?? hint?.node;
     return this.options.log.child({ pod: key, uid, node });
   }
 
@@ -163,6 +289,10 @@ export class PodReconciler {
         return deleter.providerDelete(step, log);
       case 'apply':
         return applier.apply(step, log, ownTokens);
+      case 'force-delete-known':
+        return deleter.forceDeleteKnown(step, log);
+      case 'delete-gone':
+        return deleter.deleteGone(step, log);
     }
   }
 

@@ -1,5 +1,5 @@
 import type { Dependencies } from '../app/dependencies.ts';
-import { type PodEventDetail, parsePodEvent } from '../events/pod-event.ts';
+import { hintsOf, type PodEventDetail, type PodEventHint, parsePodEvent } from '../events/pod-event.ts';
 import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import { kubeEnvSources } from './env-sources.ts';
@@ -13,14 +13,18 @@ import type { SyncResult } from './pod-sync-result.ts';
 /** Stop waiting for other invocations this long before the deadline, to fail cleanly (and be retried). */
 const DEADLINE_MARGIN_MS = 3_000;
 
+/** A pod event as pod-sync acts on it: the detail, and pod-watch's hints from the envelope's resources. */
+export type PodSyncInput = PodEventDetail & { hints?: readonly PodEventHint[] };
+
 /**
- * The pod event's detail, parsed once for the whole invocation. A malformed
- * event is logged and rejected (InvalidEventError, which sends it to the
- * dead-letter queue) before anything is written.
+ * The pod event's detail and hints, parsed once for the whole invocation. A
+ * malformed event is logged and rejected (InvalidEventError, which sends it
+ * to the dead-letter queue) before anything is written.
  */
-export function validPodSyncEvent(log: Logger, event: unknown): PodEventDetail {
+export function validPodSyncEvent(log: Logger, event: unknown): PodSyncInput {
   try {
-    return parsePodEvent(event).detail;
+    const parsed = parsePodEvent(event);
+    return { ...parsed.detail, hints: hintsOf(parsed.resources) };
   } catch (err) {
     log.error({ err }, 'rejected pod event: nothing done, the event goes to the dead-letter queue');
     throw err;
@@ -35,7 +39,7 @@ export function validPodSyncEvent(log: Logger, event: unknown): PodEventDetail {
 export async function podSync(
   deps: Dependencies,
   invocation: Invocation,
-  detail: PodEventDetail,
+  detail: PodSyncInput,
 ): Promise<SyncResult> {
   const { clock, metrics } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
@@ -48,7 +52,12 @@ export async function podSync(
     signal: invocation.signal,
   });
   try {
-    const result = await reconciler.reconcile(detail.namespace, detail.name);
+    const result = await reconciler.reconcile(detail.namespace, detail.name, {
+      type: detail.type,
+      node: detail.node,
+      uid: detail.uid,
+      seen: detail.hints ?? [],
+    });
     metrics.podSyncLatency(clock.monotonic() - started, result.outcome);
     return result;
   } catch (err) {

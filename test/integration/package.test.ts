@@ -449,6 +449,23 @@ describe('serverless package (offline, no AWS credentials)', () => {
     );
   });
 
+  it('puts in each zip its own handler and chunks only, and no source map', () => {
+    for (const [zip, entry] of Object.entries(BUNDLES)) {
+      const own = entry.replace(/\.mjs$/, '.');
+      const files = [...readZip(join(out, zip)).keys()];
+      assert.deepEqual(
+        files.filter((name) => name.endsWith('.map')),
+        [],
+        `${zip}: the source maps stay outside`,
+      );
+      assert.deepEqual(
+        files.filter((name) => name.endsWith('.mjs') && name !== entry && !name.startsWith(own)),
+        [],
+        `${zip}: every chunk is ${entry}'s (named ${own}*)`,
+      );
+    }
+  });
+
   it('bundles every function as ESM, the provider factory in a chunk of its own loaded by import()', () => {
     // A string only the mock provider's code holds (lib/provider/mock/mock-node.ts).
     const mockMarker = HEALTHY_CONDITIONS[0]?.message ?? assert.fail('no mock condition');
