@@ -15,8 +15,6 @@ import { WatchHints } from './watch-hints.ts';
 import { relistNode } from './watch-relist.ts';
 import { type ClusterProbe, type RelistReason, resumePoint } from './watch-resume.ts';
 
-export type { RelistReason } from './watch-resume.ts';
-
 /** Settings of one node's watch loop. */
 export interface NodeWatchSettings {
   /** Longest single watch request (bounded by the time left). */
