@@ -1,5 +1,5 @@
 /**
- * Heartbeat benchmark (issue 3, "Measure"): lease renewal gaps and Kubernetes
+ * Heartbeat benchmark: lease renewal gaps and Kubernetes
  * API requests per node-minute for 1, 100 and 1000 virtual nodes served by
  * one deployment, on a real local control plane and DynamoDB Local.
  *
@@ -36,10 +36,11 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Context } from 'aws-lambda';
 import { createHeartbeatHandler } from '../functions/heartbeat.ts';
 import { createKubeClients, type KubeClients, loadKubeConfig } from '../lib/kube/client.ts';
+import type { Cadence } from '../lib/local/cadence.ts';
 import { type ControlPlane, startControlPlane } from '../lib/local/control-plane.ts';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import { type InvocationResult, LocalLambdaRuntime } from '../lib/local/lambda-runtime.ts';
-import { type Cadence, LocalDeployment } from '../lib/local/local-deployment.ts';
+import { LocalDeployment } from '../lib/local/local-deployment.ts';
 import { lockKey } from '../lib/lock/dynamodb-lock-store.ts';
 import { HEARTBEAT_LOCK } from '../lib/node/heartbeat.ts';
 import { NODE_LEASE_NAMESPACE } from '../lib/node/node-lease.ts';

@@ -40,9 +40,10 @@ import {
   SQS_LONG_POLL_SECONDS,
 } from '../lib/cost/prices.ts';
 import { createKubeClients, type KubeClients, loadKubeConfig } from '../lib/kube/client.ts';
+import type { Cadence } from '../lib/local/cadence.ts';
 import { currentInvocation } from '../lib/local/invocation-scope.ts';
 import type { Invocation, InvocationResult } from '../lib/local/lambda-runtime.ts';
-import { type Cadence, LocalDeployment } from '../lib/local/local-deployment.ts';
+import { LocalDeployment } from '../lib/local/local-deployment.ts';
 import { lockKey } from '../lib/lock/dynamodb-lock-store.ts';
 import { NODE_LEASE_NAMESPACE } from '../lib/node/node-lease.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';

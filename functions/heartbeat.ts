@@ -10,7 +10,8 @@ import { heartbeat } from '../lib/node/heartbeat-entry.ts';
  */
 export function createHeartbeatHandler(env: Record<string, string | undefined> = process.env) {
   return lambdaHandler(
-    { env, dependencies: loadDependencies, event: parseScheduledEvent },
+    // The heartbeat reads the release gate itself, after its leases are safe (heartbeat-loop.ts).
+    { env, dependencies: loadDependencies, event: parseScheduledEvent, gate: false },
     (deps, invocation) => heartbeat(deps, invocation),
   );
 }

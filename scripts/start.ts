@@ -35,14 +35,13 @@ import { fileURLToPath } from 'node:url';
 import type { Config } from '../lib/config/config.ts';
 import { loadConfig } from '../lib/config/load-config.ts';
 import { isApiServerReachable, loadKubeConfig } from '../lib/kube/client.ts';
+import { type Cadence, cadenceFromEnv } from '../lib/local/cadence.ts';
 import { controlPlaneBinariesPresent } from '../lib/local/control-plane/binaries.ts';
 import { CertificateAuthority, type CertificateFiles } from '../lib/local/control-plane/pki.ts';
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { localProvider } from '../lib/local/docker-engine.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import {
-  type Cadence,
-  cadenceFromEnv,
   LocalDeployment,
   type PodSyncConcurrency,
   podSyncConcurrencyFromEnv,

@@ -7,9 +7,11 @@
 import { loadDependencies } from '../lib/app/dependencies.ts';
 import { ConfigError } from '../lib/config/config.ts';
 import { loadConfig } from '../lib/config/load-config.ts';
+import { oldestMessageAgeSeconds } from '../lib/dead-letters/oldest-age.ts';
+import type { QueueDepth } from '../lib/dead-letters/queue.ts';
+import { queueNameOf, SqsDeadLetterQueue } from '../lib/dead-letters/sqs-queue.ts';
 import { createLogger } from '../lib/log/logger.ts';
 import { collectStatus } from '../lib/status-report/collect.ts';
-import { readQueueDepth } from '../lib/status-report/dlq-depth.ts';
 import { renderStatus } from '../lib/status-report/render.ts';
 
 async function main(): Promise<number> {
@@ -18,11 +20,25 @@ async function main(): Promise<number> {
   const deps = await loadDependencies(config, { log: createLogger({ level: 'silent' }) });
   const report = await collectStatus({
     ...deps,
-    queueDepth: (url) =>
-      readQueueDepth(url, { region: config.dynamodb.region, signal: AbortSignal.timeout(10_000) }),
+    queueDepth: (url) => readQueueDepth(url, config.dynamodb.region),
   });
   process.stdout.write(json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report));
   return report.errors.length > 0 ? 1 : 0;
+}
+
+/** Depth from SQS, the oldest message's age from CloudWatch (left out when CloudWatch cannot say). */
+async function readQueueDepth(url: string, region: string): Promise<QueueDepth> {
+  const signal = AbortSignal.timeout(10_000);
+  const queue = SqsDeadLetterQueue.create(url, { region });
+  try {
+    const [depth, age] = await Promise.all([
+      queue.depth(signal),
+      oldestMessageAgeSeconds(queueNameOf(url), { region, now: Date.now(), signal }).catch(() => undefined),
+    ]);
+    return age === undefined ? depth : { ...depth, oldestAgeSeconds: age };
+  } finally {
+    queue.destroy();
+  }
 }
 
 main().then(

@@ -1,4 +1,5 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { awsClientOptions } from '../aws/client-options.ts';
 import { PodEventPublisher, type PodEventPublisherOptions } from './publisher.ts';
 
 /**
@@ -20,7 +21,11 @@ export interface EventBridgePublisherOptions extends Omit<PodEventPublisherOptio
   client?: EventBridgeClient;
 }
 
-/** Builds the client once per cold start; the SDK retries throttled and failed requests itself (standard mode). */
+/**
+ * Builds the client once per cold start. The SDK retries a throttled or
+ * failed request (awsClientOptions); the publisher then resends the entries
+ * that still failed, with its own jittered backoff.
+ */
 export function createEventBridgePublisher(options: EventBridgePublisherOptions): PodEventPublisher {
   const { busName, region, endpoint, requestTimeoutMs, client: given, ...rest } = options;
   const client =
@@ -28,8 +33,7 @@ export function createEventBridgePublisher(options: EventBridgePublisherOptions)
     new EventBridgeClient({
       ...(region !== undefined ? { region } : {}),
       ...(endpoint !== undefined ? { endpoint } : {}),
-      maxAttempts: 3,
-      requestHandler: { requestTimeout: requestTimeoutMs ?? 5_000 },
+      ...awsClientOptions(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
     });
   return new PodEventPublisher({
     ...rest,

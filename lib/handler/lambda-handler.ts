@@ -2,6 +2,7 @@ import middy from '@middy/core';
 import type { Dependencies, DependencyOverrides } from '../app/dependencies.ts';
 import type { Config } from '../config/config.ts';
 import { loadConfig } from '../config/load-config.ts';
+import { runWithDeadline } from '../deadline.ts';
 import type { Invocation } from '../invocation.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
 import { coldStartDependencies } from './cold-start.ts';
@@ -64,6 +65,8 @@ export function lambdaHandler<TEvent, TResult>(
   return handler.handler((_event, context) => {
     const { deps, invocation } = invocationScope(context);
     if (!context.trigger) throw new MiddlewareOrderError('validEvent must run before the handler');
-    return run(deps, invocation, context.trigger.event);
+    const { event } = context.trigger;
+    // Every AWS and Kubernetes request of the entry point ends at the invocation's deadline.
+    return runWithDeadline(invocation.signal, () => run(deps, invocation, event));
   });
 }

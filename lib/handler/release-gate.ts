@@ -1,5 +1,6 @@
 import type middy from '@middy/core';
 import type { Dependencies } from '../app/dependencies.ts';
+import { runWithDeadline } from '../deadline.ts';
 import type { Invocation } from '../invocation.ts';
 import { type ReleaseRefused, releaseGateOf } from '../release/gate.ts';
 import { type FunctionContext, invocationScope } from './function-context.ts';
@@ -17,6 +18,7 @@ export interface ReleaseGateMiddlewareOptions {
  * ReleaseGate: it records the release, then reads the status): undefined
  * when it may, else the refusal to return, with why logged. For a function
  * that gates only part of its work, the same check the middleware makes.
+ * Its reads are aborted at the invocation's deadline (lib/deadline.ts).
  * @throws what the state table throws when the gate cannot be read.
  */
 export async function releaseRefusal(
@@ -24,7 +26,9 @@ export async function releaseRefusal(
   invocation: Invocation,
   options: ReleaseGateMiddlewareOptions = {},
 ): Promise<ReleaseRefused | undefined> {
-  const decision = await releaseGateOf(deps, options).check(invocation.functionName);
+  const decision = await runWithDeadline(invocation.signal, () =>
+    releaseGateOf(deps, options).check(invocation.functionName),
+  );
   if (decision.act) return undefined;
   deps.log
     .child({ requestId: invocation.requestId })

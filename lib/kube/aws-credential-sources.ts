@@ -1,3 +1,4 @@
+import { awsClientOptions } from '../aws/client-options.ts';
 import type { AwsCredentials } from './eks-token.ts';
 
 /**
@@ -28,7 +29,7 @@ export function awsCredentialSources(options: { region: string }): ClusterCreden
   return {
     async secretString(secretId) {
       const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-      const out = await new SecretsManagerClient({ region }).send(
+      const out = await new SecretsManagerClient({ region, ...awsClientOptions() }).send(
         new GetSecretValueCommand({ SecretId: secretId }),
       );
       if (out.SecretString) return out.SecretString;
@@ -37,7 +38,7 @@ export function awsCredentialSources(options: { region: string }): ClusterCreden
     },
     async parameterValue(name) {
       const { SSMClient, GetParameterCommand } = await import('@aws-sdk/client-ssm');
-      const out = await new SSMClient({ region }).send(
+      const out = await new SSMClient({ region, ...awsClientOptions() }).send(
         new GetParameterCommand({ Name: name, WithDecryption: true }),
       );
       const value = out.Parameter?.Value;
@@ -46,7 +47,9 @@ export function awsCredentialSources(options: { region: string }): ClusterCreden
     },
     async describeCluster(name) {
       const { EKSClient, DescribeClusterCommand } = await import('@aws-sdk/client-eks');
-      const out = await new EKSClient({ region }).send(new DescribeClusterCommand({ name }));
+      const out = await new EKSClient({ region, ...awsClientOptions() }).send(
+        new DescribeClusterCommand({ name }),
+      );
       const endpoint = out.cluster?.endpoint;
       const caData = out.cluster?.certificateAuthority?.data;
       if (!endpoint || !caData)

@@ -11,13 +11,13 @@ import {
   createConfiguration,
   KubeConfig,
   KubernetesObjectApi,
-  type RequestContext,
-  type ResponseContext,
   ServerConfiguration,
   VersionApi,
   Watch,
 } from '@kubernetes/client-node';
 import { errorMessage } from '../util/error-message.ts';
+import { keepAliveAuthentication } from './keep-alive.ts';
+import { type KubeRetryOptions, retryingHttpLibrary } from './retrying-http.ts';
 
 /** Default bound on one API request: a hung connection must not stall a heartbeat. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
@@ -70,9 +70,9 @@ export interface KubeClients {
   /** SubjectAccessReview: the kubelet API authorizes every request as a kubelet in webhook mode does. */
   authorization: AuthorizationV1Api;
   /**
-   * API requests these clients have sent, counted by the client's request
-   * middleware as each one goes out (a failed or timed-out request counts
-   * too), for tests and benchmarks.
+   * API requests these clients have sent, counted by the HTTP layer
+   * (retrying-http.ts) as each attempt goes out (a failed, timed-out or
+   * retried request counts each time), for tests and benchmarks.
    */
   requests(): number;
   /** Clients on the same cluster with the same timeout, counting their own requests from 0 (e.g. one node's). */
@@ -81,14 +81,19 @@ export interface KubeClients {
 
 /**
  * Builds the API clients for one kubeconfig. Cheap; build once per cold start
- * and reuse. Every request is aborted after `requestTimeoutMs`: without it, a
+ * and reuse: their requests share kept-alive connections. Every attempt is
+ * aborted after `requestTimeoutMs` (without it, a
  * connection to an API server that stopped answering hangs until the
- * invocation's deadline.
+ * invocation's deadline) or at the invocation's deadline, and 429 and 5xx
+ * answers are retried with bounded backoff (see retrying-http.ts).
  */
-export function createKubeClients(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeClients {
+export function createKubeClients(
+  kc: KubeConfig,
+  options: { requestTimeoutMs?: number; retry?: KubeRetryOptions } = {},
+): KubeClients {
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   let sent = 0;
-  const configuration = configurationFor(kc, timeoutMs, () => {
+  const configuration = configurationFor(kc, timeoutMs, options.retry, () => {
     sent++;
   });
   return {
@@ -98,31 +103,38 @@ export function createKubeClients(kc: KubeConfig, options: { requestTimeoutMs?: 
     authentication: new AuthenticationV1Api(configuration),
     authorization: new AuthorizationV1Api(configuration),
     requests: () => sent,
-    withOwnCount: () => createKubeClients(kc, { requestTimeoutMs: timeoutMs }),
+    withOwnCount: () =>
+      createKubeClients(kc, {
+        requestTimeoutMs: timeoutMs,
+        ...(options.retry ? { retry: options.retry } : {}),
+      }),
   };
 }
 
 /**
- * client-node's configuration with our request middleware: per-call options
- * (setHeaderOptions) append to it, so every request passes through it.
+ * client-node's configuration over our HTTP layer (retrying-http.ts): every
+ * attempt of every request goes through it, per-call options
+ * (setHeaderOptions) included, and is counted by `onRequest` as it goes out.
  */
-function configurationFor(kc: KubeConfig, timeoutMs: number, onRequest: () => void = () => {}) {
+function configurationFor(
+  kc: KubeConfig,
+  timeoutMs: number,
+  retry: KubeRetryOptions = {},
+  onRequest: () => void = () => {},
+) {
   const server = kc.getCurrentCluster()?.server;
   if (!server)
     throw new KubeConfigError(`current context "${kc.getCurrentContext()}" names no cluster server`);
-  return createConfiguration({
+  const base = {
     baseServer: new ServerConfiguration(server, {}),
-    authMethods: { default: kc },
-    promiseMiddleware: [
-      {
-        pre: async (request: RequestContext) => {
-          onRequest();
-          request.setSignal(AbortSignal.timeout(timeoutMs));
-          return request;
-        },
-        post: async (response: ResponseContext) => response,
-      },
-    ],
+    // Reuses connections (client-node would open a new one per request): see keep-alive.ts.
+    authMethods: { default: keepAliveAuthentication(kc) },
+  };
+  // The client's own fetch library, under per-attempt timeouts, the invocation's deadline and retries.
+  const fetchLibrary = createConfiguration(base).httpApi;
+  return createConfiguration({
+    ...base,
+    httpApi: retryingHttpLibrary(fetchLibrary, timeoutMs, { ...retry, onAttempt: onRequest }),
   });
 }
 
@@ -133,7 +145,7 @@ function configurationFor(kc: KubeConfig, timeoutMs: number, onRequest: () => vo
  */
 export async function isApiServerReachable(kc: KubeConfig, timeoutMs = 3_000): Promise<boolean> {
   try {
-    await new VersionApi(configurationFor(kc, timeoutMs)).getCode();
+    await new VersionApi(configurationFor(kc, timeoutMs, { maxAttempts: 1 })).getCode();
     return true;
   } catch (err) {
     return apiStatusCode(err) !== undefined;

@@ -1,13 +1,10 @@
-import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
-import { createPodStatusHandler } from '../../functions/pod-status.ts';
-import { createPodSyncHandler } from '../../functions/pod-sync.ts';
-import { createPodWatchHandler } from '../../functions/pod-watch.ts';
-import { createReconcileHandler } from '../../functions/reconcile.ts';
-import { createTickHandler } from '../../functions/tick.ts';
 import { ConfigError } from '../config/config.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts';
+import { type Cadence, TICK_TIMEOUT_MS, TICK_VISIBILITY_TIMEOUT_MS, tickPeriodMs } from './cadence.ts';
+import { createDeploymentHandlers, type DeploymentFunction } from './deployment-handlers.ts';
 import { LocalEventBus } from './event-bus.ts';
-import type { InvocationResult, Invocation as RuntimeInvocation } from './lambda-function.ts';
+import { FunctionHost } from './function-host.ts';
+import type { InvocationResult, LambdaHandler, Invocation as RuntimeInvocation } from './lambda-function.ts';
 import { LocalLambdaRuntime } from './lambda-runtime.ts';
 import { createLocalBusPublisher } from './local-bus-publisher.ts';
 import { LocalSqsQueue } from './local-sqs-queue.ts';
@@ -50,37 +47,6 @@ export function podSyncConcurrencyFromEnv(env: Record<string, string | undefined
   return value;
 }
 
-/**
- * How the node and pod loops run, as serverless.yml's `cadence` parameter:
- * `tick`, short invocations of one function chained through a FIFO queue
- * (lib/tick/); `continuous`, the four scheduled functions that each run for
- * two minutes and overlap.
- */
-export type Cadence = 'tick' | 'continuous';
-
-/** Environment variable of `npm start` that picks the cadence (serverless.yml's `cadence` parameter). */
-export const CADENCE_VARIABLE = 'SVK_LOCAL_CADENCE';
-
-/** Reads `SVK_LOCAL_CADENCE`: `tick` (unset or empty) or `continuous`; anything else is a ConfigError naming it. */
-export function cadenceFromEnv(env: Record<string, string | undefined>): Cadence {
-  const raw = env[CADENCE_VARIABLE]?.trim();
-  if (!raw) return 'tick';
-  if (raw === 'tick' || raw === 'continuous') return raw;
-  throw new ConfigError([
-    { variable: CADENCE_VARIABLE, message: `must be tick or continuous (got "${raw}")` },
-  ]);
-}
-
-/** The tick function's timeout in serverless.yml; the queue's visibility timeout is a little longer. */
-export const TICK_TIMEOUT_MS = 10_000;
-export const TICK_VISIBILITY_TIMEOUT_MS = 12_000;
-
-/** The tick period (the queue's delay): SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS, 10 s when unset or not a whole number. */
-export function tickPeriodMs(env: Record<string, string | undefined>): number {
-  const raw = env.SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS?.trim() ?? '';
-  return /^\d+$/.test(raw) && Number(raw) >= 1 ? Number(raw) * 1000 : 10_000;
-}
-
 export interface LocalDeploymentOptions {
   /** The functions' environment (their configuration). */
   env: Record<string, string | undefined>;
@@ -102,6 +68,13 @@ export interface LocalDeploymentOptions {
    * in the runtime's queue. `unlimited` starts every delivery at once.
    */
   podSyncConcurrency?: PodSyncConcurrency;
+  /**
+   * Where the handlers run: `in-process` (default) in this process, like one
+   * warm sandbox per function; `host-process` in one separate process (a
+   * {@link FunctionHost}) that {@link LocalDeployment.killFunctions} can
+   * SIGKILL mid-invocation.
+   */
+  sandboxes?: 'in-process' | 'host-process';
   onResult?: (invocation: RuntimeInvocation, result: InvocationResult) => void;
 }
 
@@ -116,7 +89,9 @@ interface TickChain {
  * loops at their cadence (the tick function behind its in-process FIFO queue
  * and keeper schedule, or the four scheduled functions), and pod-sync (with
  * its reserved concurrency) behind a rule on an in-process event bus that
- * pod-watch publishes to. Used by `npm start` and the pipeline tests.
+ * pod-watch publishes to. The queue, the bus and the schedules stay in this
+ * process; the handlers run here or in a function host process. Used by
+ * `npm start`, the pipeline tests and the conformance harness.
  */
 export class LocalDeployment {
   readonly runtime: LocalLambdaRuntime;
@@ -124,6 +99,8 @@ export class LocalDeployment {
   readonly cadence: Cadence;
   /** The tick chain (tick cadence only). */
   readonly tickChain: TickChain | undefined;
+  /** The process the handlers run in, with `sandboxes: 'host-process'`. */
+  readonly host: FunctionHost | undefined;
   private readonly schedules: Array<{ stop(): void }> = [];
   private readonly rateMs: number;
 
@@ -136,14 +113,30 @@ export class LocalDeployment {
       retries: options.syncRetries ?? 5,
       retryDelayMs: options.syncRetryDelayMs ?? 2_000,
     });
-    const publisher = createLocalBusPublisher(this.bus);
-    if (this.cadence === 'tick') {
-      const queue = new LocalSqsQueue({
-        delayMs: tickPeriodMs(options.env),
-        visibilityTimeoutMs: TICK_VISIBILITY_TIMEOUT_MS,
+    // The chain's queue lives here even when the handlers run in a host process, as SQS outlives sandboxes.
+    const queue =
+      this.cadence === 'tick'
+        ? new LocalSqsQueue({
+            delayMs: tickPeriodMs(options.env),
+            visibilityTimeoutMs: TICK_VISIBILITY_TIMEOUT_MS,
+          })
+        : undefined;
+    const tickQueue = queue ? createLocalTickQueue(queue) : undefined;
+    let handler: (name: DeploymentFunction) => LambdaHandler;
+    if (options.sandboxes === 'host-process') {
+      const host = new FunctionHost({
+        env: options.env,
+        putEvents: (entries) => this.bus.putEvents(entries),
+        ...(tickQueue ? { tickQueue } : {}),
       });
-      const handler = createTickHandler(options.env, { queue: createLocalTickQueue(queue), publisher });
-      this.runtime.register({ name: 'tick', handler, timeoutMs: TICK_TIMEOUT_MS });
+      this.host = host;
+      handler = (name) => host.handler(name);
+    } else {
+      const handlers = createDeploymentHandlers(options.env, createLocalBusPublisher(this.bus), tickQueue);
+      handler = (name) => handlers[name];
+    }
+    if (queue) {
+      this.runtime.register({ name: 'tick', handler: handler('tick'), timeoutMs: TICK_TIMEOUT_MS });
       const source = new QueueEventSource({
         queue,
         queueName: 'tick.fifo',
@@ -153,19 +146,14 @@ export class LocalDeployment {
       this.tickChain = { queue, source };
     } else {
       this.tickChain = undefined;
-      const heartbeat = createHeartbeatHandler(options.env);
-      const podWatch = createPodWatchHandler(options.env, { publisher });
-      const podStatus = createPodStatusHandler(options.env);
-      this.runtime.register({ name: 'heartbeat', handler: heartbeat, timeoutMs });
-      this.runtime.register({ name: 'pod-watch', handler: podWatch, timeoutMs });
-      this.runtime.register({ name: 'pod-status', handler: podStatus, timeoutMs });
-      this.runtime.register({ name: 'reconcile', handler: createReconcileHandler(options.env), timeoutMs });
+      for (const name of ['heartbeat', 'pod-watch', 'pod-status', 'reconcile'] as const) {
+        this.runtime.register({ name, handler: handler(name), timeoutMs });
+      }
     }
-    const podSync = createPodSyncHandler(options.env);
     const podSyncConcurrency = options.podSyncConcurrency ?? DEFAULT_POD_SYNC_CONCURRENCY;
     this.runtime.register({
       name: 'pod-sync',
-      handler: podSync,
+      handler: handler('pod-sync'),
       timeoutMs: 60_000,
       ...(podSyncConcurrency === 'unlimited' ? {} : { reservedConcurrency: podSyncConcurrency }),
     });
@@ -193,6 +181,17 @@ export class LocalDeployment {
     }
   }
 
+  /**
+   * SIGKILLs every function's sandbox at once, mid-invocation (needs
+   * `sandboxes: 'host-process'`): invocations in flight fail as a dead
+   * runtime (pod events are retried by the bus), schedules keep firing, and
+   * the next invocation is a cold start in a new process.
+   */
+  async killFunctions(): Promise<void> {
+    if (!this.host) throw new Error("killFunctions needs a deployment with sandboxes: 'host-process'");
+    await this.host.kill();
+  }
+
   /** Stops the loops; running invocations are crashed when `abortRunning`, else awaited. */
   async stop(options: { abortRunning?: boolean } = {}): Promise<void> {
     for (const s of this.schedules.splice(0)) s.stop();
@@ -200,5 +199,6 @@ export class LocalDeployment {
     await this.runtime.stopAll(options);
     await polling;
     await this.bus.whenIdle();
+    await this.host?.stop();
   }
 }

@@ -130,6 +130,11 @@ export class LockManager {
     if (current.owner === undefined) {
       return this.write(name, current.epoch + 1, (next) => this.store.replaceIfVersion(current.rvn, next));
     }
+    // This manager's own earlier write, which happened although its call failed (a timeout on
+    // the way back): the lock is ours already, at that epoch; waiting a TTL for ourselves would stall.
+    if (current.owner === this.owner) {
+      return this.write(name, current.epoch, (next) => this.store.replaceIfVersion(current.rvn, next));
+    }
     const seen = this.observed.get(name);
     if (!seen || seen.rvn !== current.rvn) {
       this.observed.set(name, { rvn: current.rvn, since: now });

@@ -1,4 +1,5 @@
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
+import { errorFields } from './error-fields.ts';
 
 export type { Logger };
 
@@ -58,7 +59,8 @@ export function scrubSecrets(text: string): string {
  * CloudWatch Logs Insights parses field by field. Per-invocation fields
  * (request id, function, node, pod key) are bound with `child` by the
  * handler, never through global state, because the local runtime runs
- * invocations concurrently in one process. Secrets are removed twice: by key
+ * invocations concurrently in one process. Errors are logged in a few short
+ * fields (error-fields.ts). Secrets are removed twice: by key
  * (redact paths) and, as a last resort, from the finished line.
  */
 export function createLogger(
@@ -72,6 +74,7 @@ export function createLogger(
     messageKey: 'msg',
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
+    serializers: { err: errorFields },
     redact: { paths: REDACTED, censor: '[redacted]' },
     hooks: { streamWrite: scrubSecrets },
     ...rest,

@@ -31,6 +31,12 @@ export const METRICS = {
   EventsConsumed: { unit: 'Count', dimensions: [] },
   /** A lock was taken over from a holder that stopped renewing it (crashed or frozen), by lock family. */
   LockTakeovers: { unit: 'Count', dimensions: ['Lock'] },
+  /**
+   * Per heartbeat round in which the leases were renewed without the lock,
+   * because the lock store (DynamoDB) could not be reached; the nodes
+   * renewed as a property.
+   */
+  DegradedHeartbeats: { unit: 'Count', dimensions: [] },
 } as const satisfies Record<string, { unit: MetricUnit; dimensions: readonly string[] }>;
 
 export type MetricName = keyof typeof METRICS;
@@ -51,6 +57,8 @@ export interface Metrics {
   eventsConsumed(count: number): void;
   /** `lock` is the full lock name; only its family (before `#`) becomes a dimension. */
   lockTakeover(lock: string): void;
+  /** A heartbeat round renewed `nodes` leases without the lock (the lock store unreachable). */
+  degradedHeartbeat(nodes: number): void;
 }
 
 /** Metrics switched off (SVK_METRICS=off, tests, `npm start`). */
@@ -61,6 +69,7 @@ export const noMetrics: Metrics = {
   eventsPublished: () => {},
   eventsConsumed: () => {},
   lockTakeover: () => {},
+  degradedHeartbeat: () => {},
 };
 
 export interface EmfMetricsOptions {
@@ -171,6 +180,10 @@ export class EmfMetrics implements Metrics {
 
   lockTakeover(lock: string): void {
     this.#emit('LockTakeovers', 1, { Lock: lock.split('#')[0] ?? lock }, undefined, { LockName: lock });
+  }
+
+  degradedHeartbeat(nodes: number): void {
+    this.#emit('DegradedHeartbeats', 1, {}, undefined, { Nodes: nodes });
   }
 
   #emit(

@@ -1,11 +1,17 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import type { NodeSettings } from '../config/node-settings.ts';
+import { runWithTimeout } from '../deadline.ts';
+import { releaseRefusal } from '../handler/release-gate.ts';
 import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import { NodeConfigController } from '../node-config/node-config-controller.ts';
+import type { ReleaseRefused } from '../release/gate.ts';
 import { type HeartbeatOptions, type HeartbeatResult, runHeartbeat } from './heartbeat.ts';
 import { NodeController } from './node-controller.ts';
 import { NodeLease } from './node-lease.ts';
+
+/** How long a cold start waits for the node config (DynamoDB checkpoints) before using what it has. */
+export const RESOLVE_BUDGET_MS = 3_000;
 
 /**
  * The heartbeat function's one entry point: stand by for the heartbeat lock,
@@ -13,13 +19,16 @@ import { NodeLease } from './node-lease.ts';
  * shortly before the invocation's deadline. The node settings come from the
  * node config (local or assigned, lib/node-config/), resolved again before
  * every round: labels, taints, capacity and ConfigOK follow within a round;
- * intervals and the lease duration hold for the whole invocation.
+ * intervals and the lease duration hold for the whole invocation. The
+ * release gate is this function's own (the handler does not wait for it),
+ * so that a DynamoDB outage never keeps the leases from being renewed
+ * (heartbeat-loop.ts).
  */
 export async function heartbeat(
   deps: Dependencies,
   invocation: Invocation,
   hooks: Pick<HeartbeatOptions, 'onTick'> = {},
-): Promise<HeartbeatResult> {
+): Promise<HeartbeatResult | ReleaseRefused> {
   const { config, clock, kube, table, nodeProvider, metrics } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
   const nodeConfig = new NodeConfigController({
@@ -31,7 +40,8 @@ export async function heartbeat(
     clock,
     log,
   });
-  const initial = await nodeConfig.resolve();
+  // Never throws; with DynamoDB down it answers from the local config once its reads are cut off.
+  const initial = await runWithTimeout(RESOLVE_BUDGET_MS, () => nodeConfig.resolve());
   let resolvedAt = clock.monotonic();
   const timing = initial.settings;
   const withTiming = (settings: NodeSettings): NodeSettings => keepTiming(settings, timing);
@@ -43,7 +53,7 @@ export async function heartbeat(
     for (const c of controllers) c.configure(withTiming(decision.settings), [decision.condition]);
   };
   configure(initial);
-  return runHeartbeat({
+  const result = await runHeartbeat({
     lockStore: deps.lockStore,
     controllers,
     clock,
@@ -53,8 +63,12 @@ export async function heartbeat(
     lockTtlMs: config.lock.ttlMs,
     lockPollMs: config.lock.pollMs,
     maxParallel: config.heartbeat.maxParallel,
+    tickTimeoutMs: (timing.leaseDurationSeconds * 1_000) / 2,
     stopBeforeDeadlineMs: config.heartbeat.stopBeforeDeadlineMs,
+    // Read before the lock, not before the whole invocation: the leases must not wait for it.
+    releaseGate: () => releaseRefusal(deps, invocation),
     onLockTakeover: (lock) => metrics.lockTakeover(lock),
+    onDegraded: (nodes) => metrics.degradedHeartbeat(nodes),
     onTick: (results) => {
       for (const r of results)
         if (r.renewalLagMs !== undefined) metrics.leaseRenewalLag(r.node, r.renewalLagMs);
@@ -67,6 +81,7 @@ export async function heartbeat(
       resolvedAt = clock.monotonic();
     },
   });
+  return result.refusal ?? result;
 }
 
 /**

@@ -1,17 +1,25 @@
 import type { Clock } from '../clock.ts';
 import type { Invocation } from '../invocation.ts';
-import { type LeaderLoopResult, runAsLeader, settledValues } from '../lock/leader-loop.ts';
+import type { LeaderLoopResult } from '../lock/leader-loop.ts';
 import type { LockStore } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
-import { mapSettledLimit } from '../util/map-limit.ts';
-import type { NodeController, TickResult } from './node-controller.ts';
+import type { ReleaseRefused } from '../release/gate.ts';
+import { HeartbeatLoop } from './heartbeat-loop.ts';
+import type { TickResult } from './node-controller.ts';
 
 /** The lock that makes one invocation at a time the heartbeat holder for all nodes of a deployment. */
 export const HEARTBEAT_LOCK = 'heartbeat';
 
+/** The nodes one heartbeat drives: a full tick as the holder, a lease renewal only while degraded. */
+export interface HeartbeatNode {
+  readonly name: string;
+  tick(signal?: AbortSignal): Promise<TickResult>;
+  keepAlive(signal: AbortSignal | undefined, unavailableSince: Date): Promise<TickResult>;
+}
+
 export interface HeartbeatOptions {
   lockStore: LockStore;
-  controllers: readonly NodeController[];
+  controllers: readonly HeartbeatNode[];
   clock: Clock;
   log: Logger;
   invocation: Invocation;
@@ -20,50 +28,41 @@ export interface HeartbeatOptions {
   lockPollMs: number;
   maxParallel: number;
   stopBeforeDeadlineMs: number;
-  /** Called before each tick round, e.g. to bring the node settings up to date. Must not throw. */
+  /**
+   * Longest full tick of one node (its lease is renewed first in it): long
+   * enough for a slow API server, short enough that the next round's
+   * renewal comes well within the lease's duration.
+   */
+  tickTimeoutMs: number;
+  /**
+   * The release gate, checked before the lock is taken: undefined when this
+   * release may act, else the refusal. Rejects when the state table cannot
+   * be read.
+   */
+  releaseGate?: () => Promise<ReleaseRefused | undefined>;
+  /** Called before each holder round, e.g. to bring the node settings up to date. Must not throw. */
   beforeRound?: () => Promise<void>;
-  /** Called after each tick round, for metrics and tests. */
+  /** Called after each round, for metrics and tests. */
   onTick?: (results: TickResult[]) => void;
   /** Called when the heartbeat lock was taken over from a holder that stopped renewing it. */
   onLockTakeover?: (lock: string) => void;
+  /** Called after each round that renewed the leases without the lock, with the nodes renewed. */
+  onDegraded?: (nodes: number) => void;
 }
 
-export type HeartbeatResult = LeaderLoopResult;
+export interface HeartbeatResult extends LeaderLoopResult {
+  /** Rounds that renewed the leases without the lock, the lock store being unreachable. */
+  degradedRounds: number;
+  /** The release gate's refusal: nothing was done. */
+  refusal?: ReleaseRefused;
+}
 
 /**
- * One scheduled heartbeat invocation: as the holder of the heartbeat lock
- * (see runAsLeader for the hand-over between overlapping invocations), it
- * ticks every node each renew interval with bounded parallelism; a node's
- * first tick registers it and ensures its lease.
+ * One scheduled heartbeat invocation (heartbeat-loop.ts): as the holder of
+ * the heartbeat lock, it ticks every node each renew interval with bounded
+ * parallelism; while the lock store cannot be reached, holder and standby
+ * alike keep renewing the nodes' Leases without the lock.
  */
 export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult> {
-  const { controllers, log, maxParallel } = options;
-  const names = controllers.map((c) => c.name);
-  return runAsLeader(
-    {
-      lock: HEARTBEAT_LOCK,
-      lockStore: options.lockStore,
-      clock: options.clock,
-      log,
-      invocation: options.invocation,
-      lockTtlMs: options.lockTtlMs,
-      lockPollMs: options.lockPollMs,
-      intervalMs: options.renewIntervalMs,
-      stopBeforeDeadlineMs: options.stopBeforeDeadlineMs,
-      ...(options.onLockTakeover ? { onLockTakeover: options.onLockTakeover } : {}),
-    },
-    {
-      round: async (stop) => {
-        await options.beforeRound?.();
-        const results = settledValues(
-          await mapSettledLimit(controllers, maxParallel, (c) => c.tick(stop)),
-          names,
-          log,
-          stop,
-          'node heartbeat failed; retrying on the next tick',
-        );
-        options.onTick?.(results);
-      },
-    },
-  );
+  return new HeartbeatLoop(options).run();
 }

@@ -5,7 +5,7 @@ import { isConflict, isNotFound, type KubeClients } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { NodeProvider, ProviderNodeCondition, ProviderNodeStatus } from '../provider/provider.ts';
 import { errorMessage } from '../util/error-message.ts';
-import { LeaseApiUnavailableError, type NodeLease } from './node-lease.ts';
+import { LeaseApiUnavailableError, type LeaseRenewal, type NodeLease } from './node-lease.ts';
 import {
   FIELD_MANAGER,
   metadataPatch,
@@ -13,6 +13,11 @@ import {
   reportFingerprint,
   statusApplyBody,
 } from './node-object.ts';
+import {
+  markStateStoreUnavailable,
+  STATE_STORE_CONDITION,
+  stateStoreAvailable,
+} from './state-store-condition.ts';
 
 export interface NodeControllerOptions {
   name: string;
@@ -115,8 +120,12 @@ export class NodeController {
     await this.writeStatus();
   }
 
-  /** One heartbeat: ping when due, renew the lease, write status when changed or due. */
-  async tick(signal?: AbortSignal): Promise<TickResult> {
+  /**
+   * One heartbeat: renew the lease (unless `renewed` says this tick did
+   * already, see {@link renewLease}), ping when due, write status when
+   * changed or due.
+   */
+  async tick(signal?: AbortSignal, renewed?: LeaseRenewal): Promise<TickResult> {
     const { clock, log } = this.options;
     const settings = this.settings;
     // A new holder starts each node in its first tick, so that the node's
@@ -126,7 +135,6 @@ export class NodeController {
       this.started = true;
     }
     const now = clock.monotonic();
-    if (now - this.lastPingAt >= settings.pingIntervalMs) await this.probe(signal);
     const errors: string[] = [];
     // One failing step (API server down, a timeout) is logged and leaves the others to run.
     const attempt = async <T>(what: string, step: () => Promise<T>, fallback: T): Promise<T> => {
@@ -141,14 +149,13 @@ export class NodeController {
     };
     // The lease first: it is what keeps the node Ready. Backing off on it must
     // not hold up the next round of the other nodes.
-    const previousRenewal = this.options.lease.lastRenewTime();
-    const leaseRenewed = this.leaseDisabled
-      ? false
-      : await attempt(
-          'lease renewal',
-          () => this.options.lease.renew(signal, now + settings.leaseRenewIntervalMs),
-          false,
-        );
+    const { leaseRenewed, previousRenewal, error } = renewed ?? (await this.renewLease(signal));
+    if (error !== undefined) {
+      log.warn({ err: error }, 'lease renewal failed');
+      errors.push('lease renewal');
+    }
+    // The ping after the renewal: a slow provider must not delay what keeps the node Ready.
+    if (now - this.lastPingAt >= settings.pingIntervalMs) await this.probe(signal);
     // No read of the Node per tick: the lease's owner reference makes the garbage collector
     // delete the lease with its Node, so the next renewal's 404 registers the Node again.
     let statusWritten = false;
@@ -184,31 +191,77 @@ export class NodeController {
   }
 
   /**
-   * Keeps the node alive while the state store cannot be reached: renews its
-   * Lease and nothing else (no ping, status, labels or registration: a Node
-   * that does not exist is left so). Renewing a Lease twice is harmless, so
-   * this needs no lock. Throws what the API server throws.
+   * Renews the lease alone, the first thing a tick does, before the state
+   * store is asked anything: what keeps the node Ready. A Node this
+   * controller has not read yet is read first (the lease names its uid); one
+   * that does not exist is left so. A failure is returned; only an abort
+   * throws.
    */
-  async keepAlive(signal?: AbortSignal): Promise<TickResult> {
+  async renewLease(signal?: AbortSignal): Promise<LeaseRenewal> {
     const { clock, kube, lease } = this.options;
-    const now = clock.monotonic();
-    if (!this.current) {
-      try {
-        this.current = await kube.core.readNode({ name: this.name });
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-        return { node: this.name, leaseRenewed: false, statusWritten: false, requests: kube.requests() };
-      }
-      lease.setNodeUid(this.current.metadata?.uid);
-    }
     const previousRenewal = lease.lastRenewTime();
-    const leaseRenewed =
-      !this.leaseDisabled && (await lease.renew(signal, now + this.settings.leaseRenewIntervalMs));
+    const outcome = (leaseRenewed: boolean, error?: unknown): LeaseRenewal => ({
+      leaseRenewed,
+      previousRenewal,
+      requests: kube.requests(),
+      ...(error === undefined ? {} : { error }),
+    });
+    if (this.leaseDisabled) return outcome(false);
+    try {
+      if (!this.current) {
+        try {
+          this.current = await kube.core.readNode({ name: this.name });
+        } catch (err) {
+          if (isNotFound(err)) return outcome(false);
+          throw err;
+        }
+        lease.setNodeUid(this.current.metadata?.uid);
+      }
+      return outcome(await lease.renew(signal, clock.monotonic() + this.settings.leaseRenewIntervalMs));
+    } catch (err) {
+      signal?.throwIfAborted();
+      return outcome(false, err);
+    }
+  }
+
+  /**
+   * Keeps the node alive while the lock store cannot be reached: renews its
+   * Lease and marks it {@link STATE_STORE_CONDITION}, nothing else (no ping,
+   * no status report, no labels, no registration: a Node that does not
+   * exist is left so). Renewing a Lease that another invocation renews too
+   * is harmless, so this needs no lock. Throws what the API server throws.
+   * `renewed`: the tick's renewal ({@link renewLease}), when done already.
+   */
+  async keepAlive(
+    signal: AbortSignal | undefined,
+    unavailableSince: Date,
+    renewed?: LeaseRenewal,
+  ): Promise<TickResult> {
+    const { clock, kube } = this.options;
+    const { leaseRenewed, previousRenewal, error } = renewed ?? (await this.renewLease(signal));
+    if (error !== undefined) throw error;
+    if (!this.current) {
+      return { node: this.name, leaseRenewed: false, statusWritten: false, requests: kube.requests() };
+    }
+    const marked = this.current.status?.conditions?.some(
+      (c) => c.type === STATE_STORE_CONDITION && c.status === 'True',
+    );
+    if (!marked) {
+      this.current = await markStateStoreUnavailable(
+        kube.core,
+        this.name,
+        unavailableSince,
+        new Date(clock.now()),
+        this.current,
+      );
+    }
+    // Back to the lock, the full status goes out at once (it says the store answers again).
+    this.lastFingerprint = undefined;
     const renewalLagMs = this.renewalLag(leaseRenewed, previousRenewal);
     return {
       node: this.name,
       leaseRenewed,
-      statusWritten: false,
+      statusWritten: !marked,
       requests: kube.requests(),
       ...(renewalLagMs === undefined ? {} : { renewalLagMs }),
     };
@@ -329,7 +382,8 @@ export class NodeController {
       name: this.name,
       settings: this.settings,
       report,
-      extraConditions: this.extraConditions,
+      // Whoever writes the full status holds its lock, so the state table answers.
+      extraConditions: [...this.extraConditions, stateStoreAvailable()],
       ...(this.pingError ? { pingError: this.pingError } : {}),
       ...(this.current ? { current: this.current } : {}),
       now: new Date(clock.now()),

@@ -30,6 +30,15 @@ export interface NodeLeaseOptions {
   beforeRecreate?: () => Promise<void>;
 }
 
+/** What a tick's renewal (NodeController.renewLease) did; `previousRenewal`: wall time of the renewal before, if known. */
+export interface LeaseRenewal {
+  /** Requests sent so far through the node's clients. */
+  leaseRenewed: boolean;
+  previousRenewal: number | undefined;
+  requests: number;
+  error?: unknown;
+}
+
 /**
  * The node's Lease in kube-node-lease, renewed by the heartbeat holder. Keeps
  * the last lease it wrote, so a renewal is one request; a conflict re-reads,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
+import { isNamespaceGoing } from '../kube/api-error-message.ts';
 import { isConflict } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 
@@ -81,7 +82,10 @@ export class KubePodEventRecorder implements PodEventRecorder {
         );
       }
     } catch (err) {
-      log.warn({ err, reason }, 'could not record event on pod');
+      // A namespace being deleted refuses new Events (one per pod it still holds): expected, not a fault.
+      if (isNamespaceGoing(err))
+        log.debug({ err, reason }, 'event not recorded: its namespace is being deleted');
+      else log.warn({ err, reason }, 'could not record event on pod');
     }
   }
 }

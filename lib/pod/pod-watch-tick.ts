@@ -7,7 +7,15 @@ import { mapSettledLimit } from '../util/map-limit.ts';
 import { KnownPodStore } from './known-pods.ts';
 import { WatchBookmarkStore } from './watch-bookmark.ts';
 import { type DrainResult, drainWatch } from './watch-drain.ts';
-import { type RelistReason, relistNode } from './watch-relist.ts';
+import { WatchHints } from './watch-hints.ts';
+import { relistNode } from './watch-relist.ts';
+import {
+  type ClusterProbe,
+  clusterProbe,
+  isResourceVersionAhead,
+  type RelistReason,
+  resumePoint,
+} from './watch-resume.ts';
 
 /** An idle drain ends after this long without an event once the watch opened. */
 export const IDLE_QUIET_MS = 250;
@@ -66,6 +74,8 @@ interface NodeState {
   freshAt: number;
   /** How long after `freshAt` a drain waits for the server's bookmark. */
   refreshMs: number;
+  /** What the published events said of each pod (watch-hints.ts), across the sandbox's drains. */
+  hints: WatchHints;
 }
 
 /**
@@ -76,16 +86,25 @@ interface NodeState {
  * watching until they stop or the tick's work time is up: the long watch
  * only while pods churn. At idle a new pod therefore waits for the next
  * tick, up to one tick period. Ticks never overlap, so no lock; the bookmark
- * is written conditionally on the tick's fencing token.
+ * is written conditionally on the tick's fencing token, with the cluster's
+ * identity. A cold start resumes from the bookmark only on the cluster and
+ * etcd history it was taken on (watch-resume.ts), else it relists; a warm
+ * sandbox checks again for a resourceVersion ahead of the cluster (an etcd
+ * restore) whenever a drain waited for the server's bookmark and got none,
+ * the one symptom of it.
  */
 export class PodWatchTick {
   readonly #deps: Dependencies;
   readonly #publisher: EventPublisher;
   readonly #nodes = new Map<string, NodeState>();
+  readonly #cluster: ClusterProbe;
+  /** The cluster's identity, read at the first cold-start resume of the sandbox. */
+  #clusterUid: string | undefined;
 
   constructor(deps: Dependencies, publisher: EventPublisher) {
     this.#deps = deps;
     this.#publisher = publisher;
+    this.#cluster = clusterProbe(deps.kube.core);
   }
 
   /** Drains every node's watch; a node whose drain failed is logged (unless stopped) and left out. */
@@ -111,8 +130,8 @@ export class PodWatchTick {
   async #drainNode(node: string, tick: TickSignals): Promise<NodeDrainResult> {
     const { log, fence } = tick;
     const result: NodeDrainResult = { node, relists: [], watches: 0, published: 0, saved: false };
-    const state = await this.#state(node);
-    if (state.resourceVersion === undefined) await this.#relist(node, state, 'no-bookmark', tick, result);
+    const { state, relist } = await this.#state(node, log);
+    if (relist) await this.#relist(node, state, relist, tick, result);
     let churning = false;
     while (!tick.stop.aborted && state.resourceVersion !== undefined) {
       const drained = await this.#drainOnce(node, state, churning, tick);
@@ -136,6 +155,13 @@ export class PodWatchTick {
         churning = true;
         continue;
       }
+      if (drained.awaitedInVain && (await this.#isAhead(state))) {
+        log.warn(
+          { resourceVersion: state.resourceVersion },
+          'resourceVersion ahead of the cluster (etcd restored from a backup?): relisting',
+        );
+        await this.#relist(node, state, 'ahead', tick, result);
+      }
       break;
     }
     result.resourceVersion = state.resourceVersion;
@@ -150,7 +176,7 @@ export class PodWatchTick {
     state: NodeState,
     churning: boolean,
     tick: TickSignals,
-  ): Promise<DrainResult> {
+  ): Promise<DrainResult & { awaitedInVain: boolean }> {
     const { clock, kube, config } = this.#deps;
     const from = state.resourceVersion ?? '';
     const drained = await drainWatch({
@@ -163,6 +189,7 @@ export class PodWatchTick {
       quietMs: churning ? CHURN_QUIET_MS : IDLE_QUIET_MS,
       awaitBookmark: !churning && clock.monotonic() - state.freshAt >= state.refreshMs,
       flushMs: config.podWatch.flushMs,
+      hints: state.hints,
       stop: tick.stop,
       halt: tick.halt,
     });
@@ -174,7 +201,13 @@ export class PodWatchTick {
     if (moved) state.refreshMs = BOOKMARK_REFRESH_MS;
     else if (awaited) state.refreshMs = Math.min(2 * state.refreshMs, MAX_BOOKMARK_REFRESH_MS);
     state.resourceVersion = drained.publishedResourceVersion;
-    return drained;
+    return { ...drained, awaitedInVain: awaited };
+  }
+
+  /** Whether the node's resourceVersion is ahead of the cluster's current one (watch-resume.ts). */
+  async #isAhead(state: NodeState): Promise<boolean> {
+    const rv = state.resourceVersion;
+    return rv !== undefined && isResourceVersionAhead(rv, await this.#cluster.currentResourceVersion());
   }
 
   async #relist(
@@ -198,23 +231,44 @@ export class PodWatchTick {
     result.published += listed.published;
     state.resourceVersion = listed.resourceVersion;
     state.freshAt = this.#deps.clock.monotonic();
+    state.refreshMs = BOOKMARK_REFRESH_MS;
+    // Changes made while nobody watched are in no event: the hints start afresh.
+    state.hints.forget();
   }
 
-  /** The node's state in this sandbox; after a cold start, from the stored bookmark. */
-  async #state(node: string): Promise<NodeState> {
-    let state = this.#nodes.get(node);
-    if (!state) {
-      const bookmark = await new WatchBookmarkStore(this.#deps.table, this.#deps.clock).get(node);
-      state = {
-        ...(bookmark ? { resourceVersion: bookmark.resourceVersion, saved: bookmark.resourceVersion } : {}),
-        savedAt: this.#deps.clock.monotonic(),
-        // Unknown age: the first drain waits for the server's bookmark.
-        freshAt: Number.NEGATIVE_INFINITY,
-        refreshMs: BOOKMARK_REFRESH_MS,
-      };
-      this.#nodes.set(node, state);
+  /**
+   * The node's state in this sandbox; after a cold start, from the stored
+   * bookmark when it is of this cluster and not ahead of it, else a relist
+   * and why. A bookmark without the cluster's identity is saved again with it.
+   */
+  async #state(node: string, log: Logger): Promise<{ state: NodeState; relist?: RelistReason }> {
+    const known = this.#nodes.get(node);
+    if (known)
+      return known.resourceVersion === undefined ? { state: known, relist: 'no-bookmark' } : { state: known };
+    const bookmark = await new WatchBookmarkStore(this.#deps.table, this.#deps.clock).get(node);
+    const start = await resumePoint(bookmark, this.#cluster);
+    this.#clusterUid = await this.#cluster.uid();
+    const rv = 'from' in start ? start.from : undefined;
+    const state: NodeState = {
+      ...(rv === undefined ? {} : { resourceVersion: rv }),
+      ...(rv === undefined || bookmark?.clusterUid === undefined ? {} : { saved: rv }),
+      savedAt: this.#deps.clock.monotonic(),
+      // Unknown age: the first drain waits for the server's bookmark.
+      freshAt: Number.NEGATIVE_INFINITY,
+      refreshMs: BOOKMARK_REFRESH_MS,
+      hints: new WatchHints(),
+    };
+    this.#nodes.set(node, state);
+    if ('from' in start) return { state };
+    if (start.relist !== 'no-bookmark') {
+      log.warn(
+        { resourceVersion: bookmark?.resourceVersion, reason: start.relist },
+        start.relist === 'ahead'
+          ? 'bookmark ahead of the cluster (etcd restored from a backup?): relisting'
+          : 'bookmark of another cluster: relisting and forgetting its known pods',
+      );
     }
-    return state;
+    return { state, relist: start.relist };
   }
 
   /** Saves the bookmark when it moved: at once after events or a list, else at most every BOOKMARK_SAVE_MS. */
@@ -229,7 +283,7 @@ export class PodWatchTick {
     const rv = state.resourceVersion;
     if (rv === undefined || rv === state.saved || fence === undefined) return false;
     if (!urgent && clock.monotonic() - state.savedAt < BOOKMARK_SAVE_MS) return false;
-    const saved = await new WatchBookmarkStore(table, clock).saveForTick(node, rv, fence);
+    const saved = await new WatchBookmarkStore(table, clock).saveForTick(node, rv, fence, this.#clusterUid);
     if (!saved) {
       log.warn({ resourceVersion: rv, fence }, 'a later tick saved the bookmark: this one is stale');
       return false;

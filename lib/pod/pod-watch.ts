@@ -8,8 +8,10 @@ import type { Logger } from '../log/logger.ts';
 import { KnownPodStore } from './known-pods.ts';
 import { WatchBookmarkStore } from './watch-bookmark.ts';
 import { type NodeWatchResult, podWatchLockName, watchNode } from './watch-node.ts';
+import { clusterProbe } from './watch-resume.ts';
 
-export { type NodeWatchResult, podWatchLockName, type RelistReason } from './watch-node.ts';
+export { type NodeWatchResult, podWatchLockName } from './watch-node.ts';
+export type { RelistReason } from './watch-resume.ts';
 
 /** A node lock is worth taking only with at least this long left to hold it. */
 export const MIN_HOLD_MS = 5_000;
@@ -122,6 +124,7 @@ export function podWatch(
   const knownPods = new KnownPodStore(table);
   const bookmarks = new WatchBookmarkStore(table, clock);
   const stopAt = invocation.deadline - config.podWatch.stopBeforeDeadlineMs;
+  const cluster = clusterProbe(kube.core);
   return runPodWatch({
     locks,
     nodes: config.nodeNames,
@@ -141,6 +144,7 @@ export function podWatch(
         core: kube.core,
         knownPods,
         bookmarks,
+        cluster,
         publisher,
         clock,
         log,

@@ -15,6 +15,12 @@ export interface WatchBookmark {
   epoch: number;
   /** The fencing token of the tick that wrote it (lib/tick/tick-slot.ts), when a tick did. */
   tickFence?: number;
+  /**
+   * The cluster the resourceVersion belongs to: the uid of its kube-system
+   * namespace (see watch-resume.ts). Absent in bookmarks written before it
+   * was recorded.
+   */
+  clusterUid?: string;
   /** Wall-clock time of the write, for operators only. */
   updatedAt: string;
 }
@@ -24,7 +30,7 @@ export function bookmarkKey(node: string): { pk: string; sk: string } {
 }
 
 function fromItem(item: StoredItem): WatchBookmark {
-  const { node, resourceVersion, epoch, updatedAt, tickFence } = item;
+  const { node, resourceVersion, epoch, updatedAt, tickFence, clusterUid } = item;
   if (typeof node !== 'string' || typeof resourceVersion !== 'string' || typeof epoch !== 'number') {
     throw new Error(`watch bookmark ${item.pk} is malformed`);
   }
@@ -34,6 +40,7 @@ function fromItem(item: StoredItem): WatchBookmark {
     epoch,
     updatedAt: typeof updatedAt === 'string' ? updatedAt : '',
     ...(typeof tickFence === 'number' ? { tickFence } : {}),
+    ...(typeof clusterUid === 'string' ? { clusterUid } : {}),
   };
 }
 
@@ -54,16 +61,23 @@ export class WatchBookmarkStore {
   }
 
   /**
-   * Writes the bookmark only while `handle` holds the node's watch lock, so a
-   * deposed watcher can never move it back behind its successor's.
+   * Writes the bookmark, with the cluster it belongs to, only while `handle`
+   * holds the node's watch lock, so a deposed watcher can never move it back
+   * behind its successor's.
    * @throws LockLostError when the handle no longer holds the lock (nothing written).
    */
-  async save(node: string, resourceVersion: string, handle: LockHandle): Promise<WatchBookmark> {
+  async save(
+    node: string,
+    resourceVersion: string,
+    handle: LockHandle,
+    clusterUid?: string,
+  ): Promise<WatchBookmark> {
     const bookmark: WatchBookmark = {
       node,
       resourceVersion,
       epoch: handle.epoch,
       updatedAt: new Date(this.#clock.now()).toISOString(),
+      ...(clusterUid !== undefined ? { clusterUid } : {}),
     };
     await new DynamoDbLockStore(this.table).fencedWrite(handle, [
       { put: { ...bookmarkKey(node), ...bookmark } },
@@ -76,15 +90,22 @@ export class WatchBookmarkStore {
    * tick with a higher fencing token wrote it already, so a tick that
    * outlived its message's visibility timeout cannot move it back behind its
    * successor's. A continuous watcher's bookmark (no token) is overwritten.
-   * Returns false when a later tick's bookmark stands.
+   * `clusterUid` is the cluster the resourceVersion belongs to. Returns
+   * false when a later tick's bookmark stands.
    */
-  async saveForTick(node: string, resourceVersion: string, fence: number): Promise<boolean> {
+  async saveForTick(
+    node: string,
+    resourceVersion: string,
+    fence: number,
+    clusterUid?: string,
+  ): Promise<boolean> {
     const bookmark: WatchBookmark = {
       node,
       resourceVersion,
       epoch: 0,
       tickFence: fence,
       updatedAt: new Date(this.#clock.now()).toISOString(),
+      ...(clusterUid !== undefined ? { clusterUid } : {}),
     };
     try {
       await this.table.put(

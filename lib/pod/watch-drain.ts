@@ -7,6 +7,7 @@ import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import { WatchBatcher } from './watch-batcher.ts';
 import { isPodLike, isWatchEventType, podDetail, resourceVersionOf } from './watch-events.ts';
+import type { WatchHints } from './watch-hints.ts';
 
 /**
  * Seconds of one drain request. kube-apiserver 1.20 sends a watch its
@@ -34,6 +35,13 @@ export interface DrainOptions {
   awaitBookmark: boolean;
   /** How long an event may wait for others to fill a batch of 10. */
   flushMs: number;
+  /**
+   * The node's hints memory, kept across the drains of a warm sandbox (each
+   * drain resumes where the last one's published events end); the drain
+   * makes it forget everything when it ends without every event it received
+   * published, or with a 410.
+   */
+  hints: WatchHints;
   /** Ends the drain: publishes what came, nothing more. */
   stop: AbortSignal;
   /** Halts at once: nothing more is published (the invocation ended). */
@@ -135,7 +143,9 @@ class Drain {
     }
     if (this.#o.halt.aborted) this.#batcher.close();
     else await this.#batcher.drain();
-    return this.#outcome(requestError);
+    const outcome = this.#outcome(requestError);
+    if (this.#o.halt.aborted || outcome.end === 'expired' || outcome.end === 'failed') this.#o.hints.forget();
+    return outcome;
   }
 
   #onEvent(type: string, object: unknown): void {
@@ -160,7 +170,7 @@ class Drain {
       return;
     }
     log.debug({ pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv }, 'pod event received');
-    this.#batcher.push(detail, rv);
+    this.#batcher.push(detail, rv, this.#o.hints.resourcesFor(type, object));
   }
 
   #outcome(requestError: unknown): DrainResult {

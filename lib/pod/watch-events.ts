@@ -1,4 +1,5 @@
 import { type PodEventDetail, podEventDetailSchema } from '../events/pod-event.ts';
+import { apiStatusCode } from '../kube/client.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { KnownPod } from './known-pods.ts';
 
@@ -103,4 +104,11 @@ export function relistDetails(
     else details.push(detail);
   }
   return { details, skipped };
+}
+
+/** A watch failure in a few words: the error's message, the Status object's message, or its code. */
+export function describeStatus(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (isPodLike(err) && 'message' in err && typeof err.message === 'string') return err.message;
+  return `status ${apiStatusCode(err) ?? 'unknown'}`;
 }

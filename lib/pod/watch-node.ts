@@ -1,7 +1,8 @@
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import { type EventPublisher, PublishError } from '../events/publisher.ts';
-import { apiStatusCode, isGone, watchStream } from '../kube/client.ts';
+import { isGone, watchStream } from '../kube/client.ts';
+import { nodePodsSelector } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
 import { keepLock } from '../lock/leader-loop.ts';
 import { type LockHandle, LockLostError, type LockManager } from '../lock/lock.ts';
@@ -9,10 +10,10 @@ import type { Logger } from '../log/logger.ts';
 import type { KnownPodStore } from './known-pods.ts';
 import { WatchBatcher } from './watch-batcher.ts';
 import type { WatchBookmarkStore } from './watch-bookmark.ts';
-import { isPodLike, isWatchEventType, podDetail, resourceVersionOf } from './watch-events.ts';
-import { type RelistReason, relistNode } from './watch-relist.ts';
-
-export type { RelistReason } from './watch-relist.ts';
+import { describeStatus, isPodLike, isWatchEventType, podDetail, resourceVersionOf } from './watch-events.ts';
+import { WatchHints } from './watch-hints.ts';
+import { relistNode } from './watch-relist.ts';
+import { type ClusterProbe, type RelistReason, resumePoint } from './watch-resume.ts';
 
 /** Settings of one node's watch loop. */
 export interface NodeWatchSettings {
@@ -23,7 +24,7 @@ export interface NodeWatchSettings {
   bookmarkIntervalMs: number;
   /** Pods per LIST page. Default 500. */
   listPageSize?: number;
-  /** First wait after a failed watch, list or publish, doubling up to `maxRetryDelayMs`. Default 250. */
+  /** First wait after a failed watch, list or publish, doubling up to `maxRetryDelayMs`, jittered to 50-100 %. Default 250. */
   retryDelayMs?: number;
   /** Default 5000. */
   maxRetryDelayMs?: number;
@@ -38,6 +39,8 @@ export interface NodeWatchOptions {
   core: CoreV1Api;
   knownPods: KnownPodStore;
   bookmarks: WatchBookmarkStore;
+  /** The cluster's identity and current resourceVersion, to judge the bookmark (see watch-resume.ts). */
+  cluster: ClusterProbe;
   publisher: EventPublisher;
   clock: Clock;
   log: Logger;
@@ -46,6 +49,8 @@ export interface NodeWatchOptions {
   stopAt: number;
   /** Aborts when the invocation is killed or times out: nothing more is written. */
   signal: AbortSignal;
+  /** Jitter of the retry waits, so that the watchers of many nodes do not retry in step. Default Math.random. */
+  random?: () => number;
 }
 
 export interface NodeWatchResult {
@@ -94,7 +99,6 @@ export async function watchNode(options: NodeWatchOptions): Promise<NodeWatchRes
 class NodeWatcher {
   readonly #o: NodeWatchOptions;
   readonly #log: Logger;
-  readonly #fieldSelector: string;
   /** Lock lost (or the invocation aborted): stop at once, write nothing more. */
   readonly #holding = new AbortController();
   readonly #halt: AbortSignal;
@@ -102,19 +106,20 @@ class NodeWatcher {
   readonly #stop: AbortSignal;
   readonly #deadline = new AbortController();
   readonly #result: NodeWatchResult;
-  /** The bookmark as stored. */
+  /** The bookmark as stored, with this cluster's identity. */
   #saved: string | undefined;
+  #clusterUid: string | undefined;
   /** The newest resourceVersion up to which everything is published, saved or not. */
   #latest: string | undefined;
   #lastSaveAt = Number.NEGATIVE_INFINITY;
   /** Saves run one after the other, so the stored bookmark never moves back. */
   #saveChain: Promise<void> = Promise.resolve();
   #saveTimer: AbortController | undefined;
+  readonly #hints = new WatchHints(); // what the published events said of each pod
 
   constructor(options: NodeWatchOptions) {
     this.#o = options;
     this.#log = options.log.child({ node: options.node, epoch: options.handle.epoch });
-    this.#fieldSelector = `spec.nodeName=${options.node}`;
     this.#halt = AbortSignal.any([options.signal, this.#holding.signal]);
     this.#stop = AbortSignal.any([this.#halt, this.#deadline.signal]);
     this.#result = {
@@ -169,18 +174,13 @@ class NodeWatcher {
     const retryDelayMs = this.#o.settings.retryDelayMs ?? 250;
     const maxRetryDelayMs = this.#o.settings.maxRetryDelayMs ?? 5_000;
     let delay = retryDelayMs;
+    const random = this.#o.random ?? Math.random;
     const backOff = async () => {
-      await clock.sleep(delay, this.#stop).catch(() => {});
+      await clock.sleep(delay * (0.5 + random() / 2), this.#stop).catch(() => {});
       delay = Math.min(delay * 2, maxRetryDelayMs);
     };
 
-    const bookmark = await this.#o.bookmarks.get(this.#o.node);
-    let rv = bookmark?.resourceVersion;
-    this.#saved = rv;
-    this.#latest = rv;
-    let relistReason: RelistReason = 'no-bookmark';
-    if (rv) this.#log.info({ resourceVersion: rv }, 'resuming the pod watch from the bookmark');
-
+    let { rv, relistReason } = await this.#resume();
     while (!this.#stop.aborted) {
       if (rv === undefined) {
         try {
@@ -199,7 +199,7 @@ class NodeWatcher {
       if (outcome.end === 'stopped') break;
       if (outcome.end === 'expired') {
         this.#log.info(
-          { resourceVersion: rv, status: describe(outcome.error) },
+          { resourceVersion: rv, status: describeStatus(outcome.error) },
           'watch resourceVersion expired (410): relisting',
         );
         rv = undefined;
@@ -221,22 +221,58 @@ class NodeWatcher {
     return rv;
   }
 
+  /** The bookmark to resume from, or why to relist (watch-resume.ts). */
+  async #resume(): Promise<{ rv: string | undefined; relistReason: RelistReason }> {
+    const bookmark = await this.#o.bookmarks.get(this.#o.node);
+    const start = await resumePoint(bookmark, this.#o.cluster);
+    this.#clusterUid = await this.#o.cluster.uid();
+    const rv = 'from' in start ? start.from : undefined;
+    // A bookmark without the cluster's identity is saved again with it.
+    this.#saved = bookmark?.clusterUid === undefined ? undefined : rv;
+    this.#latest = rv;
+    const relistReason: RelistReason = 'relist' in start ? start.relist : 'expired';
+    if (rv) this.#log.info({ resourceVersion: rv }, 'resuming the pod watch from the bookmark');
+    else if (relistReason !== 'no-bookmark')
+      this.#log.warn(
+        { resourceVersion: bookmark?.resourceVersion, reason: relistReason },
+        relistReason === 'ahead'
+          ? 'bookmark ahead of the cluster (etcd restored from a backup?): relisting'
+          : 'bookmark of another cluster: relisting and forgetting its known pods',
+      );
+    return { rv, relistReason };
+  }
+
   /** Lists the node's pods, publishes the relist events and saves the list's resourceVersion. */
   async #relist(reason: RelistReason): Promise<string> {
-    const { resourceVersion, published } = await relistNode({
-      node: this.#o.node,
-      reason,
-      core: this.#o.core,
-      knownPods: this.#o.knownPods,
-      publisher: this.#o.publisher,
-      log: this.#log,
-      pageSize: this.#o.settings.listPageSize ?? 500,
-      signal: this.#halt,
-    });
+    const { node, core, knownPods, publisher } = this.#o;
+    const pageSize = this.#o.settings.listPageSize ?? 500;
+    const relist = { node, reason, core, knownPods, publisher, log: this.#log, pageSize, signal: this.#halt };
+    const { resourceVersion, published } = await relistNode(relist);
     this.#result.relists.push(reason);
     this.#result.published += published;
     await this.#published(resourceVersion, true);
     return resourceVersion;
+  }
+
+  /** One watch event (not an ERROR) into the batch: a pod event, or only the resourceVersion it carries. */
+  #received(batcher: WatchBatcher, type: string, object: unknown): void {
+    const rv = resourceVersionOf(object);
+    if (!rv) return;
+    if (type === 'BOOKMARK' || !isWatchEventType(type) || !isPodLike(object)) {
+      batcher.push(undefined, rv);
+      return;
+    }
+    const detail = podDetail(type, object, this.#o.node, rv);
+    if ('skip' in detail) {
+      this.#log.warn({ type, resourceVersion: rv, reason: detail.skip }, 'watch event not announced');
+      batcher.push(undefined, rv);
+      return;
+    }
+    this.#log.debug(
+      { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
+      'pod event received',
+    );
+    batcher.push(detail, rv, this.#hints.resourcesFor(type, object));
   }
 
   /** One watch request from `fromRv`, until the server closes it, it fails, or the watcher stops. */
@@ -270,34 +306,15 @@ class NodeWatcher {
         this.#o.kubeConfig,
         PODS_PATH,
         {
-          fieldSelector: this.#fieldSelector,
+          fieldSelector: nodePodsSelector(node),
           resourceVersion: fromRv,
           allowWatchBookmarks: true,
           timeoutSeconds,
         },
         (type, object) => {
-          if (type === 'ERROR') {
-            status = object;
-            watchAbort.abort();
-            return;
-          }
-          const rv = resourceVersionOf(object);
-          if (!rv) return;
-          if (type === 'BOOKMARK' || !isWatchEventType(type) || !isPodLike(object)) {
-            batcher.push(undefined, rv);
-            return;
-          }
-          const detail = podDetail(type, object, node, rv);
-          if ('skip' in detail) {
-            this.#log.warn({ type, resourceVersion: rv, reason: detail.skip }, 'watch event not announced');
-            batcher.push(undefined, rv);
-            return;
-          }
-          this.#log.debug(
-            { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
-            'pod event received',
-          );
-          batcher.push(detail, rv);
+          if (type !== 'ERROR') return this.#received(batcher, type, object);
+          status = object;
+          watchAbort.abort();
         },
         signal,
       );
@@ -320,6 +337,7 @@ class NodeWatcher {
     else if (requestError !== undefined) outcome = { end: 'failed', error: requestError };
     else if (this.#stop.aborted) outcome = { end: 'stopped' };
     else outcome = { end: 'closed' };
+    if (outcome.end !== 'closed' && outcome.end !== 'failed') this.#hints.forget();
     return { outcome, publishedRv };
   }
 
@@ -360,7 +378,7 @@ class NodeWatcher {
     const rv = this.#latest;
     if (rv === undefined || rv === this.#saved || this.#halt.aborted) return;
     try {
-      await this.#o.bookmarks.save(this.#o.node, rv, this.#o.handle);
+      await this.#o.bookmarks.save(this.#o.node, rv, this.#o.handle, this.#clusterUid);
     } catch (err) {
       if (err instanceof LockLostError) {
         this.#log.error({ err }, 'pod watch lock lost: stopping at once');
@@ -379,10 +397,4 @@ class NodeWatcher {
   #countFailure(err: unknown): void {
     if (err instanceof PublishError) this.#result.publishFailures++;
   }
-}
-
-function describe(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  if (isPodLike(err) && 'message' in err && typeof err.message === 'string') return err.message;
-  return `status ${apiStatusCode(err) ?? 'unknown'}`;
 }

@@ -5,9 +5,7 @@ import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import type { KnownPodStore } from './known-pods.ts';
 import { relistDetails } from './watch-events.ts';
-
-/** Why a (re)list happened: no bookmark yet, or the bookmark's resourceVersion expired (410). */
-export type RelistReason = 'no-bookmark' | 'expired';
+import { forgetAnotherClustersPods, type RelistReason } from './watch-resume.ts';
 
 export interface RelistOptions {
   node: string;
@@ -18,21 +16,23 @@ export interface RelistOptions {
   log: Logger;
   /** Pods per LIST page. */
   pageSize: number;
-  /** Aborts the publish (the invocation ended). */
+  /** Aborts the publish (the watcher lost its lock or the invocation ended). */
   signal: AbortSignal;
 }
 
 /**
  * Lists the node's pods and publishes the relist events (watch-events.ts):
- * one per listed pod, and a GONE for each known pod the list lacks.
- * Resolves with the list's resourceVersion, up to which everything is
- * published, and how many events were.
+ * one per listed pod, and a GONE for each known pod the list lacks. After a
+ * bookmark of another cluster, that cluster's known pods are forgotten
+ * instead of announced. Resolves with the list's resourceVersion, up to
+ * which everything is published, and how many events were.
  */
 export async function relistNode(o: RelistOptions): Promise<{ resourceVersion: string; published: number }> {
   const { node, reason, knownPods, log } = o;
   const { pods, resourceVersion } = await listNodePods(o.core, node, o.pageSize);
   if (!resourceVersion) throw new Error(`pod list of ${node} returned no resourceVersion`);
-  const known = await knownPods.list(node);
+  let known = await knownPods.list(node);
+  if (reason === 'other-cluster') known = await forgetAnotherClustersPods(knownPods, known, pods, log);
   const { details, skipped } = relistDetails(node, pods, known, resourceVersion);
   for (const s of skipped) {
     log.warn({ pod: podKey(s.pod.metadata), reason: s.reason }, 'pod not announced');

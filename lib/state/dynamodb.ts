@@ -15,6 +15,7 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { awsClientOptions } from '../aws/client-options.ts';
 import { type Expression, keyCondition, placeholders, type SortKeyCondition } from './expression.ts';
 
 /**
@@ -29,9 +30,9 @@ export interface DynamoDbClientOptions {
   endpoint?: string;
   /** Defaults to the SDK's own resolution (AWS_REGION in Lambda), or `local` for a loopback endpoint. */
   region?: string;
-  /** Per HTTP request, so a stuck call cannot eat an invocation's time. Default 5 s. */
+  /** Per HTTP attempt, so a stuck call cannot eat an invocation's time (see awsClientOptions). Default 5 s. */
   requestTimeoutMs?: number;
-  /** Attempts per call, retries included (SDK standard retry). Default 3. */
+  /** Attempts per call, retries of throttling and transient errors included. Default 3. */
   maxAttempts?: number;
 }
 
@@ -50,8 +51,10 @@ export function createDynamoDbClient(options: DynamoDbClientOptions = {}): Dynam
     ...(options.region !== undefined || local ? { region: options.region ?? 'local' } : {}),
     // DynamoDB Local wants some credential (letters and digits only) and checks no signature.
     ...(local ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-    maxAttempts: options.maxAttempts ?? 3,
-    requestHandler: { requestTimeout: options.requestTimeoutMs ?? 5_000 },
+    ...awsClientOptions({
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+    }),
   });
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   return { client, doc };
@@ -99,11 +102,10 @@ export interface CancellationReason {
 }
 
 /**
- * A write's condition did not hold, so nothing was written. For a transaction,
- * `reasons` says which operations failed their condition.
+ * A write DynamoDB refused as a whole, so nothing was written. For a
+ * transaction, `reasons` says why for each of its operations.
  */
-export class ConditionFailedError extends Error {
-  override readonly name = 'ConditionFailedError';
+export abstract class RefusedWriteError extends Error {
   constructor(
     message: string,
     readonly reasons: CancellationReason[] = [],
@@ -113,19 +115,17 @@ export class ConditionFailedError extends Error {
   }
 }
 
+/** A write's condition did not hold (for a transaction, the operations whose `reasons` say so). */
+export class ConditionFailedError extends RefusedWriteError {
+  override readonly name = 'ConditionFailedError';
+}
+
 /**
- * Another transaction was writing the same item at the same time, so nothing
- * was written. Not retried by the SDK; safe to retry after re-reading.
+ * Another transaction was writing the same item at the same time. Not
+ * retried by the SDK; safe to retry after re-reading.
  */
-export class TransactionConflictError extends Error {
+export class TransactionConflictError extends RefusedWriteError {
   override readonly name = 'TransactionConflictError';
-  constructor(
-    message: string,
-    readonly reasons: CancellationReason[] = [],
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
 }
 
 export function isConditionFailed(err: unknown): err is ConditionFailedError {

@@ -1,12 +1,14 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/config.ts';
+import type { QueueDepth } from '../dead-letters/queue.ts';
 import { isNotFound, type KubeClients } from '../kube/client.ts';
 import { listNodePods } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { LockStore } from '../lock/lock.ts';
 import { HEARTBEAT_LOCK } from '../node/heartbeat.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
+import { STATE_STORE_CONDITION } from '../node/state-store-condition.ts';
 import { isClaimLive, KnownPodStore } from '../pod/known-pods.ts';
 import { POD_STATUS_LOCK } from '../pod/pod-status-entry.ts';
 import { podWatchLockName } from '../pod/watch-node.ts';
@@ -15,7 +17,6 @@ import { RECONCILE_LOCK } from '../reconcile/reconcile-entry.ts';
 import { STATUS_KEY } from '../release/reconciler-status.ts';
 import type { StateTable } from '../state/dynamodb.ts';
 import { errorMessage } from '../util/error-message.ts';
-import type { QueueDepth } from './dlq-depth.ts';
 
 /**
  * The reconciler's status record, read by key and shown field by field, so
@@ -34,6 +35,8 @@ export interface NodeReport {
   leaseAgeSeconds?: number;
   /** The ConfigOK condition, when the node carries one. */
   configOk?: { status: string; reason?: string; message?: string };
+  /** The StateStoreUnavailable condition's status: True while the heartbeat renews the lease without its lock. */
+  stateStoreUnavailable?: string;
 }
 
 /** One lock record. */
@@ -72,6 +75,8 @@ export interface DeadLetterReport {
   /** Messages waiting; null when not reachable (no queue configured, or an error). */
   depth: number | null;
   inFlight?: number;
+  /** Age of the oldest message (CloudWatch), when known. */
+  oldestAgeSeconds?: number;
   /** Why depth is null. */
   note?: string;
 }
@@ -155,6 +160,7 @@ async function readNodes({ config, kube, clock }: StatusSources): Promise<NodeRe
       const conditions = node?.status?.conditions ?? [];
       const ready = conditions.find((c) => c.type === 'Ready');
       const configOk = conditions.find((c) => c.type === 'ConfigOK');
+      const degraded = conditions.find((c) => c.type === STATE_STORE_CONDITION)?.status;
       const renew = lease?.spec?.renewTime;
       return {
         name,
@@ -170,6 +176,7 @@ async function readNodes({ config, kube, clock }: StatusSources): Promise<NodeRe
               },
             }
           : {}),
+        ...(degraded ? { stateStoreUnavailable: degraded } : {}),
       };
     }),
   );
@@ -290,7 +297,12 @@ async function readDeadLetter({ config, queueDepth }: StatusSources): Promise<De
   if (!queueDepth) return { url, depth: null, note: 'n/a (no SQS access)' };
   try {
     const depth = await queueDepth(url);
-    return { url, depth: depth.visible, inFlight: depth.inFlight };
+    return {
+      url,
+      depth: depth.visible,
+      inFlight: depth.inFlight,
+      ...(depth.oldestAgeSeconds !== undefined ? { oldestAgeSeconds: depth.oldestAgeSeconds } : {}),
+    };
   } catch (err) {
     return { url, depth: null, note: `unreachable: ${errorMessage(err)}` };
   }

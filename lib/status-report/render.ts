@@ -25,7 +25,7 @@ export function renderStatus(report: StatusReport): string {
   out.push('', 'NODES');
   out.push(
     table(
-      ['NAME', 'REGISTERED', 'READY', 'REASON', 'LEASE AGE', 'CONFIGOK'],
+      ['NAME', 'REGISTERED', 'READY', 'REASON', 'LEASE AGE', 'CONFIGOK', 'DEGRADED'],
       report.nodes.map((n) => [
         n.name,
         n.registered ? 'yes' : 'no',
@@ -33,6 +33,7 @@ export function renderStatus(report: StatusReport): string {
         n.readyReason ?? '',
         age(n.leaseAgeSeconds),
         n.configOk ? `${n.configOk.status}${n.configOk.reason ? ` (${n.configOk.reason})` : ''}` : '',
+        n.stateStoreUnavailable === 'True' ? 'yes (no DynamoDB)' : 'no',
       ]),
     ),
   );
@@ -82,16 +83,22 @@ export function renderStatus(report: StatusReport): string {
           ]),
         ),
   );
-  const dlq = report.deadLetterQueue;
-  out.push('', 'DEAD-LETTER QUEUE');
-  out.push(
-    dlq.depth === null
-      ? (dlq.note ?? 'n/a')
-      : `${dlq.depth} message(s) waiting${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''} (${dlq.url})`,
-  );
+  out.push('', 'DEAD-LETTER QUEUE', ...deadLetterLines(report.deadLetterQueue));
   if (report.errors.length > 0) {
     out.push('', 'ERRORS');
     for (const e of report.errors) out.push(`${e.section}: ${e.error}`);
   }
   return `${out.join('\n')}\n`;
+}
+
+function deadLetterLines(dlq: StatusReport['deadLetterQueue']): string[] {
+  const lines: string[] = [];
+  lines.push(
+    dlq.depth === null
+      ? (dlq.note ?? 'n/a')
+      : `${dlq.depth} message(s) waiting${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''}` +
+          `${dlq.oldestAgeSeconds !== undefined ? `, oldest ${Math.round(dlq.oldestAgeSeconds)} s old` : ''} (${dlq.url})`,
+  );
+  if (dlq.depth) lines.push('redrive them with `npm run redrive` (README, "Dead letters")');
+  return lines;
 }

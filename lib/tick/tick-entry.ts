@@ -4,7 +4,7 @@ import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import { errorMessage } from '../util/error-message.ts';
 import { type TickGate, tickGate } from './tick-gate.ts';
-import { TickParts } from './tick-parts.ts';
+import { type PartContext, type PartWork, TickParts } from './tick-parts.ts';
 import type { TickQueue } from './tick-queue.ts';
 import { slotAt, successorSlot, tickFence } from './tick-slot.ts';
 import type { TickTrigger } from './tick-trigger.ts';
@@ -45,10 +45,12 @@ const sandboxes = new WeakMap<Dependencies, TickParts>();
  * The tick function's one entry point. A chain tick first sends the next
  * message (so the chain goes on even if this invocation dies: the queue
  * holds it back one period, and then behind this message until this one is
- * deleted or delivered again), then checks the release gate (cut off after a
- * few seconds), then runs its parts until its work time is up. With the gate
- * open: the heartbeat, pod-watch, pod-status and the reconciler. Refused, or
- * the state table unreachable: only the leases are renewed (see TickParts.work).
+ * deleted or delivered again), then starts the heartbeat, which renews the
+ * leases at once, and asks the release gate (cut off after a few seconds)
+ * meanwhile; then runs its parts until its work time is up. With the gate
+ * open: the rest of the heartbeat, pod-watch, pod-status and the reconciler.
+ * Refused, or the state table unreachable: the lease renewals only, and the
+ * StateStoreUnavailable condition when unreachable (heartbeat-tick.ts).
  *
  * The keeper (the once-a-minute schedule) restarts a chain the queue no
  * longer holds and then renews the leases at once; while the chain lives it
@@ -98,27 +100,17 @@ export async function tick(
     invocation.signal,
     AbortSignal.timeout(Math.max(0, Math.floor(workUntil - clock.monotonic()))),
   ]);
-  const gate = await tickGate(deps, invocation, log);
-  result.gate = gate;
   const fence = trigger.kind === 'chain' ? tickFence(trigger.slot, trigger.receiveCount) : undefined;
-  const work = parts.work(gate, trigger.kind === 'keeper' ? ['heartbeat'] : config.tick.parts);
-  await Promise.all(
-    work.map(async ({ name, run }) => {
-      const started = clock.monotonic();
-      try {
-        result.parts[name] = await run({
-          stop,
-          halt: invocation.signal,
-          log,
-          ...(fence === undefined ? {} : { fence }),
-        });
-      } catch (err) {
-        if (!stop.aborted) log.warn({ err, part: name }, 'tick part failed; the next tick tries again');
-        result.parts[name] = { error: errorMessage(err) };
-      }
-      result.partMs[name] = Math.round(clock.monotonic() - started);
-    }),
-  );
+  const context = { stop, halt: invocation.signal, log, ...(fence === undefined ? {} : { fence }) };
+  const names = trigger.kind === 'keeper' ? (['heartbeat'] as const) : config.tick.parts;
+  // The leases are renewed while the gate (DynamoDB) is asked, never behind it.
+  const gating = tickGate(deps, invocation, log);
+  const heartbeat = parts.heartbeat(gating, names);
+  const running = heartbeat ? [runPart(heartbeat, context, clock, result)] : [];
+  const gate = await gating;
+  result.gate = gate;
+  for (const part of parts.work(gate, names)) running.push(runPart(part, context, clock, result));
+  await Promise.all(running);
   await sending;
   logTick(log, result);
   if (chainError !== undefined) {
@@ -127,6 +119,24 @@ export async function tick(
     });
   }
   return result;
+}
+
+/** Runs one part, recording its result (or the error that ended it) and its time in `result`. */
+async function runPart(
+  part: PartWork,
+  context: PartContext,
+  clock: Dependencies['clock'],
+  result: TickRunResult,
+): Promise<void> {
+  const started = clock.monotonic();
+  try {
+    result.parts[part.name] = await part.run(context);
+  } catch (err) {
+    if (!context.stop.aborted)
+      context.log.warn({ err, part: part.name }, 'tick part failed; the next tick tries again');
+    result.parts[part.name] = { error: errorMessage(err) };
+  }
+  result.partMs[part.name] = Math.round(clock.monotonic() - started);
 }
 
 function sandboxParts(deps: Dependencies, publisher: EventPublisher): TickParts {

@@ -54,17 +54,23 @@ export class TickParts {
   }
 
   /**
-   * This tick's work among `names`: with the gate open, every part; refused
-   * or unreachable, only the heartbeat's lease renewals (they change no
-   * state of ours, and a node without them is evicted within minutes).
+   * The heartbeat's work in this tick, when it is among `names`: it renews
+   * the leases at once and waits for `gate` only for the rest
+   * (heartbeat-tick.ts), so it starts before the gate has answered.
+   */
+  heartbeat(gate: Promise<TickGate>, names: readonly TickPartName[]): PartWork | undefined {
+    const heartbeat = this.#heartbeat;
+    if (!heartbeat || !names.includes('heartbeat')) return undefined;
+    return { name: 'heartbeat', run: ({ stop, log }) => heartbeat.run(stop, log, gate) };
+  }
+
+  /**
+   * The rest of this tick's work among `names`, once the gate answered:
+   * with the gate open, pod-watch, pod-status and the reconciler; refused
+   * or unreachable, none (they write state of ours that must be fenced).
    */
   work(gate: TickGate, names: readonly TickPartName[]): PartWork[] {
     const work: PartWork[] = [];
-    const heartbeat = this.#heartbeat;
-    if (heartbeat && names.includes('heartbeat')) {
-      const mode = gate === 'act' ? 'full' : 'keep-alive';
-      work.push({ name: 'heartbeat', run: ({ stop, log }) => heartbeat.run(stop, log, mode) });
-    }
     if (gate !== 'act') return work;
     const { podWatch, podStatus, reconcile } = {
       podWatch: this.#podWatch,

@@ -10,6 +10,7 @@ import { loadDependencies } from '../../lib/app/dependencies.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
 import { heartbeat } from '../../lib/node/heartbeat-entry.ts';
 import type { TickResult } from '../../lib/node/node-controller.ts';
+import { isReleaseRefused } from '../../lib/release/gate.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
 import {
   adminClients,
@@ -76,6 +77,7 @@ describe('heartbeat across an API server outage', () => {
     const result = await running;
 
     assert.ok(lease);
+    assert.ok(!isReleaseRefused(result));
     assert.equal(result.role, 'holder', 'the same invocation kept holding across the outage');
     // Per renew interval at most: 5 immediate lease retries, one status write, one node read.
     const intervals = Math.ceil((restartedAt - stoppedAt) / 10_000) + 1;

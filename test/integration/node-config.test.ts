@@ -288,15 +288,18 @@ describe('dynamic node configuration', { concurrency: true }, () => {
       'config.yaml': 'labels: {team: blue}\ntaints:\n  - {key: dedicated, value: vk, effect: NoSchedule}\n',
     });
     const invocation = d.runtime.invoke('heartbeat', scheduledEvent());
+    // Labels and taints are patched before the status that carries ConfigOK: wait for both.
     const assigned = await waitNode(
       d.node,
       (n) =>
         n.metadata?.labels?.team === 'blue' &&
         (n.spec?.taints ?? []).some((t) => t.key === 'dedicated') &&
-        !(n.spec?.taints ?? []).some((t) => t.key === 'virtual-kubelet.io/provider'),
-      'the assigned labels and taints',
+        !(n.spec?.taints ?? []).some((t) => t.key === 'virtual-kubelet.io/provider') &&
+        // Registration writes the labels and taints before the first status write sets ConfigOK.
+        new RegExp(`uid=${cm.metadata?.uid}`).test(configOk(n)?.message ?? ''),
+      'the assigned labels and taints, and ConfigOK naming the ConfigMap',
     );
-    assert.match(configOk(assigned)?.message ?? '', new RegExp(`uid=${cm.metadata?.uid}`));
+    assert.equal(configOk(assigned)?.status, 'True');
     assert.ok(await d.table.get({ pk: 'config', sk: 'state' }), 'the checkpoint state exists');
 
     await admin.core.deleteNamespacedConfigMap({ ...DEFAULT_PLACE });
@@ -308,12 +311,12 @@ describe('dynamic node configuration', { concurrency: true }, () => {
         (n.spec?.taints ?? []).some((t) => t.key === 'virtual-kubelet.io/provider'),
       'local labels and taints again',
     );
-    await waitNode(
+    const onLocal = await waitNode(
       d.node,
       (n) => /does not exist/.test(configOk(n)?.message ?? ''),
       'ConfigOK on local config',
     );
-    assert.equal(configOk(await readNode(admin, d.node))?.status, 'True');
+    assert.equal(configOk(onLocal)?.status, 'True');
     assert.ok(local);
     assert.equal(
       await d.table.get({ pk: 'config', sk: 'state' }),

@@ -143,10 +143,12 @@ describe('status command', () => {
       lines.slice(lines.indexOf(title) + 1, lines.indexOf('', lines.indexOf(title)));
     assert.match(stdout, new RegExp(`table ${tableName}, provider mock`));
     const nodes = section('NODES');
-    assert.match(nodes[0] ?? '', /^NAME\s+REGISTERED\s+READY\s+REASON\s+LEASE AGE\s+CONFIGOK$/);
+    assert.match(nodes[0] ?? '', /^NAME\s+REGISTERED\s+READY\s+REASON\s+LEASE AGE\s+CONFIGOK\s+DEGRADED$/);
     assert.match(
       nodes[1] ?? '',
-      new RegExp(`^${node}\\s+yes\\s+True\\s+KubeletReady\\s+\\d+(\\.\\d)?s\\s+True \\(LocalConfig\\)$`),
+      new RegExp(
+        `^${node}\\s+yes\\s+True\\s+KubeletReady\\s+\\d+(\\.\\d)?s\\s+True \\(LocalConfig\\)\\s+no$`,
+      ),
     );
     const locks = section('LOCKS');
     assert.match(locks.find((l) => l.startsWith('heartbeat ')) ?? '', /^heartbeat\s+held\s+\d+\s+\S+\s+\d/);

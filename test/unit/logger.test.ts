@@ -76,7 +76,7 @@ describe('logger', () => {
       assert.ok(!line.includes(TOKEN), `token in: ${line}`);
       assert.doesNotThrow(() => JSON.parse(line), line);
     }
-    assert.match(lines[4] ?? '', /"code":401/);
+    assert.match(lines[4] ?? '', /"status":401/, 'the status code is logged, as its own field');
   });
 
   it('scrubs credentials from strings and leaves the rest', () => {

@@ -1,5 +1,6 @@
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { CoreV1Api } from '@kubernetes/client-node';
+import { awsClientOptions } from '../../aws/client-options.ts';
 import type { Config } from '../../config/config.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { ProviderContext, Providers } from '../registry.ts';
@@ -82,7 +83,7 @@ export async function createDockerProviders(
 export function secretsManagerReader(region: string, client?: SecretsManagerClient): SecretReader {
   return async (secretId) => {
     const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-    const out = await (client ?? new SecretsManagerClient({ region })).send(
+    const out = await (client ?? new SecretsManagerClient({ region, ...awsClientOptions() })).send(
       new GetSecretValueCommand({ SecretId: secretId }),
     );
     if (out.SecretString) return out.SecretString;

@@ -1,0 +1,36 @@
+import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
+import { createPodStatusHandler } from '../../functions/pod-status.ts';
+import { createPodSyncHandler } from '../../functions/pod-sync.ts';
+import { createPodWatchHandler } from '../../functions/pod-watch.ts';
+import { createReconcileHandler } from '../../functions/reconcile.ts';
+import { createTickHandler } from '../../functions/tick.ts';
+import type { EventPublisher } from '../events/publisher.ts';
+import type { TickQueue } from '../tick/tick-queue.ts';
+import type { LambdaHandler } from './lambda-function.ts';
+
+/** The functions of serverless.yml, by name. */
+export type DeploymentFunction = 'heartbeat' | 'pod-watch' | 'pod-status' | 'reconcile' | 'pod-sync' | 'tick';
+
+/**
+ * The real handlers of the six functions, configured by `env`, with
+ * pod-watch (and the tick's pod-watch part) publishing through `publisher`
+ * instead of EventBridge, and the tick chaining through `tickQueue` (the
+ * in-process FIFO queue) instead of SQS. Without a queue the tick function
+ * is the SQS one (it fails at its first invocation without a queue URL). Shared by
+ * the in-process deployment and the function host's sandbox process, so both
+ * run exactly what a Lambda bundle runs.
+ */
+export function createDeploymentHandlers(
+  env: Record<string, string | undefined>,
+  publisher: EventPublisher,
+  tickQueue?: TickQueue,
+): Record<DeploymentFunction, LambdaHandler> {
+  return {
+    heartbeat: createHeartbeatHandler(env),
+    'pod-watch': createPodWatchHandler(env, { publisher }),
+    'pod-status': createPodStatusHandler(env),
+    reconcile: createReconcileHandler(env),
+    'pod-sync': createPodSyncHandler(env),
+    tick: createTickHandler(env, { publisher, ...(tickQueue ? { queue: tickQueue } : {}) }),
+  };
+}
