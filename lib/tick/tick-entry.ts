@@ -1,4 +1,5 @@
 import type { Dependencies } from '../app/dependencies.ts';
+import { runWithDeadline } from '../deadline.ts';
 import type { EventPublisher } from '../events/publisher.ts';
 import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
@@ -100,16 +101,25 @@ export async function tick(
     invocation.signal,
     AbortSignal.timeout(Math.max(0, Math.floor(workUntil - clock.monotonic()))),
   ]);
+  // Every request of a part is cut off at the margin: a hung one (DynamoDB frozen mid-tick)
+  // must not run the tick into its timeout, which would hold the chain back a visibility timeout.
+  const finish = AbortSignal.any([
+    invocation.signal,
+    AbortSignal.timeout(
+      Math.max(0, Math.floor(invocation.deadline - TICK_DEADLINE_MARGIN_MS - clock.monotonic())),
+    ),
+  ]);
   const fence = trigger.kind === 'chain' ? tickFence(trigger.slot, trigger.receiveCount) : undefined;
   const context = { stop, halt: invocation.signal, log, ...(fence === undefined ? {} : { fence }) };
   const names = trigger.kind === 'keeper' ? (['heartbeat'] as const) : config.tick.parts;
   // The leases are renewed while the gate (DynamoDB) is asked, never behind it.
   const gating = tickGate(deps, invocation, log);
   const heartbeat = parts.heartbeat(gating, names);
-  const running = heartbeat ? [runPart(heartbeat, context, clock, result)] : [];
+  const run = (part: PartWork) => runWithDeadline(finish, () => runPart(part, context, clock, result));
+  const running = heartbeat ? [run(heartbeat)] : [];
   const gate = await gating;
   result.gate = gate;
-  for (const part of parts.work(gate, names)) running.push(runPart(part, context, clock, result));
+  for (const part of parts.work(gate, names)) running.push(run(part));
   await Promise.all(running);
   await sending;
   logTick(log, result);

@@ -1,7 +1,8 @@
 /**
  * Liveness without DynamoDB: the whole deployment (every function through
- * the local runtime, at serverless.yml's cadence) against the real control
- * plane and a DynamoDB Local of its own, which is frozen (SIGSTOP) for 60 s
+ * the local runtime) at each cadence of serverless.yml (the tick chain, its
+ * default, and the continuous functions) against the real control plane
+ * and a DynamoDB Local of its own, which is frozen (SIGSTOP) for 60 s
  * while the node is Ready and a pod is created, then thawed (SIGCONT).
  * Sampled every second, Ready never leaves True (a NotReady node gets the
  * unreachable taint, and its pods are evicted 300 s later); the pod runs
@@ -12,6 +13,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
+import type { Cadence } from '../../lib/local/cadence.ts';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../../lib/local/dynamodb-local.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import { STATE_STORE_CONDITION } from '../../lib/node/state-store-condition.ts';
@@ -35,9 +37,6 @@ const LONG = process.env.SVK_TEST_LONG === '1';
 const FREEZE_MS = LONG ? 10 * 60_000 : 60_000;
 const env = testEnv();
 const admin = adminClients(env);
-const node = uniqueName('ddb-outage');
-const ns = uniqueName('ddb-outage');
-const tableName = 'svk-outage';
 
 interface Sample {
   at: number;
@@ -59,113 +58,125 @@ function sample(n: V1Node | undefined, at: number): Sample {
   };
 }
 
-describe('a DynamoDB outage', () => {
-  let dynamo: DynamoDbLocal | undefined;
-  let frozen = false;
-  let deployment: LocalDeployment | undefined;
+for (const cadence of ['tick', 'continuous'] as const satisfies readonly Cadence[]) {
+  describeOutage(cadence);
+}
 
-  before(async () => {
-    await createTestNamespace(admin, ns);
-    dynamo = await startDynamoDbLocal({ inMemory: true });
-    const { client } = createDynamoDbClient({ endpoint: dynamo.endpoint, region: env.dynamodb.region });
-    await createTable(client, tableName);
-  });
+function describeOutage(cadence: Cadence): void {
+  const node = uniqueName(`ddb-outage-${cadence}`);
+  const ns = uniqueName(`ddb-outage-${cadence}`);
+  const tableName = `svk-outage-${cadence}`;
 
-  after(async () => {
-    if (dynamo && frozen) process.kill(dynamo.pid, 'SIGCONT');
-    await deployment?.stop({ abortRunning: true });
-    await deleteTestNamespace(admin, ns);
-    await deleteNodeAndLease(admin, node);
-    await dynamo?.stop();
-  });
+  describe(`a DynamoDB outage, ${cadence} cadence`, () => {
+    let dynamo: DynamoDbLocal | undefined;
+    let frozen = false;
+    let deployment: LocalDeployment | undefined;
 
-  it(`keeps the node Ready through ${FREEZE_MS / 60_000} min of DynamoDB frozen; a pod created meanwhile runs after, once`, {
-    timeout: FREEZE_MS + 8 * 60_000,
-  }, async (t) => {
-    assert.ok(dynamo);
-    const db = dynamo;
-    deployment = new LocalDeployment({
-      env: functionEnv(tableName, {
-        SVK_NODE_NAMES: node,
-        SVK_DYNAMODB_ENDPOINT: db.endpoint,
-      }),
+    before(async () => {
+      await createTestNamespace(admin, ns);
+      dynamo = await startDynamoDbLocal({ inMemory: true });
+      const { client } = createDynamoDbClient({ endpoint: dynamo.endpoint, region: env.dynamodb.region });
+      await createTable(client, tableName);
     });
-    deployment.start();
-    await waitFor(
-      async () => {
-        const n = await readNode(admin, node);
-        return (
-          readyStatus(n) === 'True' && !n?.spec?.taints?.some((x) => x.key.startsWith('node.kubernetes.io/'))
-        );
-      },
-      { timeoutMs: 90_000, what: `${node} Ready` },
-    );
 
-    const samples: Sample[] = [];
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        const at = Date.now();
-        samples.push(sample(await readNode(admin, node).catch(() => undefined), at));
-        await new Promise((resolve) => setTimeout(resolve, Math.max(0, 1_000 - (Date.now() - at))));
-      }
-    })();
+    after(async () => {
+      if (dynamo && frozen) process.kill(dynamo.pid, 'SIGCONT');
+      await deployment?.stop({ abortRunning: true });
+      await deleteTestNamespace(admin, ns);
+      await deleteNodeAndLease(admin, node);
+      await dynamo?.stop();
+    });
 
-    process.kill(db.pid, 'SIGSTOP');
-    frozen = true;
-    const frozenAt = Date.now();
-    await admin.core.createNamespacedPod({
-      namespace: ns,
-      body: {
-        metadata: { name: 'during-outage' },
-        spec: {
-          nodeSelector: { 'kubernetes.io/hostname': node },
-          tolerations: [{ key: 'virtual-kubelet.io/provider', operator: 'Exists', effect: 'NoSchedule' }],
-          containers: [{ name: 'app', image: 'busybox' }],
+    it(`keeps the node Ready through ${FREEZE_MS / 60_000} min of DynamoDB frozen; a pod created meanwhile runs after, once`, {
+      timeout: FREEZE_MS + 8 * 60_000,
+    }, async (t) => {
+      assert.ok(dynamo);
+      const db = dynamo;
+      deployment = new LocalDeployment({
+        cadence,
+        env: functionEnv(tableName, {
+          SVK_NODE_NAMES: node,
+          SVK_DYNAMODB_ENDPOINT: db.endpoint,
+        }),
+      });
+      deployment.start();
+      await waitFor(
+        async () => {
+          const n = await readNode(admin, node);
+          return (
+            readyStatus(n) === 'True' &&
+            !n?.spec?.taints?.some((x) => x.key.startsWith('node.kubernetes.io/'))
+          );
         },
-      },
-    });
-    // The outage itself: the scenario is DynamoDB unreachable for this long.
-    await new Promise((resolve) => setTimeout(resolve, FREEZE_MS - (Date.now() - frozenAt)));
-    process.kill(db.pid, 'SIGCONT');
-    frozen = false;
-    const thawedAt = Date.now();
+        { timeoutMs: 90_000, what: `${node} Ready` },
+      );
 
-    await waitFor(
-      async () =>
-        (await admin.core.readNamespacedPod({ namespace: ns, name: 'during-outage' })).status?.phase ===
-        'Running',
-      { timeoutMs: 120_000, what: 'the pod created during the outage Running within 2 minutes of its end' },
-    );
-    t.diagnostic(`pod Running ${((Date.now() - thawedAt) / 1000).toFixed(1)} s after the outage ended`);
-    // The node through the return to the lock: the holder says so on the node.
-    await waitFor(async () => degradedOf(await readNode(admin, node)) === 'False', {
-      timeoutMs: 60_000,
-      what: `${STATE_STORE_CONDITION} False again`,
-    });
-    sampling = false;
-    await sampler;
+      const samples: Sample[] = [];
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const at = Date.now();
+          samples.push(sample(await readNode(admin, node).catch(() => undefined), at));
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, 1_000 - (Date.now() - at))));
+        }
+      })();
 
-    const { doc } = createDynamoDbClient({ endpoint: db.endpoint, region: env.dynamodb.region });
-    const record = await mockPodRecord(new StateTable(doc, tableName), ns, 'during-outage');
-    assert.equal(record?.creates, 1, 'created once in the provider');
-    const notReady = samples.filter((s) => s.ready !== 'True');
-    t.diagnostic(`${samples.length} samples, ${notReady.length} not Ready`);
-    assert.ok(samples.length >= FREEZE_MS / 1_000 - 5, `sampled ${samples.length} times`);
-    assert.deepEqual(notReady, [], 'Ready never left True');
-    assert.ok(
-      samples.some((s) => s.at > frozenAt && s.at < thawedAt && s.degraded === 'True'),
-      `the node said it was degraded during the outage (${STATE_STORE_CONDITION})`,
-    );
-    assert.notEqual(
-      samples[0]?.degraded,
-      'True',
-      'and not before it (False again after it: waited for above)',
-    );
-    assert.deepEqual(
-      samples.filter((s) => s.taints.some((x) => x.startsWith('node.kubernetes.io/unreachable'))),
-      [],
-      'never tainted unreachable',
-    );
+      process.kill(db.pid, 'SIGSTOP');
+      frozen = true;
+      const frozenAt = Date.now();
+      await admin.core.createNamespacedPod({
+        namespace: ns,
+        body: {
+          metadata: { name: 'during-outage' },
+          spec: {
+            nodeSelector: { 'kubernetes.io/hostname': node },
+            tolerations: [{ key: 'virtual-kubelet.io/provider', operator: 'Exists', effect: 'NoSchedule' }],
+            containers: [{ name: 'app', image: 'busybox' }],
+          },
+        },
+      });
+      // The outage itself: the scenario is DynamoDB unreachable for this long.
+      await new Promise((resolve) => setTimeout(resolve, FREEZE_MS - (Date.now() - frozenAt)));
+      process.kill(db.pid, 'SIGCONT');
+      frozen = false;
+      const thawedAt = Date.now();
+
+      await waitFor(
+        async () =>
+          (await admin.core.readNamespacedPod({ namespace: ns, name: 'during-outage' })).status?.phase ===
+          'Running',
+        { timeoutMs: 120_000, what: 'the pod created during the outage Running within 2 minutes of its end' },
+      );
+      t.diagnostic(`pod Running ${((Date.now() - thawedAt) / 1000).toFixed(1)} s after the outage ended`);
+      // The node through the return to the lock: the holder says so on the node.
+      await waitFor(async () => degradedOf(await readNode(admin, node)) === 'False', {
+        timeoutMs: 60_000,
+        what: `${STATE_STORE_CONDITION} False again`,
+      });
+      sampling = false;
+      await sampler;
+
+      const { doc } = createDynamoDbClient({ endpoint: db.endpoint, region: env.dynamodb.region });
+      const record = await mockPodRecord(new StateTable(doc, tableName), ns, 'during-outage');
+      assert.equal(record?.creates, 1, 'created once in the provider');
+      const notReady = samples.filter((s) => s.ready !== 'True');
+      t.diagnostic(`${samples.length} samples, ${notReady.length} not Ready`);
+      assert.ok(samples.length >= FREEZE_MS / 1_000 - 5, `sampled ${samples.length} times`);
+      assert.deepEqual(notReady, [], 'Ready never left True');
+      assert.ok(
+        samples.some((s) => s.at > frozenAt && s.at < thawedAt && s.degraded === 'True'),
+        `the node said it was degraded during the outage (${STATE_STORE_CONDITION})`,
+      );
+      assert.notEqual(
+        samples[0]?.degraded,
+        'True',
+        'and not before it (False again after it: waited for above)',
+      );
+      assert.deepEqual(
+        samples.filter((s) => s.taints.some((x) => x.startsWith('node.kubernetes.io/unreachable'))),
+        [],
+        'never tainted unreachable',
+      );
+    });
   });
-});
+}
