@@ -6,13 +6,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { type Dependencies, loadDependencies } from '../../lib/app/dependencies.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
-import type { PodEventDetail } from '../../lib/events/pod-event.ts';
+import { hintResource, type PodEventDetail } from '../../lib/events/pod-event.ts';
 import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
+import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { PodWatchTick } from '../../lib/pod/pod-watch-tick.ts';
-import { WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
+import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
 import { tickFence } from '../../lib/tick/tick-slot.ts';
 import { testEnv } from '../support/env.ts';
 import {
@@ -28,24 +30,28 @@ const env = testEnv();
 const admin = adminClients(env);
 const namespace = uniqueName('pw-tick');
 const node = uniqueName('pw-tick');
+/** The node of the cluster-identity test, apart so that its lists hold its own pods only. */
+const otherNode = uniqueName('pw-tick-id');
 
 before(async () => {
   await createTestNamespace(admin, namespace);
   await admin.core.createNode({ body: { metadata: { name: node } } });
+  await admin.core.createNode({ body: { metadata: { name: otherNode } } });
 });
 
 after(async () => {
   await deleteTestNamespace(admin, namespace);
   await admin.core.deleteNode({ name: node }).catch(() => undefined);
+  await admin.core.deleteNode({ name: otherNode }).catch(() => undefined);
 });
 
-async function createPod(name: string): Promise<string> {
+async function createPod(name: string, on = node): Promise<string> {
   const pod = await admin.core.createNamespacedPod({
     namespace,
     body: {
       metadata: { name },
       spec: {
-        nodeName: node,
+        nodeName: on,
         automountServiceAccountToken: false,
         tolerations: [{ operator: 'Exists' }],
         containers: [{ name: 'c', image: 'registry.invalid/none:1' }],
@@ -57,6 +63,17 @@ async function createPod(name: string): Promise<string> {
 
 function published(bus: LocalEventBus): PodEventDetail[] {
   return bus.published.map((e) => e.detail as PodEventDetail);
+}
+
+/** The cluster's current resourceVersion: what a list without resourceVersion returns. */
+async function currentRv(): Promise<bigint> {
+  const list = await admin.core.listNamespacedConfigMap({ namespace: 'kube-system', limit: 1 });
+  return BigInt(list.metadata?.resourceVersion ?? '0');
+}
+
+async function tickDeps(tableName: string, nodeName: string): Promise<Dependencies> {
+  const config = loadConfig(functionEnv(tableName, { SVK_NODE_NAMES: nodeName, SVK_LOG_LEVEL: 'warn' }));
+  return loadDependencies(config, { functionName: 'tick' });
 }
 
 /** One tick's drain, as the tick entry runs it: work time 6 s. */
@@ -136,5 +153,78 @@ describe('pod-watch as a tick part', () => {
       'the same slot delivered again',
     );
     assert.equal((await bookmarks.get(node))?.resourceVersion, '210');
+  });
+
+  it('sends the hints with the events it drains: a status-only change is unchanged for pod-sync', {
+    timeout: 3 * 60_000,
+  }, async () => {
+    const { name: tableName } = await freshTable();
+    const deps = await tickDeps(tableName, node);
+    const bus = new LocalEventBus();
+    const part = new PodWatchTick(deps, createLocalBusPublisher(bus));
+    await createPod('h');
+    await drain(part, deps, 200);
+    const before = bus.published.length;
+    await admin.core.patchNamespacedPodStatus(
+      {
+        namespace,
+        name: 'h',
+        body: { status: { conditions: [{ type: 'example.com/Probe', status: 'True' }] } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const [changed] = await drain(part, deps, 201);
+    assert.ok((changed?.published ?? 0) >= 1, JSON.stringify(changed));
+    const modified = bus.published
+      .slice(before)
+      .filter(
+        (e) => (e.detail as PodEventDetail).name === 'h' && (e.detail as PodEventDetail).type === 'MODIFIED',
+      );
+    assert.ok(modified.length >= 1, 'the status change was published');
+    assert.ok(
+      modified.every((e) => e.resources.includes(hintResource('unchanged'))),
+      `hinted unchanged: ${JSON.stringify(modified.map((e) => e.resources))}`,
+    );
+  });
+
+  it("a cold start relists when the bookmark is of another cluster (forgetting that cluster's known pods, no GONE) or ahead of this one; the bookmark records the cluster", {
+    timeout: 3 * 60_000,
+  }, async () => {
+    const { name: tableName, table } = await freshTable();
+    const deps = await tickDeps(tableName, otherNode);
+    const bus = new LocalEventBus();
+    const knownPods = new KnownPodStore(table);
+    // State of another cluster: its bookmark and a pod of it this cluster has never had.
+    await table.put({
+      ...bookmarkKey(otherNode),
+      node: otherNode,
+      resourceVersion: '5',
+      epoch: 0,
+      clusterUid: 'uid-of-another-cluster',
+      updatedAt: new Date().toISOString(),
+    });
+    await knownPods.put(
+      { node: otherNode, namespace: 'elsewhere', name: 'ghost', uid: 'ghost-uid' },
+      undefined,
+    );
+    const d = await createPod('d', otherNode);
+
+    const [moved] = await drain(new PodWatchTick(deps, createLocalBusPublisher(bus)), deps, 300);
+    assert.deepEqual(moved?.relists, ['other-cluster']);
+    const names = published(bus).map((e) => [e.type, e.name, e.uid]);
+    assert.deepEqual(names, [['ADDED', 'd', d]], "only this cluster's pod is announced");
+    assert.equal(await knownPods.get(otherNode, 'elsewhere', 'ghost'), undefined, 'the ghost is forgotten');
+    const uid = (await admin.core.readNamespace({ name: 'kube-system' })).metadata?.uid;
+    const saved = await new WatchBookmarkStore(table).get(otherNode);
+    assert.equal(saved?.clusterUid, uid, 'the bookmark records this cluster');
+    assert.equal(saved?.resourceVersion, moved?.resourceVersion);
+
+    // What an etcd restore from an older backup leaves: this cluster, and a bookmark it has not reached.
+    const ahead = ((await currentRv()) + 100_000n).toString();
+    await table.put({ ...bookmarkKey(otherNode), ...saved, resourceVersion: ahead, tickFence: 0 });
+    const [restored] = await drain(new PodWatchTick(deps, createLocalBusPublisher(bus)), deps, 301);
+    assert.deepEqual(restored?.relists, ['ahead']);
+    const now = await new WatchBookmarkStore(table).get(otherNode);
+    assert.ok(now && BigInt(now.resourceVersion) < BigInt(ahead), 'the bookmark is back within the cluster');
   });
 });
