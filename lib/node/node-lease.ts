@@ -32,9 +32,9 @@ export interface NodeLeaseOptions {
 
 /** What a tick's renewal (NodeController.renewLease) did; `previousRenewal`: wall time of the renewal before, if known. */
 export interface LeaseRenewal {
-  /** Requests sent so far through the node's clients. */
   leaseRenewed: boolean;
   previousRenewal: number | undefined;
+  /** Requests sent so far through the node's clients. */
   requests: number;
   error?: unknown;
 }
@@ -181,7 +181,10 @@ export class NodeLease {
     lease.spec = { ...lease.spec, renewTime: new V1MicroTime(clock.now()) };
     const owner = lease.metadata?.ownerReferences?.[0];
     if (!owner || owner.uid !== this.nodeUid) {
-      const uid = this.nodeUid ?? (await this.readNodeUid());
+      // Owned by another uid than the one known here: the Node was registered again, perhaps by
+      // another writer (the reconciler), so the Node itself says which uid owns the lease. Writing
+      // the uid known here would hand the lease to a deleted owner, and the garbage collector.
+      const uid = owner !== undefined || this.nodeUid === undefined ? await this.readNodeUid() : this.nodeUid;
       if (uid) {
         this.nodeUid = uid;
         lease.metadata = {
