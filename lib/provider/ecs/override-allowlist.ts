@@ -20,7 +20,12 @@ export const SECURITY_GROUPS_ANNOTATION = `${PREFIX}security-groups`;
 /** `"true"`: run on FARGATE_SPOT; `"false"`: on FARGATE (whatever the configured capacity provider). */
 export const SPOT_ANNOTATION = `${PREFIX}spot`;
 
-const KNOWN = new Set([TASK_ROLE_ANNOTATION, SUBNETS_ANNOTATION, SECURITY_GROUPS_ANNOTATION, SPOT_ANNOTATION]);
+const KNOWN = new Set([
+  TASK_ROLE_ANNOTATION,
+  SUBNETS_ANNOTATION,
+  SECURITY_GROUPS_ANNOTATION,
+  SPOT_ANNOTATION,
+]);
 
 /** One allowlist entry: what pods of a namespace (and ServiceAccount) may ask for. */
 export interface OverrideRule {
@@ -67,7 +72,9 @@ export function parseOverrideAllowlist(
   if (!parsed.success)
     return {
       ok: false,
-      issues: parsed.error.issues.map((i) => (i.path.length ? `[${i.path.join('.')}] ${i.message}` : i.message)),
+      issues: parsed.error.issues.map((i) =>
+        i.path.length ? `[${i.path.join('.')}] ${i.message}` : i.message,
+      ),
     };
   return { ok: true, rules: parsed.data.map((r) => ({ ...r })) };
 }
@@ -93,7 +100,8 @@ export function podOverrides(
   const namespace = pod.metadata?.namespace ?? '';
   const serviceAccount = pod.spec?.serviceAccountName ?? 'default';
   const matching = rules.filter(
-    (r) => r.namespace === namespace && (r.serviceAccount === undefined || r.serviceAccount === serviceAccount),
+    (r) =>
+      r.namespace === namespace && (r.serviceAccount === undefined || r.serviceAccount === serviceAccount),
   );
   const who = `namespace ${namespace}, ServiceAccount ${serviceAccount}`;
   const reasons: string[] = [];
@@ -118,13 +126,16 @@ export function podOverrides(
       .filter((s) => s.length > 0);
     const refused = values.filter((v) => !matching.some((r) => allowed(r).includes(v)));
     if (values.length === 0) reasons.push(`annotation ${key}: is empty`);
-    else if (refused.length > 0) reasons.push(`annotation ${key}: ${refused.join(', ')} not allowed for ${who}`);
+    else if (refused.length > 0)
+      reasons.push(`annotation ${key}: ${refused.join(', ')} not allowed for ${who}`);
     else overrides[field] = values;
   }
   const spot = annotations[SPOT_ANNOTATION]?.trim();
   if (spot !== undefined) {
-    if (spot !== 'true' && spot !== 'false') reasons.push(`annotation ${SPOT_ANNOTATION}: must be "true" or "false"`);
-    else if (!matching.some((r) => r.spot)) reasons.push(`annotation ${SPOT_ANNOTATION}: not allowed for ${who}`);
+    if (spot !== 'true' && spot !== 'false')
+      reasons.push(`annotation ${SPOT_ANNOTATION}: must be "true" or "false"`);
+    else if (!matching.some((r) => r.spot))
+      reasons.push(`annotation ${SPOT_ANNOTATION}: not allowed for ${who}`);
     else overrides.spot = spot === 'true';
   }
   return reasons.length > 0 ? { ok: false, reasons } : { ok: true, overrides };

@@ -22,6 +22,8 @@ export interface EcsSettings {
   logGroup: string;
   platformVersion: string;
   capacityProvider: CapacityProvider;
+  /** The CPU architecture of every task; the images must have it. */
+  cpuArchitecture: 'X86_64' | 'ARM64';
   /**
    * Prefix of every task definition family this deployment registers
    * (`<prefix>-<content hash>`), of the tasks' startedBy tokens and of the
@@ -97,6 +99,9 @@ const variables = {
   SVK_ECS_CAPACITY_PROVIDER: z
     .enum(['FARGATE', 'FARGATE_SPOT'], { message: 'must be FARGATE or FARGATE_SPOT' })
     .default('FARGATE'),
+  SVK_ECS_CPU_ARCHITECTURE: z
+    .enum(['X86_64', 'ARM64'], { message: 'must be X86_64 or ARM64' })
+    .default('X86_64'),
   SVK_ECS_FAMILY_PREFIX: z
     .string()
     .trim()
@@ -143,7 +148,8 @@ export function parseEcsSettings(env: Readonly<Record<string, string | undefined
     issues.push(
       ...credentials.issues.map((message) => ({ variable: 'SVK_ECS_REGISTRY_CREDENTIALS', message })),
     );
-  if (issues.length > 0 || !isComplete(values) || !allowlist.ok || !credentials.ok) return { ok: false, issues };
+  if (issues.length > 0 || !isComplete(values) || !allowlist.ok || !credentials.ok)
+    return { ok: false, issues };
   return { ok: true, settings: build(values, allowlist.rules, credentials.byHost) };
 }
 
@@ -166,6 +172,7 @@ function build(
     logGroup: v.SVK_ECS_LOG_GROUP,
     platformVersion: v.SVK_ECS_PLATFORM_VERSION,
     capacityProvider: v.SVK_ECS_CAPACITY_PROVIDER,
+    cpuArchitecture: v.SVK_ECS_CPU_ARCHITECTURE,
     familyPrefix: v.SVK_ECS_FAMILY_PREFIX,
     secretsPath: v.SVK_ECS_SECRETS_PATH,
     overrideAllowlist,
@@ -186,8 +193,10 @@ function registryCredentials(
     const eq = part.indexOf('=');
     const host = eq < 0 ? '' : part.slice(0, eq).trim();
     const arn = eq < 0 ? '' : part.slice(eq + 1).trim();
-    if (!/^[a-z0-9.-]+(:\d{1,5})?$/.test(host)) issues.push(`"${part}": the registry host is missing or invalid`);
-    else if (!SECRET_ARN.test(arn)) issues.push(`"${host}": the credentials must be a Secrets Manager secret ARN`);
+    if (!/^[a-z0-9.-]+(:\d{1,5})?$/.test(host))
+      issues.push(`"${part}": the registry host is missing or invalid`);
+    else if (!SECRET_ARN.test(arn))
+      issues.push(`"${host}": the credentials must be a Secrets Manager secret ARN`);
     else if (host in byHost) issues.push(`"${host}" is given twice`);
     else byHost[host] = arn;
   }
