@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { type Dependencies, loadDependencies } from '../lib/app/dependencies.ts';
-import { loadConfig } from '../lib/config/config.ts';
+import { loadConfig } from '../lib/config/load-config.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { invocationOf } from '../lib/invocation.ts';
 import { podStatus } from '../lib/pod/pod-status-entry.ts';

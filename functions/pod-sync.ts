@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { type Dependencies, loadDependencies } from '../lib/app/dependencies.ts';
-import { loadConfig } from '../lib/config/config.ts';
+import { loadConfig } from '../lib/config/load-config.ts';
 import { invocationOf } from '../lib/invocation.ts';
 import { podSync, validPodSyncEvent } from '../lib/pod/pod-sync-entry.ts';
 import { whenReleaseMayAct } from '../lib/release/gate.ts';

@@ -26,7 +26,7 @@ import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../lib/config/config.ts';
+import { loadConfig } from '../lib/config/load-config.ts';
 import { isApiServerReachable, loadKubeConfig } from '../lib/kube/client.ts';
 import { controlPlaneBinariesPresent, startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';

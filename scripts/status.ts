@@ -1,11 +1,12 @@
 /**
  * `npm run status [-- --json]`: what the deployment described by the
- * environment is doing (the functions' own configuration, lib/config/config.ts):
+ * environment is doing (the functions' own configuration, lib/config/load-config.ts):
  * nodes, locks, reconciler, known pods with their provider state, and the
  * dead-letter queue. Exits 1 when a section could not be read.
  */
-import { buildDependencies } from '../lib/app/dependencies.ts';
-import { ConfigError, loadConfig } from '../lib/config/config.ts';
+import { loadDependencies } from '../lib/app/dependencies.ts';
+import { ConfigError } from '../lib/config/config.ts';
+import { loadConfig } from '../lib/config/load-config.ts';
 import { createLogger } from '../lib/log/logger.ts';
 import { collectStatus } from '../lib/status-report/collect.ts';
 import { readQueueDepth } from '../lib/status-report/dlq-depth.ts';
@@ -14,7 +15,7 @@ import { renderStatus } from '../lib/status-report/render.ts';
 async function main(): Promise<number> {
   const json = process.argv.includes('--json');
   const config = loadConfig(process.env);
-  const deps = buildDependencies(config, { log: createLogger({ level: 'silent' }) });
+  const deps = await loadDependencies(config, { log: createLogger({ level: 'silent' }) });
   const report = await collectStatus({
     ...deps,
     queueDepth: (url) =>

@@ -2,16 +2,23 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config/config.ts';
 import { awsCredentialSources, type ClusterCredentialSources } from '../kube/aws-credential-sources.ts';
-import { createKubeClients, type KubeClients, KubeConfigError, loadKubeConfig } from '../kube/client.ts';
+import { createKubeClients, type KubeClients, loadKubeConfig } from '../kube/client.ts';
 import { loadClusterKubeConfig, needsAwsSources } from '../kube/credentials.ts';
+import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
+import type { LockStore } from '../lock/lock.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { EmfMetrics, type Metrics, noMetrics } from '../metrics/emf.ts';
 import { withNodeProviderMetrics, withPodProviderMetrics } from '../metrics/provider-metrics.ts';
-import { MockNodeProvider } from '../provider/mock/mock-node.ts';
-import { DynamoDbMockNodeStore } from '../provider/mock/mock-node-store.ts';
-import { MockPodProvider } from '../provider/mock/mock-pods.ts';
 import type { NodeProvider, PodProvider } from '../provider/provider.ts';
+import { createProviders, type Providers } from '../provider/registry.ts';
 import { createDynamoDbClient, StateTable } from '../state/dynamodb.ts';
+
+/**
+ * The composition root: the one place that turns a {@link Config} into the
+ * ports the functions use. Every port can be supplied instead (tests, `npm
+ * start`, a handler that shares a client); whatever is not supplied is built
+ * from the config.
+ */
 
 /** Everything a function builds once per cold start and reuses across invocations. */
 export interface Dependencies {
@@ -20,31 +27,66 @@ export interface Dependencies {
   log: Logger;
   kube: KubeClients;
   table: StateTable;
+  /** Where the locks (heartbeat, pod-status, reconcile, pod-watch per node) are kept. */
+  lockStore: LockStore;
   nodeProvider: NodeProvider;
   podProvider: PodProvider;
   metrics: Metrics;
 }
 
-/** What a caller may supply instead of the defaults (tests inject a clock, a logger, a kubeconfig). */
+/** Ports supplied instead of being built from the config. */
 export interface DependencyOverrides {
   clock?: Clock;
   log?: Logger;
+  /** Added to every log line of the default logger as `fn`. */
   functionName?: string;
-  /** Cluster access already loaded (loadDependencies does this for secrets, parameters and EKS). */
+  /** Cluster access already loaded; without it, the config's kubeconfig file, secret, parameter or EKS cluster. */
   kubeConfig?: KubeConfig;
+  /** Kubernetes clients already built (then `kubeConfig` is not used). */
+  kube?: KubeClients;
+  /** Where a secret, a parameter or an EKS cluster is read from (tests replace the AWS clients). */
+  sources?: ClusterCredentialSources;
+  table?: StateTable;
+  lockStore?: LockStore;
+  /** The providers, instead of the one `config.provider` names (still counted by the metrics). */
+  providers?: Providers;
   metrics?: Metrics;
 }
 
 /** Kubelet version the virtual nodes report. */
 export const KUBELET_VERSION = 'v1.20.2-svk';
 
+function createMetrics(config: Config['metrics']): Metrics {
+  return config.enabled
+    ? new EmfMetrics({ namespace: config.namespace, deployment: config.deployment, perNode: config.perNode })
+    : noMetrics;
+}
+
+async function loadClusterAccess(config: Config, clock: Clock, sources?: ClusterCredentialSources) {
+  const { kube, dynamodb } = config;
+  if (needsAwsSources(kube)) {
+    return loadClusterKubeConfig(kube, {
+      region: dynamodb.region,
+      clock,
+      sources: sources ?? awsCredentialSources({ region: dynamodb.region }),
+    });
+  }
+  return loadKubeConfig(kube.kubeconfigPath ? { kubeconfigPath: kube.kubeconfigPath } : { default: true });
+}
+
 /**
- * Builds the clients and the provider for `config`. Synchronous, so it only
- * reads a kubeconfig file: cluster access through Secrets Manager, SSM or EKS
- * needs {@link loadDependencies} (or `overrides.kubeConfig`).
- * @throws KubeConfigError on an unusable kubeconfig.
+ * What every handler calls once per cold start: builds every port from
+ * `config` unless `overrides` supplies it. Cluster access may read a Secrets
+ * Manager secret or an SSM parameter, or describe an EKS cluster; the
+ * provider's module is loaded here (a dynamic import) and builds its
+ * providers, which are wrapped to count their failures when metrics are on.
+ * @throws KubeConfigError on unusable cluster access; a provider factory's
+ * rejection passes through.
  */
-export function buildDependencies(config: Config, overrides: DependencyOverrides = {}): Dependencies {
+export async function loadDependencies(
+  config: Config,
+  overrides: DependencyOverrides = {},
+): Promise<Dependencies> {
   const clock = overrides.clock ?? systemClock;
   const log =
     overrides.log ??
@@ -52,63 +94,44 @@ export function buildDependencies(config: Config, overrides: DependencyOverrides
       level: config.logLevel,
       base: overrides.functionName ? { fn: overrides.functionName } : {},
     });
-  if (!overrides.kubeConfig && needsAwsSources(config.kube))
-    throw new KubeConfigError('cluster access through AWS (secret, parameter or EKS) needs loadDependencies');
-  const kube = createKubeClients(
-    overrides.kubeConfig ??
-      loadKubeConfig(
-        config.kube.kubeconfigPath ? { kubeconfigPath: config.kube.kubeconfigPath } : { default: true },
-      ),
-    { requestTimeoutMs: config.kube.requestTimeoutMs },
-  );
-  const metrics =
-    overrides.metrics ??
-    (config.metrics.enabled
-      ? new EmfMetrics({
-          namespace: config.metrics.namespace,
-          deployment: config.metrics.deployment,
-          perNode: config.metrics.perNode,
-        })
-      : noMetrics);
-  const { doc } = createDynamoDbClient({
-    ...(config.dynamodb.endpoint ? { endpoint: config.dynamodb.endpoint } : {}),
-    region: config.dynamodb.region,
-  });
-  const table = new StateTable(doc, config.dynamodb.tableName);
-  const mockNodeProvider = new MockNodeProvider({
-    store: new DynamoDbMockNodeStore(table),
-    capacity: config.node.capacity,
-    operatingSystem: config.node.operatingSystem,
-    kubeletVersion: KUBELET_VERSION,
-    clock,
-  });
-  const mockPodProvider = new MockPodProvider({
-    table,
-    clock,
-    ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
-  });
+  const kube =
+    overrides.kube ??
+    createKubeClients(overrides.kubeConfig ?? (await loadClusterAccess(config, clock, overrides.sources)), {
+      requestTimeoutMs: config.kube.requestTimeoutMs,
+    });
+  const table =
+    overrides.table ??
+    new StateTable(
+      createDynamoDbClient({
+        ...(config.dynamodb.endpoint ? { endpoint: config.dynamodb.endpoint } : {}),
+        region: config.dynamodb.region,
+      }).doc,
+      config.dynamodb.tableName,
+    );
+  const lockStore = overrides.lockStore ?? new DynamoDbLockStore(table);
+  const metrics = overrides.metrics ?? createMetrics(config.metrics);
+  const providers =
+    overrides.providers ??
+    (await createProviders(config.provider, {
+      config,
+      table,
+      clock,
+      log,
+      region: config.dynamodb.region,
+      kubeletVersion: KUBELET_VERSION,
+    }));
   const counting = metrics !== noMetrics;
-  const nodeProvider = counting ? withNodeProviderMetrics(mockNodeProvider, metrics) : mockNodeProvider;
-  const podProvider = counting ? withPodProviderMetrics(mockPodProvider, metrics) : mockPodProvider;
-  return { config, clock, log, kube, table, nodeProvider, podProvider, metrics };
-}
-
-/**
- * What every handler calls once per cold start: {@link buildDependencies}
- * after loading cluster access, which may read a Secrets Manager secret or
- * SSM parameter, or describe an EKS cluster. A kubeconfig file loads exactly
- * as in buildDependencies.
- */
-export async function loadDependencies(
-  config: Config,
-  overrides: DependencyOverrides & { sources?: ClusterCredentialSources } = {},
-): Promise<Dependencies> {
-  const { sources, ...rest } = overrides;
-  if (rest.kubeConfig || !needsAwsSources(config.kube)) return buildDependencies(config, rest);
-  const kubeConfig = await loadClusterKubeConfig(config.kube, {
-    region: config.dynamodb.region,
-    clock: rest.clock ?? systemClock,
-    sources: sources ?? awsCredentialSources({ region: config.dynamodb.region }),
-  });
-  return buildDependencies(config, { ...rest, kubeConfig });
+  return {
+    config,
+    clock,
+    log,
+    kube,
+    table,
+    lockStore,
+    nodeProvider: counting
+      ? withNodeProviderMetrics(providers.nodeProvider, metrics)
+      : providers.nodeProvider,
+    podProvider: counting ? withPodProviderMetrics(providers.podProvider, metrics) : providers.podProvider,
+    metrics,
+  };
 }

@@ -2,14 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
-import type { StateTable } from '../state/dynamodb.ts';
-import { DynamoDbLockStore } from './dynamodb-lock-store.ts';
-import { type LockHandle, LockLostError, LockManager } from './lock.ts';
+import { type LockHandle, LockLostError, LockManager, type LockStore } from './lock.ts';
 
 export interface LeaderLoopOptions {
   /** The lock that makes one invocation at a time act. */
   lock: string;
-  table: StateTable;
+  lockStore: LockStore;
   clock: Clock;
   log: Logger;
   invocation: Invocation;
@@ -52,7 +50,7 @@ export async function runAsLeader(options: LeaderLoopOptions, work: LeaderWork):
   const { lock, clock, log, invocation, intervalMs } = options;
   const signal = invocation.signal;
   const locks = new LockManager({
-    store: new DynamoDbLockStore(options.table),
+    store: options.lockStore,
     // Unique per invocation, also when a warm sandbox runs several at once.
     owner: `${invocation.requestId}/${randomUUID().slice(0, 8)}`,
     ttlMs: options.lockTtlMs,

@@ -39,7 +39,9 @@ export const DEFAULT_METRICS_NAMESPACE = 'ServerlessVirtualKubelet';
 
 /**
  * What the functions report. Implementations never throw and never block:
- * a metric that cannot be written is lost, the work goes on.
+ * a metric that cannot be written is lost, the work goes on. Each data point
+ * is written when reported, with its own timestamp, so there is nothing to
+ * flush when an invocation ends.
  */
 export interface Metrics {
   leaseRenewalLag(node: string, lagMs: number): void;

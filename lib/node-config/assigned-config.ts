@@ -1,5 +1,6 @@
 import { load } from 'js-yaml';
-import { applyNodeConfigDocument, type NodeConfigDocument, type NodeSettings } from '../config/config.ts';
+import { applyNodeConfigDocument, type NodeConfigDocument } from '../config/node-config-document.ts';
+import type { NodeSettings } from '../config/node-settings.ts';
 
 /** The data keys an assigned-config ConfigMap may hold its document in (exactly one of them). */
 export const CONFIG_DATA_KEYS = ['config.yaml', 'config.json'] as const;

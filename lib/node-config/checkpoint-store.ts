@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { NodeConfigDocument } from '../config/config.ts';
+import type { NodeConfigDocument } from '../config/node-config-document.ts';
 import { type ItemKey, isConditionFailed, type StateTable } from '../state/dynamodb.ts';
 import { errorMessage } from '../util/error-message.ts';
 

@@ -1,4 +1,5 @@
-import type { NodeConfigDocument, NodeSettings } from '../config/config.ts';
+import type { NodeConfigDocument } from '../config/node-config-document.ts';
+import type { NodeSettings } from '../config/node-settings.ts';
 import type { ProviderNodeCondition } from '../provider/provider.ts';
 import type { AssignedConfig } from './assigned-config.ts';
 import { type CheckpointState, type ConfigRef, describeRef, sameRef } from './checkpoint-store.ts';

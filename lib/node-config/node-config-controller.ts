@@ -1,6 +1,6 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
-import type { NodeSettings } from '../config/config.ts';
+import type { NodeSettings } from '../config/node-settings.ts';
 import { apiErrorMessage } from '../kube/api-error-message.ts';
 import { isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';

@@ -1,5 +1,5 @@
 import type { Dependencies } from '../app/dependencies.ts';
-import type { NodeSettings } from '../config/config.ts';
+import type { NodeSettings } from '../config/node-settings.ts';
 import type { Invocation } from '../invocation.ts';
 import { NodeConfigController } from '../node-config/node-config-controller.ts';
 import { type HeartbeatOptions, type HeartbeatResult, runHeartbeat } from './heartbeat.ts';
@@ -69,7 +69,7 @@ export async function heartbeat(
   };
   configure(initial);
   return runHeartbeat({
-    table,
+    lockStore: deps.lockStore,
     controllers,
     clock,
     log,

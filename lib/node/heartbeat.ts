@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.ts';
 import type { Invocation } from '../invocation.ts';
 import { type LeaderLoopResult, runAsLeader, settledValues } from '../lock/leader-loop.ts';
+import type { LockStore } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
-import type { StateTable } from '../state/dynamodb.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
 import type { NodeController, TickResult } from './node-controller.ts';
 
@@ -10,7 +10,7 @@ import type { NodeController, TickResult } from './node-controller.ts';
 export const HEARTBEAT_LOCK = 'heartbeat';
 
 export interface HeartbeatOptions {
-  table: StateTable;
+  lockStore: LockStore;
   controllers: readonly NodeController[];
   clock: Clock;
   log: Logger;
@@ -42,7 +42,7 @@ export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult
   return runAsLeader(
     {
       lock: HEARTBEAT_LOCK,
-      table: options.table,
+      lockStore: options.lockStore,
       clock: options.clock,
       log,
       invocation: options.invocation,

@@ -1,6 +1,6 @@
 import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
-import type { NodeSettings } from '../config/config.ts';
+import type { NodeSettings } from '../config/node-settings.ts';
 import { isConflict, isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { NodeProvider, ProviderNodeCondition, ProviderNodeStatus } from '../provider/provider.ts';

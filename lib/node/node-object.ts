@@ -1,5 +1,5 @@
 import type { V1Node, V1NodeCondition, V1Taint } from '@kubernetes/client-node';
-import type { NodeSettings, Taint } from '../config/config.ts';
+import type { NodeSettings, Taint } from '../config/node-settings.ts';
 import type { ProviderNodeCondition, ProviderNodeStatus } from '../provider/provider.ts';
 
 /** The field manager that owns everything we write on Node objects. */

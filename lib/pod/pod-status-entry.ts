@@ -59,7 +59,7 @@ export async function podStatus(
   return runAsLeader(
     {
       lock: POD_STATUS_LOCK,
-      table,
+      lockStore: deps.lockStore,
       clock,
       log,
       invocation,

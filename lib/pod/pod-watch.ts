@@ -3,7 +3,6 @@ import type { Dependencies } from '../app/dependencies.ts';
 import type { Clock } from '../clock.ts';
 import type { EventPublisher } from '../events/publisher.ts';
 import type { Invocation } from '../invocation.ts';
-import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import { type LockHandle, LockManager } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import { KnownPodStore } from './known-pods.ts';
@@ -114,7 +113,7 @@ export function podWatch(
   const { config, clock, kube, table } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
   const locks = new LockManager({
-    store: new DynamoDbLockStore(table),
+    store: deps.lockStore,
     // Unique per invocation, also when a warm sandbox runs several at once.
     owner: `${invocation.requestId}/${randomUUID().slice(0, 8)}`,
     ttlMs: config.lock.ttlMs,

@@ -1,6 +1,5 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Invocation } from '../invocation.ts';
-import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
 import { type LockHandle, LockLostError } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
@@ -74,7 +73,7 @@ export async function reconcile(
   };
   const releases = new RunningReleaseStore(table);
   const statuses = new ReconcilerStatusStore(table);
-  const locks = new DynamoDbLockStore(table);
+  const locks = deps.lockStore;
   const cluster = new ClusterReconciler({ deps, log, owner: invocation.requestId });
   const counts = { initialAttempts: 0, reconciled: 0, rejectedStatusWrites: 0 };
   let transition: Transition | undefined;
@@ -201,7 +200,7 @@ export async function reconcile(
     const loop = await runAsLeader(
       {
         lock: RECONCILE_LOCK,
-        table,
+        lockStore: locks,
         clock,
         log,
         invocation,

@@ -4,7 +4,7 @@ import type { Config } from '../config/config.ts';
 import { isNotFound, type KubeClients } from '../kube/client.ts';
 import { listNodePods } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
-import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
+import type { LockStore } from '../lock/lock.ts';
 import { HEARTBEAT_LOCK } from '../node/heartbeat.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
 import { isClaimLive, KnownPodStore } from '../pod/known-pods.ts';
@@ -94,6 +94,7 @@ export interface StatusSources {
   config: Config;
   kube: KubeClients;
   table: StateTable;
+  lockStore: LockStore;
   podProvider: PodProvider;
   clock: Clock;
   /** Reads the dead-letter queue's depth; injected so that only one module imports the SQS SDK. */
@@ -126,7 +127,7 @@ export async function collectStatus(sources: StatusSources): Promise<StatusRepor
   return {
     generatedAt: new Date(clock.now()).toISOString(),
     table: config.dynamodb.tableName,
-    provider: config.provider,
+    provider: config.provider.name,
     nodes,
     locks,
     reconciler,
@@ -179,8 +180,7 @@ export function lockNames(config: Config): string[] {
   return [HEARTBEAT_LOCK, POD_STATUS_LOCK, RECONCILE_LOCK, ...config.nodeNames.map(podWatchLockName)];
 }
 
-async function readLocks({ config, table, clock }: StatusSources): Promise<LockReport[]> {
-  const store = new DynamoDbLockStore(table);
+async function readLocks({ config, lockStore: store, clock }: StatusSources): Promise<LockReport[]> {
   return Promise.all(
     lockNames(config).map(async (name): Promise<LockReport> => {
       const record = await store.get(name);

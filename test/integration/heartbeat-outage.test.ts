@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { buildDependencies } from '../../lib/app/dependencies.ts';
-import { loadConfig } from '../../lib/config/config.ts';
+import { loadDependencies } from '../../lib/app/dependencies.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 import { heartbeat } from '../../lib/node/heartbeat-entry.ts';
 import type { TickResult } from '../../lib/node/node-controller.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
@@ -37,7 +37,7 @@ describe('heartbeat across an API server outage', () => {
     timeout: 5 * 60_000,
   }, async () => {
     const { name: tableName } = await freshTable();
-    const deps = buildDependencies(loadConfig(functionEnv(tableName, { SVK_NODE_NAMES: node })));
+    const deps = await loadDependencies(loadConfig(functionEnv(tableName, { SVK_NODE_NAMES: node })));
     const abort = new AbortController();
     let last: TickResult | undefined;
     const running = heartbeat(

@@ -5,9 +5,49 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { inflateRawSync } from 'node:zlib';
+import { HEALTHY_CONDITIONS } from '../../lib/provider/mock/mock-node.ts';
 import { toTableDefinition } from '../../lib/state/table-definition.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
+
+/** Each function's zip and its handler's file. */
+const BUNDLES = {
+  'heartbeat.zip': 'functions/heartbeat.mjs',
+  'podWatch.zip': 'functions/pod-watch.mjs',
+  'podSync.zip': 'functions/pod-sync.mjs',
+  'podStatus.zip': 'functions/pod-status.mjs',
+  'reconcile.zip': 'functions/reconcile.mjs',
+};
+
+/** The files of a zip archive by name, as text (stored or deflated entries, read from the central directory). */
+function readZip(path: string): Map<string, string> {
+  const zip = readFileSync(path);
+  const end = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  assert.ok(end >= 0, `${path} is a zip`);
+  const files = new Map<string, string>();
+  let at = zip.readUInt32LE(end + 16);
+  for (let i = 0; i < zip.readUInt16LE(end + 10); i++) {
+    const method = zip.readUInt16LE(at + 10);
+    const size = zip.readUInt32LE(at + 20);
+    const nameLength = zip.readUInt16LE(at + 28);
+    const name = zip.toString('utf8', at + 46, at + 46 + nameLength);
+    const local = zip.readUInt32LE(at + 42);
+    const start = local + 30 + zip.readUInt16LE(local + 26) + zip.readUInt16LE(local + 28);
+    const data = zip.subarray(start, start + size);
+    files.set(name, (method === 8 ? inflateRawSync(data) : data).toString('utf8'));
+    at += 46 + nameLength + zip.readUInt16LE(at + 30) + zip.readUInt16LE(at + 32);
+  }
+  return files;
+}
+
+/** The relative ES module imports of a bundled file: `from"./x.mjs"`, `import"./x.mjs"`, `import("./x.mjs")`. */
+function relativeImports(source: string): Array<{ path: string; dynamic: boolean }> {
+  return [...source.matchAll(/\b(?:from|import)\s*(\(?)\s*"\.\/([^"]+\.mjs)"/g)].map((m) => ({
+    path: m[2] ?? '',
+    dynamic: m[1] === '(',
+  }));
+}
 
 interface Resource {
   Type: string;
@@ -275,8 +315,31 @@ describe('serverless package (offline, no AWS credentials)', () => {
     }
   });
 
-  it('bundles the heartbeat as one ESM file', () => {
-    const listing = readFileSync(join(out, 'heartbeat.zip')).toString('latin1');
-    assert.match(listing, /functions\/heartbeat\.mjs/);
+  it('bundles every function as ESM, the provider factory in a chunk of its own loaded by import()', () => {
+    // A string only the mock provider's code holds (lib/provider/mock/mock-node.ts).
+    const mockMarker = HEALTHY_CONDITIONS[0]?.message ?? assert.fail('no mock condition');
+    for (const [zip, entry] of Object.entries(BUNDLES)) {
+      const files = readZip(join(out, zip));
+      const source = (name: string) => files.get(name) ?? assert.fail(`${zip}: ${name} missing`);
+      assert.ok(files.has(entry), `${zip} holds ${entry}`);
+      for (const [name, text] of files) {
+        if (!name.endsWith('.mjs')) continue;
+        for (const { path } of relativeImports(text))
+          assert.ok(files.has(join('functions', path)), `${zip}: ${name} imports ${path}, which is there`);
+      }
+      // What the handler loads at once: its file and the chunks it imports statically, transitively.
+      const eager = new Set([entry]);
+      for (const name of eager) {
+        for (const imported of relativeImports(source(name)))
+          if (!imported.dynamic) eager.add(join('functions', imported.path));
+      }
+      for (const name of eager)
+        assert.ok(!source(name).includes(mockMarker), `${zip}: ${name} holds no provider`);
+      const lazy = relativeImports(source(entry)).filter((i) => i.dynamic);
+      assert.ok(
+        lazy.some(({ path }) => source(join('functions', path)).includes(mockMarker)),
+        `${zip}: the mock provider is a chunk the handler imports dynamically`,
+      );
+    }
   });
 });

@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { buildDependencies } from '../../lib/app/dependencies.ts';
-import { loadConfig } from '../../lib/config/config.ts';
+import { loadDependencies } from '../../lib/app/dependencies.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 import { reconcile } from '../../lib/reconcile/reconcile-entry.ts';
 import { ReconcilerStatusStore } from '../../lib/release/reconciler-status.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
@@ -37,7 +37,7 @@ describe('reconciler across an API server outage', () => {
     timeout: 3 * 60_000,
   }, async () => {
     const { name: tableName, table } = await freshTable(env);
-    const deps = buildDependencies(
+    const deps = await loadDependencies(
       loadConfig(
         functionEnv(tableName, {
           SVK_NODE_NAMES: node,

@@ -12,9 +12,9 @@ import { fileURLToPath } from 'node:url';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
 import { createReconcileHandler } from '../../functions/reconcile.ts';
-import { buildDependencies } from '../../lib/app/dependencies.ts';
+import { loadDependencies } from '../../lib/app/dependencies.ts';
 import { systemClock } from '../../lib/clock.ts';
-import { loadConfig } from '../../lib/config/config.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
 import { type InvocationResult, LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
 import { lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
@@ -84,18 +84,14 @@ function startReconcile(
   ms: number,
   hooks: Parameters<typeof reconcile>[2] = {},
 ): { abort: AbortController; done: Promise<ReconcileResult> } {
-  const deps = buildDependencies(loadConfig(fnEnv));
   const abort = new AbortController();
-  const done = reconcile(
-    deps,
-    {
-      requestId: `test-${randomUUID().slice(0, 8)}`,
-      functionName: 'reconcile',
-      deadline: performance.now() + ms,
-      signal: AbortSignal.any([abort.signal, AbortSignal.timeout(ms)]),
-    },
-    hooks,
-  );
+  const invocation = {
+    requestId: `test-${randomUUID().slice(0, 8)}`,
+    functionName: 'reconcile',
+    deadline: performance.now() + ms,
+    signal: AbortSignal.any([abort.signal, AbortSignal.timeout(ms)]),
+  };
+  const done = loadDependencies(loadConfig(fnEnv)).then((deps) => reconcile(deps, invocation, hooks));
   const entry = { abort, done };
   running.push(entry);
   return entry;

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { PACKAGE_RELEASE } from '../../lib/config/config.ts';
+import { PACKAGE_RELEASE } from '../../lib/config/env-variables.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { RECONCILER_STATUS_KEY, type StatusReport } from '../../lib/status-report/collect.ts';

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { systemClock } from '../../lib/clock.ts';
-import { ConfigError, loadConfig } from '../../lib/config/config.ts';
+import { ConfigError } from '../../lib/config/config.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 import type { ClusterCredentialSources } from '../../lib/kube/aws-credential-sources.ts';
 import { KubeConfigError } from '../../lib/kube/client.ts';
 import { loadClusterKubeConfig } from '../../lib/kube/credentials.ts';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../../lib/config/config.ts';
+import { ConfigError } from '../../lib/config/config.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 
 /** Asserts that `env` is rejected with an issue on `variable` whose message matches. */
 function rejects(env: Record<string, string>, variable: string, message: RegExp): void {
@@ -154,5 +155,48 @@ describe('configuration', () => {
       'SVK_RELEASE_STATUS_CACHE_SECONDS',
       /\(10\) must be at most half of SVK_RELEASE_RECORD_TTL_SECONDS \(10\)/,
     );
+  });
+
+  it('checks rules between variables on the values that parsed, whatever else failed', () => {
+    assert.throws(
+      () =>
+        loadConfig({
+          SVK_LOCK_TTL_SECONDS: 'soon',
+          SVK_NODE_LEASE_DURATION_SECONDS: '20',
+          SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS: '10',
+          SVK_RELEASE_STATUS_CACHE_SECONDS: '200',
+        }),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.deepEqual(err.issues.map((i) => i.variable).sort(), [
+          'SVK_LOCK_TTL_SECONDS',
+          'SVK_NODE_LEASE_DURATION_SECONDS',
+          'SVK_RELEASE_STATUS_CACHE_SECONDS',
+        ]);
+        return true;
+      },
+    );
+  });
+
+  it('never reports a rule between variables on a variable that failed its own rule', () => {
+    assert.throws(
+      () => loadConfig({ SVK_EKS_CLUSTER_NAME: '-bad', SVK_EKS_ENDPOINT: 'https://x.example' }),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.deepEqual(
+          err.issues.map((i) => i.variable),
+          ['SVK_EKS_CLUSTER_NAME'],
+        );
+        return true;
+      },
+    );
+  });
+
+  it('selects the provider through the registry, with its settings and its default taint', () => {
+    assert.deepEqual(loadConfig({}).provider, { name: 'mock', settings: {} });
+    assert.deepEqual(loadConfig({ SVK_PROVIDER: 'mock', SVK_NODE_TAINTS: 'a=b:NoSchedule' }).provider, {
+      name: 'mock',
+      settings: {},
+    });
   });
 });

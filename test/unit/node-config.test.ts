@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
-import { loadConfig, type NodeSettings } from '../../lib/config/config.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
+import type { NodeSettings } from '../../lib/config/node-settings.ts';
 import { APPLIED_ANNOTATION, metadataPatch, registrationNode } from '../../lib/node/node-object.ts';
 import { parseAssignedConfig } from '../../lib/node-config/assigned-config.ts';
 import type { CheckpointState, ConfigRef } from '../../lib/node-config/checkpoint-store.ts';

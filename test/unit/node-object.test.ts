@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
-import { loadConfig } from '../../lib/config/config.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 import { registrationNode, reportFingerprint, statusApplyBody } from '../../lib/node/node-object.ts';
 import { HEALTHY_CONDITIONS } from '../../lib/provider/mock/mock-node.ts';
 import type { ProviderNodeStatus } from '../../lib/provider/provider.ts';

@@ -1,0 +1,121 @@
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config/config.ts';
+import type { Env, SettingsResult } from '../config/env-parsing.ts';
+import type { Logger } from '../log/logger.ts';
+import type { StateTable } from '../state/dynamodb.ts';
+import { parseMockSettings } from './mock/settings.ts';
+import type { NodeProvider, PodProvider } from './provider.ts';
+
+/**
+ * The providers the functions can run pods on, chosen by `SVK_PROVIDER`.
+ *
+ * A provider `<name>` is two modules in `lib/provider/<name>/`:
+ *
+ * - `settings.ts`, light (zod and lib/config/env-parsing.ts only, never the
+ *   provider's own code or npm packages): `parse<Name>Settings(env)` reads
+ *   the provider's own environment variables and returns
+ *   `{ ok: true, settings }` or `{ ok: false, issues }` naming every bad
+ *   variable (`parseSettings` in lib/config/env-parsing.ts does the work).
+ *   loadConfig runs it at cold start and reports its issues in the same
+ *   ConfigError as every other variable; the settings land in
+ *   `config.provider` as `{ name: '<name>', settings }`. Settings name
+ *   secrets (a Secrets Manager ARN, say), never hold their values.
+ * - `factory.ts`, exporting {@link ProviderFactory}'s `createProviders`:
+ *   builds the node and pod providers from the settings and a
+ *   {@link ProviderContext}, reading any secret the settings name. It is loaded with a dynamic `import()` only
+ *   when the provider is chosen, so the heavy code (and its npm packages) of
+ *   the others is never loaded; in the packaged functions it is a separate
+ *   chunk (serverless.yml, `splitting`).
+ *
+ * Adding a provider is its folder plus two lines here: the import of its
+ * settings parser and its entry in {@link PROVIDERS}.
+ */
+
+/** What a provider may need besides its own settings, built once per cold start by the composition root. */
+export interface ProviderContext {
+  /** The whole configuration: node settings (capacity, operating system, internal IP), names, limits. */
+  config: Config;
+  /** The state table, for a provider that keeps its own state in DynamoDB (the mock does). */
+  table: StateTable;
+  clock: Clock;
+  log: Logger;
+  /** AWS region of the deployment, for a provider's own AWS clients (which use the default credential chain). */
+  region: string;
+  /** Kubelet version the virtual nodes report in their node info. */
+  kubeletVersion: string;
+}
+
+/** The two halves of a provider, as a factory builds them. */
+export interface Providers {
+  nodeProvider: NodeProvider;
+  podProvider: PodProvider;
+}
+
+/** The lazily loaded module of a provider (`lib/provider/<name>/factory.ts`). */
+export interface ProviderFactory<S> {
+  /**
+   * Builds the providers once per cold start. May reject (an unreachable
+   * secret, say): the cold start then fails and Lambda retries it.
+   */
+  createProviders(settings: S, context: ProviderContext): Promise<Providers>;
+}
+
+/** A registry entry: how to read a provider's settings, and how to load its factory. */
+export interface ProviderEntry<S> {
+  parseSettings(env: Env): SettingsResult<S>;
+  load(): Promise<ProviderFactory<S>>;
+}
+
+/** Ties a settings parser to its factory, so that both agree on the settings type. */
+function entry<S>(
+  parseSettings: (env: Env) => SettingsResult<S>,
+  load: () => Promise<ProviderFactory<S>>,
+): ProviderEntry<S> {
+  return { parseSettings, load };
+}
+
+const ENTRIES = {
+  mock: entry(parseMockSettings, () => import('./mock/factory.ts')),
+};
+
+type SettingsOf<E> = E extends ProviderEntry<infer S> ? S : never;
+
+/** Each provider's settings type, by name. */
+export type ProviderSettingsMap = { [N in keyof typeof ENTRIES]: SettingsOf<(typeof ENTRIES)[N]> };
+
+export type ProviderName = keyof ProviderSettingsMap;
+
+/** Every provider, by name. Typed as a mapped type so that a name and its settings stay paired. */
+export const PROVIDERS: { [N in ProviderName]: ProviderEntry<ProviderSettingsMap[N]> } = ENTRIES;
+
+/** Provider `N` (each of them, for a union) and its settings. */
+type ProviderConfigOf<N extends ProviderName> = {
+  [K in N]: { name: K; settings: ProviderSettingsMap[K] };
+}[N];
+
+/** The chosen provider and its settings: `config.provider`. */
+export type ProviderConfig = ProviderConfigOf<ProviderName>;
+
+export const PROVIDER_NAMES: readonly ProviderName[] = Object.keys(PROVIDERS).filter(isProviderName);
+
+export function isProviderName(name: string): name is ProviderName {
+  return Object.hasOwn(PROVIDERS, name);
+}
+
+/** Reads the settings of provider `name` from `env`, or every issue with them. */
+export function parseProviderSettings<N extends ProviderName>(
+  name: N,
+  env: Env,
+): SettingsResult<ProviderConfigOf<N>> {
+  const result = PROVIDERS[name].parseSettings(env);
+  return result.ok ? { ok: true, settings: { name, settings: result.settings } } : result;
+}
+
+/** Loads the chosen provider's factory (a dynamic import) and builds its providers. */
+export async function createProviders<N extends ProviderName>(
+  provider: ProviderConfigOf<N>,
+  context: ProviderContext,
+): Promise<Providers> {
+  const factory = await PROVIDERS[provider.name].load();
+  return factory.createProviders(provider.settings, context);
+}
