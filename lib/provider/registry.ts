@@ -3,6 +3,7 @@ import type { Config } from '../config/config.ts';
 import type { Env, SettingsResult } from '../config/env-parsing.ts';
 import type { Logger } from '../log/logger.ts';
 import type { StateTable } from '../state/dynamodb.ts';
+import { parseEcsSettings } from './ecs/settings.ts';
 import { parseMockSettings } from './mock/settings.ts';
 import type { NodeProvider, PodProvider } from './provider.ts';
 
@@ -76,6 +77,7 @@ function entry<S>(
 
 const ENTRIES = {
   mock: entry(parseMockSettings, () => import('./mock/factory.ts')),
+  'ecs-fargate': entry(parseEcsSettings, () => import('./ecs/factory.ts')),
 };
 
 type SettingsOf<E> = E extends ProviderEntry<infer S> ? S : never;

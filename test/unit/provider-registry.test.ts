@@ -14,9 +14,10 @@ import {
 import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
 
 describe('provider registry', () => {
-  it('knows the mock provider by name, and nothing else by accident', () => {
-    assert.deepEqual(PROVIDER_NAMES, ['mock']);
+  it('knows the mock and ecs-fargate providers by name, and nothing else by accident', () => {
+    assert.deepEqual(PROVIDER_NAMES, ['mock', 'ecs-fargate']);
     assert.equal(isProviderName('mock'), true);
+    assert.equal(isProviderName('ecs-fargate'), true);
     for (const name of ['fargate', 'toString', '__proto__', ''])
       assert.equal(isProviderName(name), false, name);
   });

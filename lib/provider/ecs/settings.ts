@@ -1,4 +1,11 @@
 import { z } from 'zod';
+import {
+  type Env,
+  parseSettings,
+  type SettingsResult,
+  type Variables,
+  wholeNumber,
+} from '../../config/env-parsing.ts';
 import { type OverrideRule, parseOverrideAllowlist } from './override-allowlist.ts';
 
 /**
@@ -41,15 +48,6 @@ export interface EcsSettings {
   /** Another endpoint for ECS, CloudWatch Logs and SSM (a simulation); AWS's own when absent. */
   endpoint?: string;
 }
-
-export interface EcsSettingsIssue {
-  variable: string;
-  message: string;
-}
-
-export type EcsSettingsResult =
-  | { ok: true; settings: EcsSettings }
-  | { ok: false; issues: EcsSettingsIssue[] };
 
 const SUBNET = /^subnet-[0-9a-f]{8,17}$/;
 const SECURITY_GROUP = /^sg-[0-9a-f]{8,17}$/;
@@ -112,56 +110,37 @@ const variables = {
     .trim()
     .regex(/^(\/[A-Za-z0-9_.-]+){1,10}$/, 'must be an SSM path such as /svk/prod/pod-secrets')
     .default('/serverless-virtual-kubelet/pod-secrets'),
-  SVK_ECS_OVERRIDE_ALLOWLIST: z.string().optional(),
-  SVK_ECS_REGISTRY_CREDENTIALS: z.string().optional(),
-  SVK_ECS_STATUS_POLL_SECONDS: z
+  SVK_ECS_OVERRIDE_ALLOWLIST: z
     .string()
-    .trim()
-    .regex(/^\d+$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(z.number().min(5, 'must be at least 5').max(3600, 'must be at most 3600'))
-    .default(60),
+    .optional()
+    .transform((raw, ctx) => {
+      const parsed = parseOverrideAllowlist(raw);
+      if (parsed.ok) return parsed.rules;
+      for (const message of parsed.issues) ctx.addIssue({ code: 'custom', message });
+      return [];
+    }),
+  SVK_ECS_REGISTRY_CREDENTIALS: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      const parsed = registryCredentials(raw);
+      if (parsed.ok) return parsed.byHost;
+      for (const message of parsed.issues) ctx.addIssue({ code: 'custom', message });
+      return {};
+    }),
+  SVK_ECS_STATUS_POLL_SECONDS: wholeNumber(60, 5, 3600),
   SVK_ECS_ENDPOINT: z.url({ message: 'must be a URL' }).optional(),
 };
 
-type Variables = { [K in keyof typeof variables]: z.output<(typeof variables)[K]> };
-
 /**
- * Reads the ECS provider's settings, or every issue with them. The override
- * allowlist and the registry credentials are parsed by their own rules (a
- * bad entry names itself).
+ * Reads the ECS provider's settings, or every issue with them (each
+ * variable on its own, so one bad variable never hides another).
  */
-export function parseEcsSettings(env: Readonly<Record<string, string | undefined>>): EcsSettingsResult {
-  const given = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const values: Partial<Variables> = {};
-  const issues: EcsSettingsIssue[] = [];
-  for (const [variable, rule] of Object.entries(variables)) {
-    const parsed = rule.safeParse(given[variable]);
-    if (parsed.success) Object.assign(values, { [variable]: parsed.data });
-    else issues.push(...parsed.error.issues.map((i) => ({ variable, message: i.message })));
-  }
-  const allowlist = parseOverrideAllowlist(values.SVK_ECS_OVERRIDE_ALLOWLIST);
-  if (!allowlist.ok)
-    issues.push(...allowlist.issues.map((message) => ({ variable: 'SVK_ECS_OVERRIDE_ALLOWLIST', message })));
-  const credentials = registryCredentials(values.SVK_ECS_REGISTRY_CREDENTIALS);
-  if (!credentials.ok)
-    issues.push(
-      ...credentials.issues.map((message) => ({ variable: 'SVK_ECS_REGISTRY_CREDENTIALS', message })),
-    );
-  if (issues.length > 0 || !isComplete(values) || !allowlist.ok || !credentials.ok)
-    return { ok: false, issues };
-  return { ok: true, settings: build(values, allowlist.rules, credentials.byHost) };
+export function parseEcsSettings(env: Env): SettingsResult<EcsSettings> {
+  return parseSettings(variables, env, build);
 }
 
-function isComplete(values: Partial<Variables>): values is Variables {
-  return Object.keys(variables).every((k) => k in values);
-}
-
-function build(
-  v: Variables,
-  overrideAllowlist: OverrideRule[],
-  registry: Record<string, string>,
-): EcsSettings {
+function build(v: Variables<typeof variables>): EcsSettings {
   return {
     cluster: v.SVK_ECS_CLUSTER,
     subnets: v.SVK_ECS_SUBNETS,
@@ -175,8 +154,8 @@ function build(
     cpuArchitecture: v.SVK_ECS_CPU_ARCHITECTURE,
     familyPrefix: v.SVK_ECS_FAMILY_PREFIX,
     secretsPath: v.SVK_ECS_SECRETS_PATH,
-    overrideAllowlist,
-    registryCredentials: registry,
+    overrideAllowlist: v.SVK_ECS_OVERRIDE_ALLOWLIST,
+    registryCredentials: v.SVK_ECS_REGISTRY_CREDENTIALS,
     statusPollMs: v.SVK_ECS_STATUS_POLL_SECONDS * 1000,
     ...(v.SVK_ECS_ENDPOINT ? { endpoint: v.SVK_ECS_ENDPOINT } : {}),
   };
