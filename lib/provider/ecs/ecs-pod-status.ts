@@ -9,7 +9,7 @@ import type {
 import { kubeletPodPhase } from '../kubelet-pod-phase.ts';
 import { type RestartPlan, restartPlan } from './ecs-pod-progress.ts';
 import type { ContainerRef, EcsPodRecord, TaskRecord } from './ecs-pod-record.ts';
-import { type ContainerSnapshot, isStopped } from './task-snapshot.ts';
+import { type ContainerSnapshot, containerRan, isStopped } from './task-snapshot.ts';
 
 /**
  * A pod's status from what ECS said of its tasks, as the kubelet would
@@ -41,7 +41,7 @@ export function ecsPodStatus(record: EcsPodRecord, hostIp?: string): V1PodStatus
   const previous = new Map((record.previous?.snapshot?.containers ?? []).map((c) => [c.name, c]));
   const initBlocked = record.initContainers.some((c) => {
     const s = byName.get(c.name);
-    return s?.lastStatus === 'STOPPED' && s.exitCode !== 0;
+    return s?.lastStatus === 'STOPPED' && (s.exitCode !== 0 || !containerRan(s));
   });
   const ctx: StatusContext = { record, task, byName, previous, restart: restartPlan(record), initBlocked };
   const initContainerStatuses = record.initContainers.map((c, i) => containerStatus(ctx, c, 'init', i));
@@ -127,7 +127,7 @@ function containerState(
     const message = `back-off ${Math.round(restart.delayMs / 1000)}s restarting failed pod=${ctx.record.name}_${ctx.record.namespace}(${ctx.record.uid})`;
     return { waiting: { reason, message } };
   }
-  const ran = snap?.exitCode !== undefined || snap?.startedAt !== undefined;
+  const ran = (snap !== undefined && containerRan(snap)) || snap?.startedAt !== undefined;
   if (!ran && role === 'app' && ctx.initBlocked) return { waiting: { reason: 'PodInitializing' } };
   if (!ran && role === 'init' && ctx.initBlocked && !blocksAt(ctx, index))
     return { waiting: { reason: 'PodInitializing' } };
@@ -157,7 +157,7 @@ function terminated(
   const stopped = task?.snapshot;
   const finished = snap?.finishedAt ?? stopped?.stoppedAt ?? stopped?.updatedAt ?? ctx.task.requestedAt;
   const reason = snap?.reason ?? stopped?.stoppedReason;
-  const exitCode = snap?.exitCode;
+  const exitCode = snap && containerRan(snap) ? snap.exitCode : undefined;
   const message = reason ? { message: reason } : {};
   if (exitCode === undefined) {
     return {

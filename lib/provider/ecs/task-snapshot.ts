@@ -134,12 +134,22 @@ export function mergeSnapshot(
     ...next,
     containers: next.containers.map((c) => {
       const old = before.get(c.name);
-      const ran = c.lastStatus === 'RUNNING' || (c.lastStatus === 'STOPPED' && c.exitCode !== undefined);
+      const ran = c.lastStatus === 'RUNNING' || (c.lastStatus === 'STOPPED' && containerRan(c));
       const startedAt = old?.startedAt ?? (ran ? at : undefined);
       const finishedAt = old?.finishedAt ?? (c.lastStatus === 'STOPPED' ? at : undefined);
       return compact({ ...c, startedAt, finishedAt });
     }),
   };
+}
+
+/**
+ * Whether a stopped container ever ran: it has an exit code, and the agent
+ * did not stop it for a dependency that can never be met (ECS's agent gives
+ * such a container exit code 143 and a CannotStartContainerError reason, as
+ * amazon-ecs-agent's "terminal dependency error" handling does).
+ */
+export function containerRan(c: ContainerSnapshot): boolean {
+  return c.exitCode !== undefined && c.reason?.startsWith('CannotStartContainerError') !== true;
 }
 
 export function isStopped(snapshot: TaskSnapshot | undefined): boolean {
