@@ -26,11 +26,17 @@ import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { Config } from '../lib/config/config.ts';
 import { loadConfig } from '../lib/config/load-config.ts';
 import { isApiServerReachable, loadKubeConfig } from '../lib/kube/client.ts';
-import { controlPlaneBinariesPresent, startControlPlane } from '../lib/local/control-plane.ts';
+import { controlPlaneBinariesPresent } from '../lib/local/control-plane/binaries.ts';
+import { startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
-import { LocalDeployment, podSyncConcurrencyFromEnv } from '../lib/local/local-deployment.ts';
+import {
+  LocalDeployment,
+  type PodSyncConcurrency,
+  podSyncConcurrencyFromEnv,
+} from '../lib/local/local-deployment.ts';
 import { formatLogLine } from '../lib/log/pretty.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
@@ -91,8 +97,11 @@ async function currentKubeconfig(): Promise<string | undefined> {
   return merged;
 }
 
+/** What the runner started, to be stopped in reverse order. */
+type Stops = Array<() => Promise<void>>;
+
 async function run(): Promise<void> {
-  const stops: Array<() => Promise<void>> = [];
+  const stops: Stops = [];
   let stopping: Promise<never> | undefined;
   let quiet = false;
   // A terminal's Ctrl-C arrives twice (directly and forwarded by the supervisor): the second waits for the first.
@@ -115,43 +124,15 @@ async function run(): Promise<void> {
     const config = loadConfig(process.env);
     const podSyncConcurrency = podSyncConcurrencyFromEnv(process.env);
     mkdirSync(dir, { recursive: true });
-
-    let kubeconfig = await currentKubeconfig();
-    let kubectlConfig = kubeconfig;
-    if (!kubeconfig) {
-      if (!controlPlaneBinariesPresent()) {
-        say('building the local control plane (first run only, about 5 minutes on 2 cores)…');
-        const built = spawnSync('bash', [join(root, 'scripts/ensure-kube.sh')], { stdio: ['ignore', 2, 2] });
-        if (built.status !== 0) throw new Error('scripts/ensure-kube.sh failed');
-      }
-      say('starting the local control plane…');
-      const controlPlane = await startControlPlane({ dir: join(dir, 'control-plane'), log: say });
-      stops.push(() => controlPlane.stop());
-      kubeconfig = controlPlane.kubeletKubeconfig;
-      kubectlConfig = controlPlane.adminKubeconfig;
-    }
+    const cluster = await useCluster(stops);
     if (stopping) return;
-
-    let endpoint = config.dynamodb.endpoint;
-    if (!endpoint) {
-      const dynamo = await startDynamoDbLocal({
-        dir: join(dir, 'dynamodb'),
-        inMemory: false,
-        log: () => undefined,
-      });
-      stops.push(() => dynamo.stop());
-      endpoint = dynamo.endpoint;
-      say(`DynamoDB Local: ${endpoint} (data in ${join(dir, 'dynamodb')})`);
-    }
-    const { client } = createDynamoDbClient({ endpoint, region: config.dynamodb.region });
-    const { created } = await createTable(client, config.dynamodb.tableName);
-    say(`table ${config.dynamodb.tableName} ${created ? 'created' : 'found: resuming'}`);
+    const endpoint = await useDynamoDb(config, stops);
     if (stopping) return;
-
+    const kubeconfig = process.env.SVK_KUBECONFIG || cluster.kubeconfig;
     const deployment = new LocalDeployment({
       env: {
         ...process.env,
-        SVK_KUBECONFIG: process.env.SVK_KUBECONFIG || kubeconfig,
+        SVK_KUBECONFIG: kubeconfig,
         SVK_DYNAMODB_ENDPOINT: endpoint,
         AWS_REGION: config.dynamodb.region,
       },
@@ -167,20 +148,68 @@ async function run(): Promise<void> {
     });
     stops.push(() => deployment.stop({ abortRunning: true }));
     deployment.start();
-
-    say(
-      `running heartbeat, pod-watch, pod-status and reconcile every minute and pod-sync on pod events (at most ${podSyncConcurrency} at once), for node(s) ${config.nodeNames.join(', ')}`,
-    );
-    say(`try: kubectl --kubeconfig ${kubectlConfig} get nodes -o wide`);
-    say(`     kubectl --kubeconfig ${kubectlConfig} apply -f examples/`);
-    say(
-      `     SVK_DYNAMODB_ENDPOINT=${endpoint} SVK_KUBECONFIG=${process.env.SVK_KUBECONFIG || kubeconfig} SVK_TABLE_NAME=${config.dynamodb.tableName} SVK_NODE_NAMES=${config.nodeNames.join(',')} npm run status`,
-    );
-    say('Ctrl-C stops everything');
+    sayHowToUse({ config, podSyncConcurrency, endpoint, kubeconfig, kubectlConfig: cluster.kubectlConfig });
   } catch (err) {
     say(message(err));
     await shutdown(1);
   }
+}
+
+/**
+ * The cluster to join: the current kubeconfig's when it answers, else the
+ * local control plane (built first when its binaries are missing).
+ * `kubeconfig` is for the functions, `kubectlConfig` for the user.
+ */
+async function useCluster(stops: Stops): Promise<{ kubeconfig: string; kubectlConfig: string }> {
+  const current = await currentKubeconfig();
+  if (current) return { kubeconfig: current, kubectlConfig: current };
+  if (!controlPlaneBinariesPresent()) {
+    say('building the local control plane (first run only, about 5 minutes on 2 cores)…');
+    const built = spawnSync('bash', [join(root, 'scripts/ensure-kube.sh')], { stdio: ['ignore', 2, 2] });
+    if (built.status !== 0) throw new Error('scripts/ensure-kube.sh failed');
+  }
+  say('starting the local control plane…');
+  const controlPlane = await startControlPlane({ dir: join(dir, 'control-plane'), log: say });
+  stops.push(() => controlPlane.stop());
+  return { kubeconfig: controlPlane.kubeletKubeconfig, kubectlConfig: controlPlane.adminKubeconfig };
+}
+
+/** SVK_DYNAMODB_ENDPOINT, else DynamoDB Local with its data under .local/start; the table is created when missing. */
+async function useDynamoDb(config: Config, stops: Stops): Promise<string> {
+  let endpoint = config.dynamodb.endpoint;
+  if (!endpoint) {
+    const dynamo = await startDynamoDbLocal({
+      dir: join(dir, 'dynamodb'),
+      inMemory: false,
+      log: () => undefined,
+    });
+    stops.push(() => dynamo.stop());
+    endpoint = dynamo.endpoint;
+    say(`DynamoDB Local: ${endpoint} (data in ${join(dir, 'dynamodb')})`);
+  }
+  const { client } = createDynamoDbClient({ endpoint, region: config.dynamodb.region });
+  const { created } = await createTable(client, config.dynamodb.tableName);
+  say(`table ${config.dynamodb.tableName} ${created ? 'created' : 'found: resuming'}`);
+  return endpoint;
+}
+
+function sayHowToUse(running: {
+  config: Config;
+  podSyncConcurrency: PodSyncConcurrency;
+  endpoint: string;
+  kubeconfig: string;
+  kubectlConfig: string;
+}): void {
+  const { config, podSyncConcurrency, endpoint, kubeconfig, kubectlConfig } = running;
+  say(
+    `running heartbeat, pod-watch, pod-status and reconcile every minute and pod-sync on pod events (at most ${podSyncConcurrency} at once), for node(s) ${config.nodeNames.join(', ')}`,
+  );
+  say(`try: kubectl --kubeconfig ${kubectlConfig} get nodes -o wide`);
+  say(`     kubectl --kubeconfig ${kubectlConfig} apply -f examples/`);
+  say(
+    `     SVK_DYNAMODB_ENDPOINT=${endpoint} SVK_KUBECONFIG=${kubeconfig} SVK_TABLE_NAME=${config.dynamodb.tableName} SVK_NODE_NAMES=${config.nodeNames.join(',')} npm run status`,
+  );
+  say('Ctrl-C stops everything');
 }
 
 if (process.argv.includes('--run')) await run();

@@ -9,7 +9,6 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
@@ -79,6 +78,9 @@ async function main(): Promise<number> {
   });
   await new Promise<void>((resolve) => control.listen(0, '127.0.0.1', resolve));
   stops.push(() => new Promise<void>((resolve) => control.close(() => resolve())));
+  const controlAddress = control.address();
+  if (controlAddress === null || typeof controlAddress === 'string')
+    throw new Error('control server has no port');
 
   const env: TestEnv = {
     kube: {
@@ -88,7 +90,7 @@ async function main(): Promise<number> {
     },
     dynamodb: { endpoint: dynamo.endpoint, tableName, region },
     controlPlaneDir: controlPlane.dir,
-    controlUrl: `http://127.0.0.1:${(control.address() as AddressInfo).port}`,
+    controlUrl: `http://127.0.0.1:${controlAddress.port}`,
     etcdUrl: `http://127.0.0.1:${controlPlane.ports.etcdClient}`,
   };
   const envFile = join(runDir, 'env.json');

@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
+import { freePort } from './free-ports.ts';
 
 /**
  * Runs the official DynamoDB Local (the jar shipped in the npm package
@@ -57,6 +57,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   const storage = storageArgs(options);
 
   for (let attempt = 1; ; attempt++) {
+    // Free on every interface, as Jetty binds all of them.
     const port = options.port ?? (await freePort());
     try {
       return await startOnce(port, storage, options);
@@ -95,8 +96,146 @@ async function startOnce(
   storage: string[],
   options: DynamoDbLocalOptions,
 ): Promise<DynamoDbLocal> {
-  const emulatorDir = emulatorDirectory();
-  const args = [
+  const started = performance.now();
+  const jvm = new DynamoDbLocalProcess(port, storage, options.log);
+  const endpoint = `http://127.0.0.1:${port}`;
+  const timeoutMs = options.startTimeoutMs ?? 60_000;
+  const deadline = performance.now() + timeoutMs;
+  try {
+    for (;;) {
+      const failed = jvm.startFailure();
+      if (failed) throw failed;
+      // Checked after the answer too: another server on this port would answer for us.
+      if (jvm.running() && (await answers(endpoint)) && !jvm.startFailure() && jvm.running()) break;
+      if (performance.now() >= deadline) {
+        throw new DynamoDbLocalStartError(
+          jvm.withOutput(`DynamoDB Local did not answer within ${timeoutMs} ms`),
+        );
+      }
+      await delay(100);
+    }
+  } catch (err) {
+    await jvm.stop();
+    throw err;
+  }
+  const pid = jvm.pid ?? 0; // defined: running() checked it
+  options.log?.(
+    `dynamodb-local: ready on ${endpoint} in ${Math.round(performance.now() - started)} ms ` +
+      `(pid ${pid}, ${storage.join(' ')})`,
+  );
+  return { endpoint, port, pid, stop: () => jvm.stop() };
+}
+
+/** The JVM running DynamoDB Local: its recent output, how it failed, and a stop that cannot be missed. */
+class DynamoDbLocalProcess {
+  readonly #child: ChildProcess;
+  readonly #port: number;
+  readonly #log: ((line: string) => void) | undefined;
+  readonly #tail: string[] = [];
+  readonly #exited: Promise<void>;
+  #bindFailed = false;
+  #spawnError: NodeJS.ErrnoException | undefined;
+  #stopping: Promise<void> | undefined;
+
+  constructor(port: number, storage: string[], log: ((line: string) => void) | undefined) {
+    this.#port = port;
+    this.#log = log;
+    const emulatorDir = emulatorDirectory();
+    this.#child = spawn('java', jvmArgs(emulatorDir, port, storage), {
+      cwd: emulatorDir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, DDB_LOCAL_TELEMETRY: '0' },
+    });
+    const killOnExit = () => {
+      if (this.running()) this.#child.kill('SIGKILL');
+    };
+    process.on('exit', killOnExit);
+    for (const stream of [this.#child.stdout, this.#child.stderr]) {
+      if (stream) createInterface({ input: stream }).on('line', (line) => this.#onLine(line));
+    }
+    this.#exited = new Promise<void>((resolveExit) => {
+      this.#child.once('exit', (code, signal) => {
+        process.off('exit', killOnExit);
+        if (!this.#stopping) log?.(`dynamodb-local: exited unexpectedly (code ${code}, signal ${signal})`);
+        resolveExit();
+      });
+    });
+    this.#child.once('error', (err: NodeJS.ErrnoException) => {
+      this.#spawnError = err;
+      process.off('exit', killOnExit);
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  /** A child that failed to spawn has no pid and may never emit 'exit'. */
+  running(): boolean {
+    const child = this.#child;
+    return (
+      child.pid !== undefined && !this.#spawnError && child.exitCode === null && child.signalCode === null
+    );
+  }
+
+  /** Why start-up has failed, if it has: no Java, a port already bound, or the JVM gone. */
+  startFailure(): Error | undefined {
+    const spawnError = this.#spawnError;
+    if (spawnError) {
+      return new DynamoDbLocalStartError(
+        spawnError.code === 'ENOENT'
+          ? 'DynamoDB Local needs Java, and `java` is not on PATH: run scripts/ensure-kube.sh, ' +
+              'or install it with `apt-get install openjdk-17-jre-headless`'
+          : `could not run java: ${spawnError.message}`,
+      );
+    }
+    if (this.#bindFailed)
+      return new PortInUseError(this.withOutput(`DynamoDB Local could not bind port ${this.#port}`));
+    const { exitCode, signalCode } = this.#child;
+    if (exitCode !== null || signalCode !== null) {
+      return new DynamoDbLocalStartError(
+        this.withOutput(`DynamoDB Local exited during start-up (code ${exitCode}, signal ${signalCode})`),
+      );
+    }
+    return undefined;
+  }
+
+  /** `message` followed by the last lines DynamoDB Local wrote. */
+  withOutput(message: string): string {
+    const tail = this.#tail;
+    return `${message}${tail.length > 0 ? `\n--- DynamoDB Local output (last lines) ---\n${tail.join('\n')}` : ''}`;
+  }
+
+  /** SIGTERM, then SIGKILL after a grace period; resolves once the JVM has exited. Idempotent. */
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      if (!this.running()) return;
+      this.#child.kill('SIGTERM');
+      const grace = new AbortController();
+      const graceful = await Promise.race([
+        this.#exited.then(() => true),
+        delay(STOP_GRACE_MS, false, { signal: grace.signal }).catch(() => false),
+      ]);
+      grace.abort();
+      if (!graceful) {
+        this.#log?.('dynamodb-local: did not exit on SIGTERM, killing');
+        this.#child.kill('SIGKILL');
+        await this.#exited;
+      }
+    })();
+    return this.#stopping;
+  }
+
+  #onLine(line: string): void {
+    this.#tail.push(line);
+    if (this.#tail.length > LOG_TAIL_LINES) this.#tail.shift();
+    if (BIND_FAILURE.test(line)) this.#bindFailed = true;
+    this.#log?.(`dynamodb-local: ${line}`);
+  }
+}
+
+function jvmArgs(emulatorDir: string, port: number, storage: string[]): string[] {
+  return [
     // Start-up and CPU matter more than peak throughput for tests on 2 cores.
     '-XX:+UseSerialGC',
     '-XX:TieredStopAtLevel=1',
@@ -110,124 +249,11 @@ async function startOnce(
     // Telemetry would try to reach AWS from a machine that has no business doing so.
     '-disableTelemetry',
   ];
-  const started = performance.now();
-  const child = spawn('java', args, {
-    cwd: emulatorDir,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, DDB_LOCAL_TELEMETRY: '0' },
-  });
-  let spawnError: NodeJS.ErrnoException | undefined;
-  // A child that failed to spawn has no pid and may never emit 'exit'.
-  const running = () =>
-    child.pid !== undefined && !spawnError && child.exitCode === null && child.signalCode === null;
-  const killOnExit = () => {
-    if (running()) child.kill('SIGKILL');
-  };
-  process.on('exit', killOnExit);
-
-  const tail: string[] = [];
-  let bindFailed = false;
-  for (const stream of [child.stdout, child.stderr]) {
-    createInterface({ input: stream }).on('line', (line) => {
-      tail.push(line);
-      if (tail.length > LOG_TAIL_LINES) tail.shift();
-      if (BIND_FAILURE.test(line)) bindFailed = true;
-      options.log?.(`dynamodb-local: ${line}`);
-    });
-  }
-  let stopping: Promise<void> | undefined;
-  const exited = new Promise<void>((resolveExit) => {
-    child.once('exit', (code, signal) => {
-      process.off('exit', killOnExit);
-      if (!stopping) options.log?.(`dynamodb-local: exited unexpectedly (code ${code}, signal ${signal})`);
-      resolveExit();
-    });
-  });
-  child.once('error', (err: NodeJS.ErrnoException) => {
-    spawnError = err;
-    process.off('exit', killOnExit);
-  });
-
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      if (!running()) return;
-      child.kill('SIGTERM');
-      const grace = new AbortController();
-      const graceful = await Promise.race([
-        exited.then(() => true),
-        delay(STOP_GRACE_MS, false, { signal: grace.signal }).catch(() => false),
-      ]);
-      grace.abort();
-      if (!graceful) {
-        options.log?.('dynamodb-local: did not exit on SIGTERM, killing');
-        child.kill('SIGKILL');
-        await exited;
-      }
-    })();
-    return stopping;
-  };
-
-  const endpoint = `http://127.0.0.1:${port}`;
-  const timeoutMs = options.startTimeoutMs ?? 60_000;
-  const deadline = performance.now() + timeoutMs;
-  const failure = (message: string) =>
-    `${message}${tail.length > 0 ? `\n--- DynamoDB Local output (last lines) ---\n${tail.join('\n')}` : ''}`;
-  try {
-    for (;;) {
-      if (spawnError) {
-        throw new DynamoDbLocalStartError(
-          spawnError.code === 'ENOENT'
-            ? 'DynamoDB Local needs Java, and `java` is not on PATH: run scripts/ensure-kube.sh, ' +
-                'or install it with `apt-get install openjdk-17-jre-headless`'
-            : `could not run java: ${spawnError.message}`,
-        );
-      }
-      if (bindFailed) throw new PortInUseError(failure(`DynamoDB Local could not bind port ${port}`));
-      if (child.exitCode !== null || child.signalCode !== null) {
-        throw new DynamoDbLocalStartError(
-          failure(
-            `DynamoDB Local exited during start-up (code ${child.exitCode}, signal ${child.signalCode})`,
-          ),
-        );
-      }
-      // Checked after the answer too: another server on this port would answer for us.
-      if (running() && (await answers(endpoint)) && !bindFailed && running()) break;
-      if (performance.now() >= deadline) {
-        throw new DynamoDbLocalStartError(failure(`DynamoDB Local did not answer within ${timeoutMs} ms`));
-      }
-      await delay(100);
-    }
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-  const pid = child.pid ?? 0; // defined: running() checked it
-  options.log?.(
-    `dynamodb-local: ready on ${endpoint} in ${Math.round(performance.now() - started)} ms ` +
-      `(pid ${pid}, ${storage.join(' ')})`,
-  );
-  return { endpoint, port, pid, stop };
 }
 
 function emulatorDirectory(): string {
   const require = createRequire(import.meta.url);
   return join(dirname(require.resolve('amplify-dynamodb-simulator')), 'emulator');
-}
-
-/** A port that is free on every interface, as Jetty binds all of them. */
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, () => {
-      const address = server.address();
-      server.close(() => {
-        if (address && typeof address === 'object') resolvePort(address.port);
-        else reject(new Error('could not determine a free port'));
-      });
-    });
-  });
 }
 
 /**

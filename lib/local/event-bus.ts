@@ -39,7 +39,7 @@ export interface LocalEventBusOptions {
   clock?: Clock;
   region?: string;
   account?: string;
-  /** Request size limit (sum of entry sizes). Defaults to 256 KiB, as SPEC.md assumes. */
+  /** Request size limit (sum of entry sizes). Defaults to {@link DEFAULT_MAX_REQUEST_BYTES}, 256 KiB. */
   maxRequestBytes?: number;
   /** Retries after a failed delivery before the event is dead-lettered. Default 0. */
   retries?: number;

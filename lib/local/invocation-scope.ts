@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Context } from 'aws-lambda';
+import { errorMessage } from '../util/error-message.ts';
 
 /**
  * Where the local runtime hangs an invocation's abort signal on the Lambda
@@ -51,9 +52,7 @@ export class InvocationAbortedError extends Error {
     readonly requestId: string,
     readonly reason: unknown,
   ) {
-    super(
-      `invocation ${requestId} was aborted (${reason instanceof Error ? reason.message : String(reason)})`,
-    );
+    super(`invocation ${requestId} was aborted (${errorMessage(reason)})`);
   }
 }
 

@@ -16,7 +16,7 @@ export const DEFAULT_POD_SYNC_CONCURRENCY = 10;
 /** Environment variable of `npm start` that overrides {@link DEFAULT_POD_SYNC_CONCURRENCY}. */
 export const POD_SYNC_CONCURRENCY_VARIABLE = 'SVK_LOCAL_POD_SYNC_CONCURRENCY';
 
-/** pod-sync's reserved concurrency, or `unlimited` for none (the local runtime before it had one). */
+/** pod-sync's reserved concurrency, or `unlimited` for none (every pod event starts an invocation at once). */
 export type PodSyncConcurrency = number | 'unlimited';
 
 /** `unlimited` or a positive whole number, as text (an env var, a command-line flag); undefined when it is neither. */

@@ -9,9 +9,9 @@ export type BusEvent = EventBridgeEvent<string, Record<string, unknown>>;
 export const MAX_ENTRIES_PER_CALL = 10;
 
 /**
- * The limit on the summed entry sizes of one request: SPEC.md's 256 KB, AWS's
- * documented figure for years. AWS raised it to 1 MiB in most regions in
- * January 2026; staying at 256 KiB keeps the code within the stricter limit.
+ * The limit on the summed entry sizes of one request: 256 KiB, the PutEvents
+ * limit in AWS's documentation for years. AWS raised it to 1 MiB in most
+ * regions in January 2026; 256 KiB keeps the code within the stricter limit.
  * Exceeding it fails the whole request, not the entry.
  */
 export const DEFAULT_MAX_REQUEST_BYTES = 256 * 1024;

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Clock } from '../../lib/clock.ts';
 import {
   MOCK_EXIT_CODE_ANNOTATION,
   MOCK_FAIL_CREATE_ANNOTATION,
@@ -12,17 +11,13 @@ import {
 import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
 import { isProviderNotFound } from '../../lib/provider/provider.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 import { freshTable, uniqueName, waitFor } from '../support/kube.ts';
 
 /** Wall-clock time the test moves by hand: the mock computes every status from it. */
-function manualClock(start = Date.parse('2026-03-01T10:00:00Z')) {
-  let now = start;
-  const clock: Clock = {
-    now: () => now,
-    monotonic: () => now,
-    sleep: async () => {},
-  };
-  return { clock, advance: (seconds: number) => (now += seconds * 1000) };
+function manualClock() {
+  const clock = new FakeClock({ wall: Date.parse('2026-03-01T10:00:00Z') });
+  return { clock, advance: (seconds: number) => clock.advance(seconds * 1000) };
 }
 
 function pod(
@@ -224,9 +219,9 @@ describe('mock provider pods in DynamoDB Local', () => {
     const pending = await provider.getPod(ns, 'batch');
     assert.equal(pending?.status?.phase, 'Pending');
     assert.equal(pending?.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');
-    advance(10);
+    await advance(10);
     assert.equal((await provider.getPod(ns, 'batch'))?.status?.phase, 'Running');
-    advance(30);
+    await advance(30);
     const failed = await provider.getPod(ns, 'batch');
     assert.equal(failed?.status?.phase, 'Failed');
     assert.equal(failed?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 2);
@@ -235,7 +230,7 @@ describe('mock provider pods in DynamoDB Local', () => {
   it('finishes Succeeded with exit code 0 by default', async () => {
     const { provider, ns, advance } = setup();
     await provider.createPod(pod(ns, 'task', { annotations: { [MOCK_FINISH_AFTER_ANNOTATION]: '5' } }));
-    advance(5);
+    await advance(5);
     const done = await provider.getPod(ns, 'task');
     assert.equal(done?.status?.phase, 'Succeeded');
     assert.equal(done?.status?.containerStatuses?.[0]?.state?.terminated?.reason, 'Completed');

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Clock } from '../../lib/clock.ts';
 import type { ClusterCredentialSources } from '../../lib/kube/aws-credential-sources.ts';
 import { loadClusterKubeConfig, TOKEN_REFRESH_MARGIN_MS } from '../../lib/kube/credentials.ts';
 import { createEksToken, EKS_TOKEN_PREFIX, TOKEN_VALIDITY_MS } from '../../lib/kube/eks-token.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
 const credentials = {
   accessKeyId: 'AKIDEXAMPLE',
@@ -110,18 +110,13 @@ describe('EKS cluster access', () => {
       },
     };
   }
-  const clockAt = (t: { now: number }): Clock => ({
-    now: () => t.now,
-    monotonic: () => t.now,
-    sleep: async () => {},
-  });
 
   it('describes the cluster once, and signs a token into each request until it is near expiry', async () => {
     const calls: string[] = [];
-    const t = { now };
+    const clock = new FakeClock({ wall: now });
     const kc: KubeConfig = await loadClusterKubeConfig(
       { eks: { clusterName: 'my-cluster' } },
-      { region: 'us-west-2', clock: clockAt(t), sources: fakeSources(calls) },
+      { region: 'us-west-2', clock, sources: fakeSources(calls) },
     );
     assert.equal(kc.getCurrentCluster()?.server, 'https://ABC.gr7.us-west-2.eks.amazonaws.com');
     assert.equal(kc.getCurrentCluster()?.caData, 'Y2E=');
@@ -138,9 +133,9 @@ describe('EKS cluster access', () => {
       now,
     });
     assert.equal(first, `Bearer ${expected.token}`);
-    t.now += TOKEN_VALIDITY_MS - TOKEN_REFRESH_MARGIN_MS - 1;
+    await clock.advance(TOKEN_VALIDITY_MS - TOKEN_REFRESH_MARGIN_MS - 1);
     assert.equal(await header(), first, 'reused while far from expiry');
-    t.now += 1;
+    await clock.advance(1);
     const renewed = await header();
     assert.notEqual(renewed, first, 'made anew before it expires');
     assert.deepEqual(calls, ['describe my-cluster', 'credentials', 'credentials']);
@@ -150,7 +145,7 @@ describe('EKS cluster access', () => {
     const calls: string[] = [];
     const kc = await loadClusterKubeConfig(
       { eks: { clusterName: 'c', endpoint: 'https://x.example', caData: 'Q0E=' } },
-      { region: 'eu-west-1', clock: clockAt({ now }), sources: fakeSources(calls) },
+      { region: 'eu-west-1', clock: new FakeClock({ wall: now }), sources: fakeSources(calls) },
     );
     assert.equal(kc.getCurrentCluster()?.server, 'https://x.example');
     assert.deepEqual(calls, []);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
-import type { Clock } from '../../lib/clock.ts';
 import {
   type BusEvent,
   EventBusValidationError,
@@ -9,9 +8,10 @@ import {
   LocalEventBus,
 } from '../../lib/local/event-bus.ts';
 import { LocalLambdaRuntime } from '../../lib/local/lambda-runtime.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
 const NOW = Date.UTC(2026, 10, 21, 4, 46, 7, 900);
-const fixedClock: Clock = { now: () => NOW, monotonic: () => 0, sleep: async () => {} };
+const fixedClock = new FakeClock({ wall: NOW });
 
 function podEntry(name: string, extra: Partial<PutEventsRequestEntry> = {}): PutEventsRequestEntry {
   return {

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import type { Clock } from '../../lib/clock.ts';
 import {
   createLambdaContext,
   FunctionStoppedError,
@@ -17,39 +16,9 @@ import {
   SandboxCrashedError,
   scheduledEvent,
 } from '../../lib/local/lambda-runtime.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
 const START = Date.UTC(2026, 10, 21, 4, 46, 0, 250);
-
-/** A clock that only moves when the test says so; sleepers wake when their time is reached. */
-function steppedClock(): Clock & { advance(ms: number): Promise<void>; sleepers(): number } {
-  let t = 0;
-  const sleepers = new Set<{ at: number; wake: () => void }>();
-  return {
-    now: () => START + t,
-    monotonic: () => t,
-    sleep: (ms, signal) =>
-      new Promise<void>((resolve, reject) => {
-        if (signal?.aborted) return reject(signal.reason);
-        const sleeper = { at: t + ms, wake: resolve };
-        sleepers.add(sleeper);
-        signal?.addEventListener('abort', () => {
-          sleepers.delete(sleeper);
-          reject(signal.reason);
-        });
-      }),
-    advance: async (ms) => {
-      t += ms;
-      for (const sleeper of [...sleepers].sort((a, b) => a.at - b.at)) {
-        if (sleeper.at > t) continue;
-        sleepers.delete(sleeper);
-        sleeper.wake();
-      }
-      // Let the woken continuations run before the test looks.
-      await new Promise((resolve) => setImmediate(resolve));
-    },
-    sleepers: () => sleepers.size,
-  };
-}
 
 /** Resolves when `predicate` holds, checking on every turn of the event loop; fails after `ms`. */
 async function until(predicate: () => boolean, ms = 5_000): Promise<void> {
@@ -80,7 +49,7 @@ function gatedHandler() {
 
 describe('createLambdaContext', () => {
   it('has the fields of a Node.js Lambda context and counts down to the deadline', async () => {
-    const clock = steppedClock();
+    const clock = new FakeClock({ wall: START });
     const context = createLambdaContext({
       functionName: 'heartbeat',
       timeoutMs: 60_000,
@@ -231,7 +200,7 @@ describe('LocalLambdaRuntime', () => {
   });
 
   it('times out at the deadline: the caller sees timeout, the signal aborts, guarded dependencies refuse', async () => {
-    const clock = steppedClock();
+    const clock = new FakeClock({ wall: START });
     const runtime = new LocalLambdaRuntime({ clock });
     const writes: string[] = [];
     const store = guardDependency({ write: async (what: string) => void writes.push(what) });
@@ -290,7 +259,7 @@ describe('LocalLambdaRuntime', () => {
   });
 
   it('crashes one invocation while the others of the same function go on', async () => {
-    const clock = steppedClock();
+    const clock = new FakeClock({ wall: START });
     const runtime = new LocalLambdaRuntime({ clock });
     const gate = gatedHandler();
     runtime.register({ name: 'pod-sync', timeoutMs: 30_000, handler: gate.handler });
@@ -322,7 +291,7 @@ describe('LocalLambdaRuntime', () => {
   });
 
   it('fires a schedule every rate with scheduled events, and stopAll stops it and waits', async () => {
-    const clock = steppedClock();
+    const clock = new FakeClock({ wall: START });
     const seen: { time: string; resources: string[] }[] = [];
     const results: string[] = [];
     const runtime = new LocalLambdaRuntime({ clock, onResult: (_i, r) => results.push(r.status) });
@@ -426,7 +395,7 @@ describe('LocalLambdaRuntime reserved concurrency', () => {
   });
 
   it('gives a queued invocation its full timeout only once it starts, and a timed-out one frees its slot', async () => {
-    const clock = steppedClock();
+    const clock = new FakeClock({ wall: START });
     const runtime = new LocalLambdaRuntime({ clock });
     const remainingAtStart: number[] = [];
     runtime.register({
@@ -506,7 +475,7 @@ describe('LocalLambdaRuntime reserved concurrency', () => {
   });
 
   it('queues the overlapping firings of a schedule only when the function sets reservedConcurrency', async () => {
-    const clock = steppedClock();
+    const clock = new FakeClock({ wall: START });
     const runtime = new LocalLambdaRuntime({ clock });
     const hang = () => new Promise(() => {});
     runtime.register({ name: 'limited', timeoutMs: 130_000, reservedConcurrency: 1, handler: hang });
@@ -545,7 +514,7 @@ describe('LocalLambdaRuntime reserved concurrency', () => {
   });
 
   it('stopAll with abortRunning crashes the running, drops the queued without starting them, and drops later ones', async () => {
-    const clock = steppedClock();
+    const clock = new FakeClock({ wall: START });
     const runtime = new LocalLambdaRuntime({ clock });
     const fn = throttledHandler();
     const finished: string[] = [];

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Clock } from '../../lib/clock.ts';
 import {
   LockConflictError,
   LockLostError,
@@ -8,20 +7,11 @@ import {
   type LockRecord,
   type LockStore,
 } from '../../lib/lock/lock.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
-/** A clock moved by hand; sleeping advances it. */
-function manualClock(): Clock & { advance(ms: number): void } {
-  let t = 0;
-  return {
-    now: () => 1_700_000_000_000 + t,
-    monotonic: () => t,
-    sleep: async (ms) => {
-      t += ms;
-    },
-    advance: (ms) => {
-      t += ms;
-    },
-  };
+/** Sleeping advances the clock: the lock's polls run without waiting. */
+function manualClock(): FakeClock {
+  return new FakeClock({ wall: 1_700_000_000_000, autoAdvance: true });
 }
 
 /** The conditional-write semantics of the DynamoDB store, on a Map. */
@@ -66,7 +56,7 @@ describe('LockManager', () => {
     assert.ok(handle);
     for (let i = 0; i < 10; i++) {
       assert.equal(await contender.tryAcquire('l'), undefined);
-      clock.advance(5_000);
+      await clock.advance(5_000);
       await holder.renew(handle);
     }
     assert.equal(store.records.get('l')?.owner, 'a');
@@ -81,11 +71,11 @@ describe('LockManager', () => {
     assert.ok(old);
     // The contender starts counting when it first sees this version,
     // whatever the record's own timestamps say.
-    clock.advance(60_000);
+    await clock.advance(60_000);
     assert.equal(await contender.tryAcquire('l'), undefined);
-    clock.advance(14_999);
+    await clock.advance(14_999);
     assert.equal(await contender.tryAcquire('l'), undefined);
-    clock.advance(1);
+    await clock.advance(1);
     const taken = await contender.tryAcquire('l');
     assert.equal(taken?.epoch, 2);
     await assert.rejects(holder.renew(old), LockLostError);
@@ -111,9 +101,9 @@ describe('LockManager', () => {
     const a = new LockManager({ store, owner: 'a', ttlMs: 15_000, clock });
     const handle = await a.tryAcquire('l');
     assert.ok(handle);
-    clock.advance(14_999);
+    await clock.advance(14_999);
     assert.equal(a.isValid(handle), true);
-    clock.advance(1);
+    await clock.advance(1);
     assert.equal(a.isValid(handle), false);
     await a.renew(handle);
     assert.equal(a.isValid(handle), true);

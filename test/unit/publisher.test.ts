@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
-import type { Clock } from '../../lib/clock.ts';
 import {
   MAX_POD_EVENT_DETAIL_BYTES,
   POD_EVENT_DETAIL_TYPE,
@@ -22,19 +21,11 @@ import {
 } from '../../lib/events/publisher.ts';
 import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
 /** Sleeps are recorded and return at once: the retry schedule is checked, not waited for. */
-function recordingClock(): Clock & { sleeps: number[] } {
-  const sleeps: number[] = [];
-  return {
-    sleeps,
-    now: () => Date.now(),
-    monotonic: () => performance.now(),
-    sleep: async (ms, signal) => {
-      signal?.throwIfAborted();
-      sleeps.push(ms);
-    },
-  };
+function recordingClock(): FakeClock {
+  return new FakeClock({ autoAdvance: true });
 }
 
 function details(count: number, prefix = 'pod'): PodEventDetail[] {

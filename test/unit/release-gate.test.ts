@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Clock } from '../../lib/clock.ts';
 import { decideGate, ReleaseGate } from '../../lib/release/gate.ts';
 import type { ReconcilerStatus } from '../../lib/release/reconciler-status.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
 const status: ReconcilerStatus = { state: 'done', version: '2.0.0', minCompatibleRelease: '1.5.0' };
 
@@ -41,12 +41,7 @@ describe('release gate: the status read is reused briefly', () => {
   const restricted: ReconcilerStatus = { state: 'working', version: '1.0.0', minCompatibleRelease: '2.0.0' };
 
   function gate(statusCacheMs: number, first: ReconcilerStatus | undefined = status) {
-    const t = { wall: Date.parse('2026-11-21T08:00:00Z'), mono: 1_000 };
-    const clock: Clock = {
-      now: () => t.wall,
-      monotonic: () => t.mono,
-      sleep: async () => {},
-    };
+    const clock = new FakeClock({ wall: Date.parse('2026-11-21T08:00:00Z'), monotonic: 1_000 });
     const store = { current: first, reads: 0, records: [] as number[] };
     const g = new ReleaseGate({
       statuses: {
@@ -65,23 +60,20 @@ describe('release gate: the status read is reused briefly', () => {
       recordTtlMs: 300_000,
       statusCacheMs,
     });
-    const advance = (ms: number) => {
-      t.wall += ms;
-      t.mono += ms;
-    };
+    const advance = (ms: number) => clock.advance(ms);
     return { g, store, advance };
   }
 
   it('reads the status once per cache period, and records the release as before', async () => {
     const { g, store, advance } = gate(10_000);
     assert.equal((await g.check('pod-sync')).act, true);
-    advance(9_999);
+    await advance(9_999);
     assert.equal((await g.check('pod-sync')).act, true);
     assert.equal(store.reads, 1, 'the second check reuses the read');
-    advance(1);
+    await advance(1);
     assert.equal((await g.check('pod-sync')).act, true);
     assert.equal(store.reads, 2, 'read again once the period is over');
-    advance(75_000);
+    await advance(75_000);
     await g.check('pod-sync');
     assert.equal(store.records.length, 2, 'the release is re-recorded every quarter TTL, cache or not');
   });
@@ -90,9 +82,9 @@ describe('release gate: the status read is reused briefly', () => {
     const { g, store, advance } = gate(10_000);
     assert.equal((await g.check('heartbeat')).act, true);
     store.current = restricted;
-    advance(5_000);
+    await advance(5_000);
     assert.equal((await g.check('heartbeat')).act, true, 'within the period: the cached status');
-    advance(5_000);
+    await advance(5_000);
     const decision = await g.check('heartbeat');
     assert.equal(decision.act, false);
     assert.match(decision.reason, /below the minimum compatible release 2\.0\.0/);
@@ -102,7 +94,7 @@ describe('release gate: the status read is reused briefly', () => {
     const { g, store, advance } = gate(10_000, restricted);
     assert.equal((await g.check('pod-sync')).act, false);
     store.current = status;
-    advance(1);
+    await advance(1);
     assert.equal((await g.check('pod-sync')).act, true);
     assert.equal(store.reads, 2);
   });
@@ -117,7 +109,7 @@ describe('release gate: the status read is reused briefly', () => {
   it('no status yet (everyone acts) is reused like any status that lets this release act', async () => {
     const { g, store, advance } = gate(10_000, undefined);
     assert.equal((await g.check('pod-sync')).act, true);
-    advance(1_000);
+    await advance(1_000);
     assert.equal((await g.check('pod-sync')).act, true);
     assert.equal(store.reads, 1);
   });
@@ -141,7 +133,7 @@ describe('release gate: the status read is reused briefly', () => {
         },
       },
       releases: { record: async () => {} },
-      clock: { now: () => 0, monotonic: () => 0, sleep: async () => {} },
+      clock: new FakeClock({ wall: 0 }),
       own: { release: '1.5.0' },
       recordTtlMs: 300_000,
       statusCacheMs: 10_000,

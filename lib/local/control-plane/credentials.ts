@@ -1,0 +1,135 @@
+/**
+ * Every secret one start of the control plane needs, written into its
+ * directory: a fresh CA, one serving certificate shared by kube-apiserver,
+ * kube-controller-manager and kube-scheduler, the service-account key pair,
+ * and four identities, each with a bearer token in the API server's static
+ * token file (`--token-auth-file`) and a kubeconfig of its own.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { dumpYaml } from '@kubernetes/client-node';
+import { SERVICE_IP } from './flags.ts';
+import {
+  CertificateAuthority,
+  type CertificateFiles,
+  type ServiceAccountKeys,
+  writeServiceAccountKeys,
+} from './pki.ts';
+
+/** Every certificate, key and token of one start. */
+export interface Credentials {
+  /** The API server's URL, which the kubeconfigs point at. */
+  server: string;
+  /** Issues further certificates (a client certificate for a component, say). */
+  ca: CertificateAuthority;
+  /** The CA certificate's PEM, which every client verifies the servers against. */
+  caPem: Buffer;
+  /** One serving certificate shared by kube-apiserver, kube-controller-manager and kube-scheduler. */
+  serving: CertificateFiles;
+  serviceAccount: ServiceAccountKeys;
+  identities: Identities;
+}
+
+/** What a client may call the servers: loopback, and the in-cluster names of the `kubernetes` Service. */
+const SERVING_ALT_NAMES = [
+  'IP:127.0.0.1',
+  'DNS:localhost',
+  `IP:${SERVICE_IP}`,
+  'DNS:kubernetes',
+  'DNS:kubernetes.default',
+  'DNS:kubernetes.default.svc',
+  'DNS:kubernetes.default.svc.cluster.local',
+];
+
+/** Writes the CA and certificates into `dir/certs`, the token file and kubeconfigs into `dir`. */
+export async function writeCredentials(dir: string, server: string): Promise<Credentials> {
+  const certDir = join(dir, 'certs');
+  const ca = await CertificateAuthority.create(certDir);
+  const serving = await ca.issue('serving', {
+    commonName: 'svk-local-kube',
+    usage: 'server',
+    altNames: SERVING_ALT_NAMES,
+  });
+  const serviceAccount = writeServiceAccountKeys(certDir);
+  const caPem = readFileSync(ca.cert);
+  return { server, ca, caPem, serving, serviceAccount, identities: writeIdentities(dir, server, caPem) };
+}
+
+/** The identity `infra/rbac.yaml` binds; kubelet.kubeconfig authenticates as it. */
+export const KUBELET_USER = 'serverless-virtual-kubelet';
+export const KUBELET_GROUP = 'serverless-virtual-kubelet';
+
+interface Identity {
+  user: string;
+  groups: readonly string[];
+  /** File name of its kubeconfig. */
+  file: string;
+}
+
+const ADMIN: Identity = { user: 'svk-admin', groups: ['system:masters'], file: 'admin.kubeconfig' };
+const KUBELET: Identity = { user: KUBELET_USER, groups: [KUBELET_GROUP], file: 'kubelet.kubeconfig' };
+const CONTROLLER_MANAGER: Identity = {
+  user: 'system:kube-controller-manager',
+  groups: [],
+  file: 'controller-manager.kubeconfig',
+};
+const SCHEDULER: Identity = { user: 'system:kube-scheduler', groups: [], file: 'scheduler.kubeconfig' };
+
+export interface Identities {
+  /** `tokens.csv`. */
+  tokenFile: string;
+  /** The admin's bearer token, for probes that need authentication. */
+  adminToken: string;
+  /** Paths of the kubeconfigs. `admin` is in `system:masters`: test set-up and assertions only. */
+  kubeconfigs: { admin: string; kubelet: string; controllerManager: string; scheduler: string };
+}
+
+/** Writes `tokens.csv` and the four kubeconfigs into `dir`, with fresh random tokens. */
+function writeIdentities(dir: string, server: string, ca: Buffer): Identities {
+  const issue = (identity: Identity) => ({
+    identity,
+    token: randomBytes(24).toString('hex'),
+    kubeconfig: join(dir, identity.file),
+  });
+  const admin = issue(ADMIN);
+  const controllerManager = issue(CONTROLLER_MANAGER);
+  const scheduler = issue(SCHEDULER);
+  const kubelet = issue(KUBELET);
+  const all = [admin, controllerManager, scheduler, kubelet];
+  const tokenFile = join(dir, 'tokens.csv');
+  const lines = all.map(({ identity, token }) => tokenLine(identity, token));
+  writeFileSync(tokenFile, [...lines, ''].join('\n'), { mode: 0o600 });
+  for (const { identity, token, kubeconfig } of all)
+    writeKubeconfig(kubeconfig, server, ca, identity.user, token);
+  return {
+    tokenFile,
+    adminToken: admin.token,
+    kubeconfigs: {
+      admin: admin.kubeconfig,
+      kubelet: kubelet.kubeconfig,
+      controllerManager: controllerManager.kubeconfig,
+      scheduler: scheduler.kubeconfig,
+    },
+  };
+}
+
+/** `token,user,uid[,"group1,group2"]`: the static token file's CSV, the user name doubling as uid. */
+function tokenLine(identity: Identity, token: string): string {
+  const groups = identity.groups.length > 0 ? `,"${identity.groups.join(',')}"` : '';
+  return `${token},${identity.user},${identity.user}${groups}`;
+}
+
+function writeKubeconfig(path: string, server: string, ca: Buffer, user: string, token: string): void {
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      { name: 'svk-local', cluster: { server, 'certificate-authority-data': ca.toString('base64') } },
+    ],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'svk-local', context: { cluster: 'svk-local', user } }],
+    'current-context': 'svk-local',
+  };
+  writeFileSync(path, dumpYaml(config), { mode: 0o600 });
+}
