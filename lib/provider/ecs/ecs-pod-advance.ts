@@ -44,10 +44,15 @@ export class EcsPodAdvancer {
    */
   async advance(record: EcsPodRecord, signal?: AbortSignal): Promise<EcsPodRecord | undefined> {
     let current: EcsPodRecord | undefined = record;
+    // A call that ECS answered without moving the task on (not visible yet) is not repeated in one look.
+    const asked = new Set<string>();
     for (let i = 0; i < MAX_STEPS && current; i++) {
       signal?.throwIfAborted();
       const action = decideEcsPod(current, this.options.clock.now(), this.options.pollMs);
       if (action.kind === 'none') return current;
+      const key = `${action.kind}:${'arn' in action ? action.arn : current.current.seq}`;
+      if ((action.kind === 'stop' || action.kind === 'refresh') && asked.has(key)) return current;
+      asked.add(key);
       try {
         current = await this.act(current, action, signal);
       } catch (err) {

@@ -105,7 +105,11 @@ export function deleteRequested(record: EcsPodRecord, now: number): Next {
   return { ...record, deleteRequestedAt: now, deletes: record.deletes + 1 };
 }
 
-/** StopTask answered: the task's state (desiredStatus STOPPED), or ECS no longer knowing it (stopped). */
+/**
+ * StopTask answered: the task's state (desiredStatus STOPPED), or ECS not
+ * knowing it, which means stopped long ago, or, right after RunTask, not
+ * visible yet (eventual consistency: the stop is asked again on the next look).
+ */
 export function stopAnswered(record: EcsPodRecord, answer: Task | undefined, now: number): Next {
   const snapshot = answer ? snapshotFromTask(answer) : undefined;
   if (snapshot) {
@@ -117,5 +121,5 @@ export function stopAnswered(record: EcsPodRecord, answer: Task | undefined, now
       ? { ...record, current: { ...record.current, snapshot: { ...current, desiredStatus: 'STOPPED' } } }
       : record;
   }
-  return lost(record, now);
+  return missing(record, now);
 }

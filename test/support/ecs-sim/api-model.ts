@@ -126,11 +126,13 @@ export class ApiModel {
         if (!isObject(value)) return void problems.push(`${at}: must be an object`);
         const members = shape.members ?? {};
         for (const name of shape.required ?? [])
-          if (value[name] === undefined || value[name] === null) problems.push(`${join(path, name)}: is required`);
+          if (value[name] === undefined || value[name] === null)
+            problems.push(`${join(path, name)}: is required`);
         for (const [name, v] of Object.entries(value)) {
           const member = members[name];
           if (!member) problems.push(`${join(path, name)}: is not a member of the input`);
-          else if (v !== null && v !== undefined) this.check(member, v, operation, join(path, name), problems);
+          else if (v !== null && v !== undefined)
+            this.check(member, v, operation, join(path, name), problems);
         }
         return;
       }
@@ -140,7 +142,8 @@ export class ApiModel {
         return;
       case 'map':
         if (!isObject(value)) return void problems.push(`${at}: must be a map`);
-        for (const v of Object.values(value)) this.check(shape.value ?? {}, v, operation, `${path}{}`, problems);
+        for (const v of Object.values(value))
+          this.check(shape.value ?? {}, v, operation, `${path}{}`, problems);
         return;
       case 'integer':
       case 'long':
@@ -161,7 +164,8 @@ export class ApiModel {
         return;
       default:
         if (typeof value !== 'string') return void problems.push(`${at}: must be a string`);
-        if (allowed && !allowed.includes(value)) problems.push(`${at}: ${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
+        if (allowed && !allowed.includes(value))
+          problems.push(`${at}: ${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
     }
   }
 }
