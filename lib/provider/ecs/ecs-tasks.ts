@@ -54,9 +54,9 @@ export class EcsTasks {
       const task = out.tasks?.[0];
       if (task?.taskArn) return task;
       const reasons = (out.failures ?? []).map((f) => [f.reason, f.detail].filter(Boolean).join(': '));
-      throw new LaunchFailedError(
-        `ECS started no task: ${reasons.length > 0 ? reasons.join('; ') : 'no reason given'}`,
-      );
+      // Without a failure it is not a definite answer: the caller retries with the same clientToken.
+      if (reasons.length === 0) throw new Error('RunTask answered with neither a task nor a failure');
+      throw new LaunchFailedError(`ECS started no task: ${reasons.join('; ')}`);
     } catch (err) {
       const existing = err instanceof ConflictException ? err.resourceIds?.[0] : undefined;
       if (existing) return existing;

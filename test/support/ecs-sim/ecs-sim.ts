@@ -70,6 +70,7 @@ export class EcsSim {
   capacity = Number.POSITIVE_INFINITY;
   readonly #tokens = new Map<string, { hash: string; arns: string[]; at: number }>();
   readonly #throttles = new Map<string, number>();
+  readonly #lostAnswers = new Map<string, number>();
   readonly #launchFailures: string[] = [];
   #held: { event: Record<string, unknown>; tick: number } | undefined;
   #eventCount = 0;
@@ -83,6 +84,15 @@ export class EcsSim {
   /** The next `count` calls of `operation` answer ThrottlingException. */
   throttle(operation: string, count: number): void {
     this.#throttles.set(operation, (this.#throttles.get(operation) ?? 0) + count);
+  }
+
+  /**
+   * The next `count` calls of `operation` are carried out but their answers
+   * lost (ServerException, HTTP 500, which the SDK retries): what a timeout
+   * after the request reached ECS looks like to the caller.
+   */
+  loseAnswers(operation: string, count: number): void {
+    this.#lostAnswers.set(operation, (this.#lostAnswers.get(operation) ?? 0) + count);
   }
 
   /** The next RunTask starts nothing and answers this failure reason. */
@@ -121,6 +131,16 @@ export class EcsSim {
       this.#throttles.set(operation, throttled - 1);
       throw new SimError('ThrottlingException', 'Rate exceeded');
     }
+    const answer = this.#operation(operation, body);
+    const lost = this.#lostAnswers.get(operation) ?? 0;
+    if (lost > 0) {
+      this.#lostAnswers.set(operation, lost - 1);
+      throw new SimError('ServerException', 'We encountered an internal error. Please try again.', 500);
+    }
+    return answer;
+  }
+
+  #operation(operation: string, body: Record<string, unknown>): Record<string, unknown> {
     switch (operation) {
       case 'RegisterTaskDefinition':
         return this.#register(body);
@@ -193,7 +213,12 @@ export class EcsSim {
           400,
           { resourceIds: known.arns },
         );
-      return { tasks: known.arns.flatMap((a) => this.#visible(a, true)), failures: [] };
+      // The idempotent answer: the tasks this token started, as they are (no eventual consistency here).
+      const tasks = known.arns.flatMap((a) => {
+        const t = this.tasks.get(a);
+        return t ? [taskJson(t, true, this.options.region, this.options.account)] : [];
+      });
+      return { tasks, failures: [] };
     }
     const reason =
       this.#launchFailures.shift() ??
@@ -294,6 +319,7 @@ export class EcsSim {
         ),
         stopTimeoutSeconds: typeof c.stopTimeout === 'number' ? c.stopTimeout : 30,
         run: this.options.behaviour(argv, env),
+        env,
         lastStatus: 'PENDING',
         runtimeId: `${index}${randomUUID().slice(0, 8)}`,
         ...(log?.options

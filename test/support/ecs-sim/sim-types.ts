@@ -28,6 +28,8 @@ export interface SimContainer {
   after: string[];
   stopTimeoutSeconds: number;
   run: ContainerRun;
+  /** The environment the container got (definition, overrides and secrets resolved): what a test may inspect. */
+  env: Readonly<Record<string, string>>;
   lastStatus: 'PENDING' | 'RUNNING' | 'STOPPED';
   exitCode?: number;
   reason?: string;
