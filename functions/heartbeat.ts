@@ -1,11 +1,7 @@
-import middy from '@middy/core';
-import type { Context } from 'aws-lambda';
-import { type Dependencies, loadDependencies } from '../lib/app/dependencies.ts';
-import { loadConfig } from '../lib/config/load-config.ts';
+import { loadDependencies } from '../lib/app/dependencies.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
-import { invocationOf } from '../lib/invocation.ts';
+import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
 import { heartbeat } from '../lib/node/heartbeat-entry.ts';
-import { whenReleaseMayAct } from '../lib/release/gate.ts';
 
 /**
  * Scheduled every minute: renews the virtual nodes' leases and status until
@@ -13,12 +9,10 @@ import { whenReleaseMayAct } from '../lib/release/gate.ts';
  * hot standby. `env` is read once, at the first invocation (cold start).
  */
 export function createHeartbeatHandler(env: Record<string, string | undefined> = process.env) {
-  let deps: Dependencies | undefined;
-  return middy(async (event: unknown, context: Context) => {
-    deps ??= await loadDependencies(loadConfig(env), { functionName: context.functionName });
-    parseScheduledEvent(event);
-    return whenReleaseMayAct(deps, invocationOf(context, deps.clock), heartbeat);
-  });
+  return lambdaHandler(
+    { env, dependencies: loadDependencies, event: parseScheduledEvent },
+    (deps, invocation) => heartbeat(deps, invocation),
+  );
 }
 
 export const handler = createHeartbeatHandler();

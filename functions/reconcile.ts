@@ -1,11 +1,7 @@
-import middy from '@middy/core';
-import type { Context } from 'aws-lambda';
-import { type Dependencies, loadDependencies } from '../lib/app/dependencies.ts';
-import { loadConfig } from '../lib/config/load-config.ts';
+import { loadDependencies } from '../lib/app/dependencies.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
-import { invocationOf } from '../lib/invocation.ts';
+import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
 import { reconcile } from '../lib/reconcile/reconcile-entry.ts';
-import { whenReleaseMayAct } from '../lib/release/gate.ts';
 
 /**
  * Scheduled every minute: campaigns for the reconcile lock (newest release
@@ -14,12 +10,10 @@ import { whenReleaseMayAct } from '../lib/release/gate.ts';
  * deadline. `env` is read once, at the first invocation (cold start).
  */
 export function createReconcileHandler(env: Record<string, string | undefined> = process.env) {
-  let deps: Dependencies | undefined;
-  return middy(async (event: unknown, context: Context) => {
-    deps ??= await loadDependencies(loadConfig(env), { functionName: context.functionName });
-    parseScheduledEvent(event);
-    return whenReleaseMayAct(deps, invocationOf(context, deps.clock), reconcile, { reconciler: true });
-  });
+  return lambdaHandler(
+    { env, dependencies: loadDependencies, event: parseScheduledEvent, gate: { reconciler: true } },
+    (deps, invocation) => reconcile(deps, invocation),
+  );
 }
 
 export const handler = createReconcileHandler();

@@ -5,7 +5,7 @@ import { awsCredentialSources, type ClusterCredentialSources } from '../kube/aws
 import { createKubeClients, type KubeClients, loadKubeConfig } from '../kube/client.ts';
 import { loadClusterKubeConfig, needsAwsSources } from '../kube/credentials.ts';
 import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
-import type { LockStore } from '../lock/lock.ts';
+import type { LockFence, LockStore } from '../lock/lock.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { EmfMetrics, type Metrics, noMetrics } from '../metrics/emf.ts';
 import { withNodeProviderMetrics, withPodProviderMetrics } from '../metrics/provider-metrics.ts';
@@ -27,8 +27,11 @@ export interface Dependencies {
   log: Logger;
   kube: KubeClients;
   table: StateTable;
-  /** Where the locks (heartbeat, pod-status, reconcile, pod-watch per node) are kept. */
-  lockStore: LockStore;
+  /**
+   * Where the locks (heartbeat, pod-status, reconcile, pod-watch per node)
+   * are kept, and their fence: leader-only writes go through it.
+   */
+  lockStore: LockStore & LockFence;
   nodeProvider: NodeProvider;
   podProvider: PodProvider;
   metrics: Metrics;
@@ -47,7 +50,7 @@ export interface DependencyOverrides {
   /** Where a secret, a parameter or an EKS cluster is read from (tests replace the AWS clients). */
   sources?: ClusterCredentialSources;
   table?: StateTable;
-  lockStore?: LockStore;
+  lockStore?: LockStore & LockFence;
   /** The providers, instead of the one `config.provider` names (still counted by the metrics). */
   providers?: Providers;
   metrics?: Metrics;

@@ -63,6 +63,14 @@ export interface KubeClients {
   config: KubeConfig;
   core: CoreV1Api;
   coordination: CoordinationV1Api;
+  /**
+   * API requests these clients have sent, counted by the client's request
+   * middleware as each one goes out (a failed or timed-out request counts
+   * too), for tests and benchmarks.
+   */
+  requests(): number;
+  /** Clients on the same cluster with the same timeout, counting their own requests from 0 (e.g. one node's). */
+  withOwnCount(): KubeClients;
 }
 
 /**
@@ -72,15 +80,25 @@ export interface KubeClients {
  * invocation's deadline.
  */
 export function createKubeClients(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeClients {
-  const configuration = configurationFor(kc, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  let sent = 0;
+  const configuration = configurationFor(kc, timeoutMs, () => {
+    sent++;
+  });
   return {
     config: kc,
     core: new CoreV1Api(configuration),
     coordination: new CoordinationV1Api(configuration),
+    requests: () => sent,
+    withOwnCount: () => createKubeClients(kc, { requestTimeoutMs: timeoutMs }),
   };
 }
 
-function configurationFor(kc: KubeConfig, timeoutMs: number) {
+/**
+ * client-node's configuration with our request middleware: per-call options
+ * (setHeaderOptions) append to it, so every request passes through it.
+ */
+function configurationFor(kc: KubeConfig, timeoutMs: number, onRequest: () => void = () => {}) {
   const server = kc.getCurrentCluster()?.server;
   if (!server)
     throw new KubeConfigError(`current context "${kc.getCurrentContext()}" names no cluster server`);
@@ -90,6 +108,7 @@ function configurationFor(kc: KubeConfig, timeoutMs: number) {
     promiseMiddleware: [
       {
         pre: async (request: RequestContext) => {
+          onRequest();
           request.setSignal(AbortSignal.timeout(timeoutMs));
           return request;
         },

@@ -1,12 +1,13 @@
 import {
-  type Expression,
   isConditionFailed,
   type StateTable,
   type StoredItem,
   type TransactWriteOp,
 } from '../state/dynamodb.ts';
+import type { Expression } from '../state/expression.ts';
 import {
   LockConflictError,
+  type LockFence,
   type LockHandle,
   LockLostError,
   type LockRecord,
@@ -51,8 +52,13 @@ function fromItem(item: StoredItem): LockRecord {
   };
 }
 
-/** Lock records in the state table; conditional-write failures become LockConflictError. */
-export class DynamoDbLockStore implements LockStore {
+/**
+ * Lock records in the state table; conditional-write failures become
+ * LockConflictError. Also the lock's fence: a lock is held while its record
+ * keeps the holder's owner and epoch, the one condition that renewal,
+ * release, fenced writes and the leadership check all use.
+ */
+export class DynamoDbLockStore implements LockStore, LockFence {
   constructor(private readonly table: StateTable) {}
 
   async get(name: string): Promise<LockRecord | undefined> {
@@ -78,6 +84,29 @@ export class DynamoDbLockStore implements LockStore {
     return this.conditional(() => this.table.put(toItem(next), { condition: heldCondition(owner, epoch) }));
   }
 
+  /** One transaction: the condition check on the lock record first, then `ops`. */
+  async fencedWrite(handle: LockHandle, ops: TransactWriteOp[]): Promise<void> {
+    try {
+      await this.table.transactWrite([
+        { check: lockKey(handle.name), condition: heldCondition(handle.owner, handle.epoch) },
+        ...ops,
+      ]);
+    } catch (err) {
+      if (
+        isConditionFailed(err) &&
+        err.reasons.some((r) => r.index === 0 && r.code === 'ConditionalCheckFailed')
+      ) {
+        throw new LockLostError(handle.name, `epoch ${handle.epoch} no longer holds it`);
+      }
+      throw err;
+    }
+  }
+
+  /** The fenced write of nothing: the same condition check, alone in its transaction. */
+  assertHeld(handle: LockHandle): Promise<void> {
+    return this.fencedWrite(handle, []);
+  }
+
   private async conditional(write: () => Promise<void>): Promise<void> {
     try {
       await write();
@@ -85,31 +114,5 @@ export class DynamoDbLockStore implements LockStore {
       if (isConditionFailed(err)) throw new LockConflictError(err.message);
       throw err;
     }
-  }
-}
-
-/**
- * Writes `ops` only if `handle` still holds its lock, in one transaction with
- * a condition check on the lock record: a deposed holder's write is rejected
- * with LockLostError and nothing is written.
- */
-export async function fencedWrite(
-  table: StateTable,
-  handle: LockHandle,
-  ops: TransactWriteOp[],
-): Promise<void> {
-  try {
-    await table.transactWrite([
-      { check: lockKey(handle.name), condition: heldCondition(handle.owner, handle.epoch) },
-      ...ops,
-    ]);
-  } catch (err) {
-    if (
-      isConditionFailed(err) &&
-      err.reasons.some((r) => r.index === 0 && r.code === 'ConditionalCheckFailed')
-    ) {
-      throw new LockLostError(handle.name, `fenced write rejected: epoch ${handle.epoch} no longer holds it`);
-    }
-    throw err;
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '../clock.ts';
+import type { TransactWriteOp } from '../state/dynamodb.ts';
 
 /**
  * The stored state of one lock. `rvn` (record version number) changes on
@@ -60,6 +61,26 @@ export interface LockStore {
   replaceIfVersion(expectedRvn: string, next: LockRecord): Promise<void>;
   /** Replaces the record when `owner` still holds it at `epoch`. */
   replaceIfHeld(owner: string, epoch: number, next: LockRecord): Promise<void>;
+}
+
+/**
+ * Writes that take effect only while a handle still holds its lock: the
+ * fencing check lives with the lock, in one condition (owner and epoch
+ * unchanged) that renewal and release use too. The writes are the state
+ * table's, since leader-only records live beside the lock.
+ */
+export interface LockFence {
+  /**
+   * Writes `ops` atomically with a check that `handle` still holds its lock.
+   * @throws LockLostError when it does not: nothing is written.
+   */
+  fencedWrite(handle: LockHandle, ops: TransactWriteOp[]): Promise<void>;
+  /**
+   * The same check with nothing to write, just before work that cannot
+   * itself be fenced (Kubernetes writes).
+   * @throws LockLostError when `handle` no longer holds its lock.
+   */
+  assertHeld(handle: LockHandle): Promise<void>;
 }
 
 export interface LockManagerOptions {

@@ -1,6 +1,7 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import type { NodeSettings } from '../config/node-settings.ts';
 import type { Invocation } from '../invocation.ts';
+import type { Logger } from '../log/logger.ts';
 import { NodeConfigController } from '../node-config/node-config-controller.ts';
 import { type HeartbeatOptions, type HeartbeatResult, runHeartbeat } from './heartbeat.ts';
 import { NodeController } from './node-controller.ts';
@@ -40,29 +41,9 @@ export async function heartbeat(
     statusIntervalMs: timing.statusIntervalMs,
     pingIntervalMs: timing.pingIntervalMs,
   });
-  const controllers = config.nodeNames.map((name) => {
-    const nodeLog = log.child({ node: name });
-    let controller: NodeController | undefined;
-    const lease = new NodeLease({
-      core: kube.core,
-      coordination: kube.coordination,
-      nodeName: name,
-      durationSeconds: timing.leaseDurationSeconds,
-      clock,
-      log: nodeLog,
-      beforeRecreate: () => controller?.ensureRegistered() ?? Promise.resolve(),
-    });
-    controller = new NodeController({
-      name,
-      settings: timing,
-      provider: nodeProvider,
-      core: kube.core,
-      lease,
-      clock,
-      log: nodeLog,
-    });
-    return controller;
-  });
+  const controllers = config.nodeNames.map((name) =>
+    buildNodeController(deps, { name, settings: timing, log }),
+  );
   const configure = (decision: typeof initial) => {
     nodeProvider.configure?.(decision.settings);
     for (const c of controllers) c.configure(withTiming(decision.settings), [decision.condition]);
@@ -92,4 +73,46 @@ export async function heartbeat(
       resolvedAt = clock.monotonic();
     },
   });
+}
+
+export interface NodeControllerSpec {
+  name: string;
+  /** The node's settings; its Lease's duration is `settings.leaseDurationSeconds`. */
+  settings: NodeSettings;
+  /** The invocation's logger; the node's lines add `node`. */
+  log: Logger;
+}
+
+/**
+ * One virtual node's controller and the Lease it renews, wired together the
+ * same way wherever a node is driven (the heartbeat, the reconciler's
+ * registration): on clients of their own, so that the node's request count
+ * is theirs alone, and with a lease that registers the Node again before it
+ * recreates itself (the garbage collector deletes the Lease with its Node).
+ */
+export function buildNodeController(
+  deps: Pick<Dependencies, 'kube' | 'nodeProvider' | 'clock'>,
+  spec: NodeControllerSpec,
+): NodeController {
+  const kube = deps.kube.withOwnCount();
+  const log = spec.log.child({ node: spec.name });
+  let controller: NodeController | undefined;
+  const lease = new NodeLease({
+    kube,
+    nodeName: spec.name,
+    durationSeconds: spec.settings.leaseDurationSeconds,
+    clock: deps.clock,
+    log,
+    beforeRecreate: () => controller?.ensureRegistered() ?? Promise.resolve(),
+  });
+  controller = new NodeController({
+    name: spec.name,
+    settings: spec.settings,
+    provider: deps.nodeProvider,
+    kube,
+    lease,
+    clock: deps.clock,
+    log,
+  });
+  return controller;
 }

@@ -1,7 +1,7 @@
-import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import type { NodeSettings } from '../config/node-settings.ts';
-import { isConflict, isNotFound } from '../kube/client.ts';
+import { isConflict, isNotFound, type KubeClients } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { NodeProvider, ProviderNodeCondition, ProviderNodeStatus } from '../provider/provider.ts';
 import { errorMessage } from '../util/error-message.ts';
@@ -18,7 +18,8 @@ export interface NodeControllerOptions {
   name: string;
   settings: NodeSettings;
   provider: NodeProvider;
-  core: CoreV1Api;
+  /** The node's own clients (shared with its lease): their request count is the node's. */
+  kube: KubeClients;
   lease: NodeLease;
   clock: Clock;
   log: Logger;
@@ -30,7 +31,7 @@ export interface TickResult {
   leaseRenewed: boolean;
   statusWritten: boolean;
   pingError?: string;
-  /** API requests this controller and its lease sent so far in this invocation. */
+  /** API requests sent so far through this node's clients (its controller's and its lease's). */
   requests: number;
   /** Steps that failed this tick (logged); the next tick tries again. */
   errors?: string[];
@@ -63,8 +64,6 @@ export class NodeController {
   private report: ProviderNodeStatus | undefined;
   private settings: NodeSettings;
   private extraConditions: readonly ProviderNodeCondition[] = [];
-  /** Requests sent to the API server for the Node, for tests and benchmarks. */
-  requests = 0;
 
   constructor(private readonly options: NodeControllerOptions) {
     this.name = options.name;
@@ -86,8 +85,7 @@ export class NodeController {
   async start(signal?: AbortSignal): Promise<void> {
     await this.probe(signal);
     try {
-      this.requests++;
-      this.current = await this.options.core.readNode({ name: this.name });
+      this.current = await this.options.kube.core.readNode({ name: this.name });
     } catch (err) {
       if (!isNotFound(err)) throw err;
       await this.register();
@@ -170,7 +168,7 @@ export class NodeController {
       node: this.name,
       leaseRenewed,
       statusWritten,
-      requests: this.requests + this.options.lease.requests,
+      requests: this.options.kube.requests(),
       ...(this.pingError ? { pingError: this.pingError } : {}),
       ...(errors.length > 0 ? { errors } : {}),
       ...(renewalLagMs === undefined ? {} : { renewalLagMs }),
@@ -183,8 +181,7 @@ export class NodeController {
    * again within one renew interval. Returns true when it wrote the status.
    */
   private async checkRegistered(): Promise<boolean> {
-    this.requests++;
-    const list = await this.options.core.listNode({
+    const list = await this.options.kube.core.listNode({
       fieldSelector: `metadata.name=${this.name}`,
       resourceVersion: '0',
     });
@@ -208,8 +205,7 @@ export class NodeController {
    */
   async ensureRegistered(): Promise<void> {
     try {
-      this.requests++;
-      this.current = await this.options.core.readNode({ name: this.name });
+      this.current = await this.options.kube.core.readNode({ name: this.name });
       this.options.lease.setNodeUid(this.current.metadata?.uid);
     } catch (err) {
       if (!isNotFound(err)) throw err;
@@ -256,8 +252,7 @@ export class NodeController {
       const body = metadataPatch(this.name, this.settings, this.current);
       if (!body) return;
       try {
-        this.requests++;
-        this.current = await this.options.core.patchNode(
+        this.current = await this.options.kube.core.patchNode(
           { name: this.name, body, fieldManager: FIELD_MANAGER },
           mergePatchOptions,
         );
@@ -266,18 +261,16 @@ export class NodeController {
       } catch (err) {
         // Someone else changed the Node since we read it: read it again and retry once.
         if (!isConflict(err) || attempt > 1) throw err;
-        this.requests++;
-        this.current = await this.options.core.readNode({ name: this.name });
+        this.current = await this.options.kube.core.readNode({ name: this.name });
       }
     }
   }
 
   private async register(): Promise<void> {
-    const { core, log } = this.options;
+    const { kube, log } = this.options;
     const settings = this.settings;
     try {
-      this.requests++;
-      this.current = await core.createNode({
+      this.current = await kube.core.createNode({
         body: registrationNode(this.name, settings),
         fieldManager: FIELD_MANAGER,
       });
@@ -285,8 +278,7 @@ export class NodeController {
     } catch (err) {
       if (!isConflict(err)) throw err;
       // Created meanwhile by another actor: use theirs.
-      this.requests++;
-      this.current = await core.readNode({ name: this.name });
+      this.current = await kube.core.readNode({ name: this.name });
     }
     this.options.lease.setNodeUid(this.current?.metadata?.uid);
   }
@@ -310,7 +302,7 @@ export class NodeController {
   }
 
   private async applyStatus(report: ProviderNodeStatus): Promise<void> {
-    const { core, clock } = this.options;
+    const { kube, clock } = this.options;
     const body = statusApplyBody({
       name: this.name,
       settings: this.settings,
@@ -320,8 +312,7 @@ export class NodeController {
       ...(this.current ? { current: this.current } : {}),
       now: new Date(clock.now()),
     });
-    this.requests++;
-    this.current = await core.patchNodeStatus(
+    this.current = await kube.core.patchNodeStatus(
       { name: this.name, body, fieldManager: FIELD_MANAGER, force: true },
       applyOptions,
     );

@@ -1,12 +1,12 @@
-import { type CoordinationV1Api, type CoreV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
-import { isConflict, isNotFound } from '../kube/client.ts';
+import { isConflict, isNotFound, type KubeClients } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
-/** Immediate, successive retries of one renewal before waiting for the next interval (kubelet: 5). */
+/** Immediate, successive retries of one renewal before waiting for the next interval (5, as the kubelet's nodelease controller). */
 export const MAX_UPDATE_RETRIES = 5;
-/** Ensure-lease backoff: 100 ms doubling up to 7 s (kubelet). */
+/** Ensure-lease backoff: 100 ms doubling up to 7 s, as the kubelet's nodelease controller. */
 export const ENSURE_BACKOFF_START_MS = 100;
 export const ENSURE_BACKOFF_MAX_MS = 7_000;
 
@@ -16,8 +16,8 @@ export class LeaseApiUnavailableError extends Error {
 }
 
 export interface NodeLeaseOptions {
-  core: CoreV1Api;
-  coordination: CoordinationV1Api;
+  /** The node's own clients: their request count is the node's. */
+  kube: KubeClients;
   nodeName: string;
   durationSeconds: number;
   clock: Clock;
@@ -39,8 +39,6 @@ export interface NodeLeaseOptions {
 export class NodeLease {
   private lease: V1Lease | undefined;
   private nodeUid: string | undefined;
-  /** Requests sent to the API server, for tests and benchmarks. */
-  requests = 0;
 
   constructor(private readonly options: NodeLeaseOptions) {}
 
@@ -119,12 +117,11 @@ export class NodeLease {
   }
 
   private async ensureOnce(): Promise<boolean> {
-    const { coordination, nodeName } = this.options;
+    const { kube, nodeName } = this.options;
     this.lease = await this.read();
     if (this.lease) return false;
     try {
-      this.requests++;
-      this.lease = await coordination.createNamespacedLease({
+      this.lease = await kube.coordination.createNamespacedLease({
         namespace: NODE_LEASE_NAMESPACE,
         body: await this.desired(undefined),
       });
@@ -138,9 +135,8 @@ export class NodeLease {
   }
 
   private async update(): Promise<void> {
-    const { coordination, nodeName } = this.options;
-    this.requests++;
-    this.lease = await coordination.replaceNamespacedLease({
+    const { kube, nodeName } = this.options;
+    this.lease = await kube.coordination.replaceNamespacedLease({
       name: nodeName,
       namespace: NODE_LEASE_NAMESPACE,
       body: await this.desired(this.lease),
@@ -149,10 +145,9 @@ export class NodeLease {
 
   /** The lease as stored, or undefined when it does not exist. */
   private async read(): Promise<V1Lease | undefined> {
-    const { coordination, nodeName } = this.options;
+    const { kube, nodeName } = this.options;
     try {
-      this.requests++;
-      return await coordination.readNamespacedLease({ name: nodeName, namespace: NODE_LEASE_NAMESPACE });
+      return await kube.coordination.readNamespacedLease({ name: nodeName, namespace: NODE_LEASE_NAMESPACE });
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -186,8 +181,7 @@ export class NodeLease {
 
   private async readNodeUid(): Promise<string | undefined> {
     try {
-      this.requests++;
-      const node = await this.options.core.readNode({ name: this.options.nodeName });
+      const node = await this.options.kube.core.readNode({ name: this.options.nodeName });
       return node.metadata?.uid;
     } catch (err) {
       this.options.log.warn(

@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../clock.ts';
-import { fencedWrite } from '../lock/dynamodb-lock-store.ts';
+import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import type { LockHandle } from '../lock/lock.ts';
 import type { StateTable, StoredItem } from '../state/dynamodb.ts';
 
@@ -57,7 +57,9 @@ export class WatchBookmarkStore {
       epoch: handle.epoch,
       updatedAt: new Date(this.#clock.now()).toISOString(),
     };
-    await fencedWrite(this.table, handle, [{ put: { ...bookmarkKey(node), ...bookmark } }]);
+    await new DynamoDbLockStore(this.table).fencedWrite(handle, [
+      { put: { ...bookmarkKey(node), ...bookmark } },
+    ]);
     return bookmark;
   }
 }

@@ -4,8 +4,8 @@ import { isConflict, isNotFound } from '../kube/client.ts';
 import { listNodePods } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
-import { NodeController } from '../node/node-controller.ts';
-import { NODE_LEASE_NAMESPACE, NodeLease } from '../node/node-lease.ts';
+import { buildNodeController } from '../node/heartbeat-entry.ts';
+import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
 import { DanglingPodCleaner, type DanglingResult } from '../pod/dangling.ts';
 import { type KnownPod, KnownPodStore } from '../pod/known-pods.ts';
 import { createPodReconciler, type PodReconciler } from '../pod/pod-reconciler.ts';
@@ -182,7 +182,7 @@ export class ClusterReconciler {
    */
   private async ensureNode(name: string, signal?: AbortSignal): Promise<boolean> {
     const { deps, log } = this.options;
-    const { core, coordination } = deps.kube;
+    const { core } = deps.kube;
     try {
       await core.readNode({ name });
       return false;
@@ -190,23 +190,7 @@ export class ClusterReconciler {
       if (!isNotFound(err)) throw err;
     }
     const nodeLog = log.child({ node: name });
-    const lease = new NodeLease({
-      core,
-      coordination,
-      nodeName: name,
-      durationSeconds: deps.config.node.leaseDurationSeconds,
-      clock: deps.clock,
-      log: nodeLog,
-    });
-    const controller = new NodeController({
-      name,
-      settings: deps.config.node,
-      provider: deps.nodeProvider,
-      core,
-      lease,
-      clock: deps.clock,
-      log: nodeLog,
-    });
+    const controller = buildNodeController(deps, { name, settings: deps.config.node, log });
     await controller.start(signal);
     nodeLog.info('Node missing (new, or deleted behind our back): registered it');
     return true;

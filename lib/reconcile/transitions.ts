@@ -10,7 +10,8 @@ export interface LeaderRelease {
 }
 
 /**
- * Seed 004's lead(), as a decision on the status found at election:
+ * The lead() of Monogon's reconciler, as a decision on the status found at
+ * election:
  *
  * - none: no reconcile ever completed. Reconcile, then create the done status.
  * - leave: the status is already what this leader would write.

@@ -1,6 +1,5 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Clock } from '../clock.ts';
-import type { Invocation } from '../invocation.ts';
 import { type ReconcilerStatus, ReconcilerStatusStore } from './reconciler-status.ts';
 import { releaseLessThan } from './release.ts';
 import { RunningReleaseStore } from './running-releases.ts';
@@ -19,12 +18,13 @@ export interface OwnRelease {
 export type GateDecision = { act: true; reason: string } | { act: false; reason: string };
 
 /**
- * Seed 004's WaitReady as a decision: may a function of `own` release act on
- * the state `status` describes? Unlike the seed, no status (no reconcile has
- * completed yet) lets everyone act: scheduled functions cannot wait for the
- * reconciler, and before a first status nothing has restricted anything. A
- * `working` status does not block either (seed: a release compatible with
- * both the old and the new state keeps running while reconciling).
+ * WaitReady of Monogon's reconciler as a decision: may a function of `own`
+ * release act on the state `status` describes? Unlike WaitReady, no status
+ * (no reconcile has completed yet) lets everyone act: scheduled functions
+ * cannot wait for the reconciler, and before a first status nothing has
+ * restricted anything. A `working` status does not block either: a release
+ * compatible with both the old and the new state keeps running while the
+ * reconciler works.
  */
 export function decideGate(status: ReconcilerStatus | undefined, own: OwnRelease): GateDecision {
   if (!status) return { act: true, reason: 'no reconciler status yet' };
@@ -46,7 +46,7 @@ export function decideGate(status: ReconcilerStatus | undefined, own: OwnRelease
   return { act: true, reason: `compatible with the reconciled state of release ${status.version}` };
 }
 
-/** What a gated entry point returns instead of acting. */
+/** What a gated invocation returns instead of acting (lib/handler's releaseGate middleware). */
 export interface ReleaseRefused {
   refused: true;
   release: string;
@@ -82,7 +82,7 @@ export interface ReleaseGateOptions {
  * pod-sync runs twice per pod, so reading the status on every check costs a
  * GetItem per invocation. A status that lets this release act is therefore
  * reused for `statusCacheMs` (measured on the monotonic clock from the start
- * of the read); the release is still recorded on every check as before. Why
+ * of the read); the release is still recorded on every check. Why
  * this cannot let a release act on state it is incompatible with:
  *
  * - A status stops letting release R act only through the reconciler's
@@ -164,7 +164,7 @@ export function releaseGateOf(deps: Dependencies, options: { reconciler?: boolea
   if (!gate) {
     const { release, gating } = deps.config;
     gate = new ReleaseGate({
-      statuses: new ReconcilerStatusStore(deps.table),
+      statuses: new ReconcilerStatusStore(deps.table, deps.lockStore),
       releases: new RunningReleaseStore(deps.table),
       clock: deps.clock,
       own: {
@@ -177,30 +177,6 @@ export function releaseGateOf(deps: Dependencies, options: { reconciler?: boolea
     gates.set(deps, gate);
   }
   return gate;
-}
-
-/**
- * Runs `act` only if this release may act under the reconciler status (the
- * one line every handler adds); otherwise logs why and returns a refusal
- * without doing anything else.
- */
-export async function whenReleaseMayAct<T>(
-  deps: Dependencies,
-  invocation: Invocation,
-  act: (deps: Dependencies, invocation: Invocation) => Promise<T>,
-  options: { reconciler?: boolean } = {},
-): Promise<T | ReleaseRefused> {
-  const decision = await releaseGateOf(deps, options).check(invocation.functionName);
-  if (!decision.act) {
-    deps.log
-      .child({ requestId: invocation.requestId })
-      .warn(
-        { release: deps.config.release, reason: decision.reason },
-        'release may not act under the reconciler status: doing nothing',
-      );
-    return { refused: true, release: deps.config.release, reason: decision.reason };
-  }
-  return act(deps, invocation);
 }
 
 export function isReleaseRefused(value: unknown): value is ReleaseRefused {

@@ -1,10 +1,10 @@
-import { fencedWrite } from '../lock/dynamodb-lock-store.ts';
-import type { LockHandle } from '../lock/lock.ts';
+import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
+import type { LockFence, LockHandle } from '../lock/lock.ts';
 import type { StateTable, StoredItem } from '../state/dynamodb.ts';
 import { isRelease } from './release.ts';
 
 /**
- * The reconciler status (seed 004's KubernetesReconcilerStatus): what the
+ * The reconciler status (KubernetesReconcilerStatus in Monogon's reconciler): what the
  * last reconciler did to the cluster's state, and which releases may act on
  * that state. Written only by the reconcile leader, fenced on its lock.
  */
@@ -68,7 +68,11 @@ function fromItem(item: StoredItem): StoredReconcilerStatus {
 
 /** The status item in the state table. */
 export class ReconcilerStatusStore {
-  constructor(private readonly table: StateTable) {}
+  constructor(
+    private readonly table: StateTable,
+    /** The reconcile lock's fence (the lock store on the same table unless given). */
+    private readonly fence: LockFence = new DynamoDbLockStore(table),
+  ) {}
 
   /** The current status, undefined before the first reconcile completed. @throws MalformedStatusError */
   async get(): Promise<StoredReconcilerStatus | undefined> {
@@ -90,6 +94,6 @@ export class ReconcilerStatusStore {
       epoch: handle.epoch,
       updatedAt: new Date(now).toISOString(),
     };
-    await fencedWrite(this.table, handle, [{ put: item }]);
+    await this.fence.fencedWrite(handle, [{ put: item }]);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Release numbers (`major.minor.patch`) as the reconciler and the gating
- * compare them (seed 004's `version.ReleaseLessThan`). Strings on the wire and
+ * compare them (Monogon's `version.ReleaseLessThan`). Strings on the wire and
  * in DynamoDB, parsed only to compare, so a stored value stays readable.
  */
 

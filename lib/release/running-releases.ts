@@ -2,12 +2,13 @@ import { isConditionFailed, type StateTable } from '../state/dynamodb.ts';
 import { isRelease, releaseLessThan } from './release.ts';
 
 /**
- * Which releases still run (seed 004's watchNodes, for functions instead of
- * nodes): every function records its release when it starts, with an expiry
- * longer than the longest invocation, so a release whose code is no longer
- * invoked drops out once its last record expires. One item per release at
- * pk `releases`, sk `<release>`; `expiresAt` (epoch seconds) also lets
- * DynamoDB's TTL remove it, but readers compare it with the clock themselves.
+ * Which releases still run (the watchNodes of Monogon's reconciler, for
+ * functions instead of nodes): every function records its release when it
+ * starts, with an expiry longer than the longest invocation, so a release
+ * whose code is no longer invoked drops out once its last record expires.
+ * One item per release at pk `releases`, sk `<release>`; `expiresAt` (epoch
+ * seconds) also lets DynamoDB's TTL remove it, but readers compare it with
+ * the clock themselves.
  */
 export const RELEASES_PARTITION = 'releases';
 

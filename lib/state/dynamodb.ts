@@ -15,6 +15,7 @@ import {
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { type Expression, keyCondition, placeholders, type SortKeyCondition } from './expression.ts';
 
 /**
  * The DynamoDB adapter: the only module (with table-definition.ts) that talks
@@ -71,23 +72,6 @@ export interface ItemKey {
 export interface StoredItem extends ItemKey {
   [attribute: string]: unknown;
 }
-
-/**
- * A condition or update expression with its placeholders, e.g.
- * `{ expression: '#v = :v', names: { '#v': 'version' }, values: { ':v': 3 } }`.
- * When an update and its condition are combined, a placeholder used by both
- * must mean the same thing.
- */
-export interface Expression {
-  expression: string;
-  names?: Record<string, string>;
-  values?: Record<string, unknown>;
-}
-
-/** Sort-key condition of a query, on `sk` (or `gsi1sk` for the index). */
-export type SortKeyCondition =
-  | { op: '=' | '<' | '<=' | '>' | '>=' | 'begins_with'; value: string }
-  | { op: 'between'; from: string; to: string };
 
 export interface QueryOptions {
   /** Query gsi1 (`gsi1pk`/`gsi1sk`) instead of the table (`pk`/`sk`). */
@@ -237,21 +221,7 @@ export class StateTable {
   /** Items of one partition (of the table or of gsi1) in sort-key order, all pages up to `limit`. */
   async query(partition: string, options: QueryOptions = {}): Promise<StoredItem[]> {
     const onIndex = options.index === 'gsi1';
-    const names: Record<string, string> = { '#pk': onIndex ? 'gsi1pk' : 'pk' };
-    const values: Record<string, unknown> = { ':pk': partition };
-    let keyCondition = '#pk = :pk';
-    const sk = options.sk;
-    if (sk) {
-      names['#sk'] = onIndex ? 'gsi1sk' : 'sk';
-      if (sk.op === 'between') {
-        keyCondition += ' AND #sk BETWEEN :from AND :to';
-        values[':from'] = sk.from;
-        values[':to'] = sk.to;
-      } else {
-        keyCondition += sk.op === 'begins_with' ? ' AND begins_with(#sk, :sk)' : ` AND #sk ${sk.op} :sk`;
-        values[':sk'] = sk.value;
-      }
-    }
+    const condition = keyCondition(partition, options.sk, onIndex);
     const items: StoredItem[] = [];
     let startKey: QueryCommandInput['ExclusiveStartKey'];
     do {
@@ -260,9 +230,8 @@ export class StateTable {
         new QueryCommand({
           TableName: this.tableName,
           IndexName: options.index,
-          KeyConditionExpression: keyCondition,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
+          KeyConditionExpression: condition.expression,
+          ...placeholders([condition]),
           ScanIndexForward: options.ascending ?? true,
           ConsistentRead: !onIndex,
           Limit: remaining,
@@ -371,36 +340,6 @@ function isSdkError<T extends Error>(
   name: string,
 ): err is T {
   return err instanceof type || (err instanceof Error && err.name === name);
-}
-
-/**
- * ExpressionAttributeNames/Values of several expressions, merged. DynamoDB
- * rejects empty maps and placeholders it does not use, hence undefined when
- * none are given.
- */
-function placeholders(expressions: (Expression | undefined)[]): {
-  ExpressionAttributeNames?: Record<string, string>;
-  ExpressionAttributeValues?: Record<string, unknown>;
-} {
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = {};
-  for (const e of expressions) {
-    mergeInto(names, e?.names, 'name');
-    mergeInto(values, e?.values, 'value');
-  }
-  return {
-    ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
-    ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
-  };
-}
-
-function mergeInto<T>(target: Record<string, T>, source: Record<string, T> | undefined, kind: string): void {
-  for (const [placeholder, value] of Object.entries(source ?? {})) {
-    if (placeholder in target && !Object.is(target[placeholder], value)) {
-      throw new TypeError(`placeholder ${placeholder} has two different ${kind}s in one request`);
-    }
-    target[placeholder] = value;
-  }
 }
 
 // Only the key attributes: callers often pass a whole item as its key.

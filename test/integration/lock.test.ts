@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DynamoDbLockStore, fencedWrite, lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
+import { DynamoDbLockStore, lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
 import { LockLostError, LockManager } from '../../lib/lock/lock.ts';
 import { freshTable, uniqueName, waitFor } from '../support/kube.ts';
 
@@ -25,7 +25,7 @@ describe('DynamoDB locks against DynamoDB Local', () => {
     const contender = new LockManager({ store, owner: 'contender', ttlMs: 1_500 });
     const old = await frozen.tryAcquire(name);
     assert.ok(old);
-    await fencedWrite(table, old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'frozen' } }]);
+    await store.fencedWrite(old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'frozen' } }]);
 
     // The holder stops renewing (frozen); the contender polls until it may take over.
     const started = Date.now();
@@ -38,7 +38,7 @@ describe('DynamoDB locks against DynamoDB Local', () => {
     // The old holder wakes up and tries to act.
     await assert.rejects(frozen.renew(old), LockLostError);
     await assert.rejects(
-      fencedWrite(table, old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'stale' } }]),
+      store.fencedWrite(old, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'stale' } }]),
       LockLostError,
     );
     assert.equal(
@@ -46,8 +46,23 @@ describe('DynamoDB locks against DynamoDB Local', () => {
       'frozen',
       'nothing written',
     );
-    await fencedWrite(table, taken, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'contender' } }]);
+    await store.fencedWrite(taken, [{ put: { pk: `status#${name}`, sk: 'status', writer: 'contender' } }]);
     assert.equal((await table.get({ pk: `status#${name}`, sk: 'status' }))?.writer, 'contender');
+  });
+
+  it('the leadership check is the fence itself: it passes while held and rejects a deposed holder', async () => {
+    const { table } = await freshTable();
+    const store = new DynamoDbLockStore(table);
+    const name = uniqueName('lock');
+    const holder = new LockManager({ store, owner: 'holder', ttlMs: 5_000 });
+    const handle = await holder.tryAcquire(name);
+    assert.ok(handle);
+    await store.assertHeld(handle);
+    const current = await store.get(name);
+    assert.ok(current);
+    await store.replaceIfVersion(current.rvn, { ...current, owner: 'usurper', epoch: 2, rvn: 'usurped' });
+    await assert.rejects(store.assertHeld(handle), LockLostError);
+    await store.assertHeld({ ...handle, owner: 'usurper', epoch: 2 });
   });
 
   it('a live holder keeps its lock against a polling contender', async () => {

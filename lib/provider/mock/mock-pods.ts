@@ -1,12 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.ts';
-import {
-  type Expression,
-  type ItemKey,
-  isConditionFailed,
-  type StateTable,
-  type StoredItem,
-} from '../../state/dynamodb.ts';
+import { type ItemKey, isConditionFailed, type StateTable, type StoredItem } from '../../state/dynamodb.ts';
+import type { Expression } from '../../state/expression.ts';
 import { type AppliedPodStatus, type PodProvider, ProviderNotFoundError } from '../provider.ts';
 import { type MockPodPlan, mockCreateIntent, mockPodPlan } from './mock-pod-plan.ts';
 import { type MockContainer, type MockPodState, mockHostIp, mockPodObject } from './mock-pod-status.ts';
