@@ -142,4 +142,27 @@ describe('ECS provider: a pod is a task', () => {
     assert.equal(task?.stopCode, 'UserInitiated');
     assert.equal(task?.lastStatus, 'STOPPED');
   });
+
+  it('an image change replaces the running task with one of the new shape (restartCount + 1)', async () => {
+    const f = fixture();
+    const ns = uniqueName('ecs');
+    const pod = ecsPod(ns, 'upgrade', [{ name: 'app', image: 'shop/api:1', script: 'sleep infinity' }]);
+    await f.provider.createPod(pod);
+    await f.until(async () => (await f.provider.getPod(ns, 'upgrade'))?.status?.phase === 'Running');
+    await f.pump(2_000);
+    const changed = structuredClone(pod);
+    const container = changed.spec?.containers[0];
+    if (container) container.image = 'shop/api:2';
+    await f.provider.updatePod(changed);
+    const upgraded = await f.until(async () => {
+      const p = await f.provider.getPod(ns, 'upgrade');
+      return statusOf(p, 'app')?.restartCount === 1 && p?.status?.phase === 'Running' ? p : undefined;
+    });
+    assert.equal(statusOf(upgraded, 'app')?.image, 'shop/api:2');
+    const tasks = f.aws.ecs.tasksOf(pod.metadata?.uid ?? '');
+    assert.equal(tasks.length, 2);
+    assert.equal(tasks[0]?.stoppedReason, `pod ${ns}/upgrade replaced: its spec changed`);
+    assert.equal(f.aws.ecs.calls.RegisterTaskDefinition, 2);
+    await assert.rejects(f.provider.updatePod(ecsPod(ns, 'nothing', [{ name: 'app' }])), isProviderNotFound);
+  });
 });

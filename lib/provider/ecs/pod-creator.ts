@@ -1,4 +1,4 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
 import { ProviderNotFoundError } from '../provider.ts';
@@ -95,6 +95,7 @@ export class PodCreator {
       record,
       (r) => ({
         ...r,
+        ...containerRefs(pod),
         family: prepared.translation.family,
         taskDefinitionArn: arn,
         run: prepared.run,
@@ -203,8 +204,7 @@ export class PodCreator {
       uid,
       node,
       restartPolicy: restartPolicy(pod.spec?.restartPolicy),
-      initContainers: (pod.spec?.initContainers ?? []).map((c) => ({ name: c.name, image: c.image ?? '' })),
-      containers: (pod.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '' })),
+      ...containerRefs(pod),
       gracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds ?? 30,
       family: prepared.translation.family,
       taskDefinitionArn: arn,
@@ -241,6 +241,14 @@ function identity(
   if (missing.length > 0)
     throw new Error(`ECS provider: pod ${namespace || '?'}/${name || '?'} lacks ${missing.join(', ')}`);
   return { namespace, name, uid, node };
+}
+
+function containerRefs(pod: V1Pod): Pick<EcsPodRecord, 'initContainers' | 'containers'> {
+  const refs = (list: readonly V1Container[]) => list.map((c) => ({ name: c.name, image: c.image ?? '' }));
+  return {
+    initContainers: refs(pod.spec?.initContainers ?? []),
+    containers: refs(pod.spec?.containers ?? []),
+  };
 }
 
 function restartPolicy(policy: string | undefined): RestartPolicy {
