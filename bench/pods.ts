@@ -54,7 +54,8 @@ import {
   parsePodSyncConcurrency,
 } from '../lib/local/local-deployment.ts';
 import { KnownPodStore } from '../lib/pod/known-pods.ts';
-import { MockPodProvider, mockPodKey } from '../lib/provider/mock/mock-pods.ts';
+import { mockPodKey } from '../lib/provider/mock/mock-pod-record.ts';
+import { MockPodProvider } from '../lib/provider/mock/mock-pods.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import {
