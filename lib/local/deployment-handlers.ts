@@ -7,19 +7,7 @@ import type { EventPublisher } from '../events/publisher.ts';
 import type { LambdaHandler } from './lambda-function.ts';
 
 /** The functions of serverless.yml, by name. */
-export const DEPLOYMENT_FUNCTIONS = [
-  'heartbeat',
-  'pod-watch',
-  'pod-status',
-  'reconcile',
-  'pod-sync',
-] as const;
-
-export type DeploymentFunction = (typeof DEPLOYMENT_FUNCTIONS)[number];
-
-export function isDeploymentFunction(name: unknown): name is DeploymentFunction {
-  return typeof name === 'string' && (DEPLOYMENT_FUNCTIONS as readonly string[]).includes(name);
-}
+export type DeploymentFunction = 'heartbeat' | 'pod-watch' | 'pod-status' | 'reconcile' | 'pod-sync';
 
 /**
  * The real handlers of the five functions, configured by `env`, with
