@@ -55,6 +55,8 @@ export interface PipelineHarnessOptions {
   sandboxes?: 'host-process' | 'in-process';
   /** How long to wait for every node Ready and schedulable. Default 90 s. */
   readyTimeoutMs?: number;
+  /** The scheduled functions to start; default all four (a test may leave pod-status out, say). */
+  scheduled?: readonly string[];
   /** Called once per finished invocation (a bench counts crashes, timeouts and errors). */
   onResult?: LocalDeploymentOptions['onResult'];
 }
@@ -172,6 +174,7 @@ export class PipelineHarness {
       ...(options.podSyncConcurrency !== undefined ? { podSyncConcurrency: options.podSyncConcurrency } : {}),
       ...(options.onResult ? { onResult: options.onResult } : {}),
     });
+    provider.connect?.(deployment);
     const probe = provider.probe({ table, env });
     const harness = new PipelineHarness({
       provider,
@@ -183,7 +186,7 @@ export class PipelineHarness {
       probe,
       adminKubeconfig: environment.kube.adminKubeconfig,
     });
-    deployment.start();
+    deployment.start(options.scheduled);
     try {
       await harness.#waitReady(options.readyTimeoutMs ?? 90_000);
     } catch (err) {

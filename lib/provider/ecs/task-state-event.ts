@@ -15,6 +15,10 @@ import { compact, eniAddress, type TaskSnapshot } from './task-snapshot.ts';
  * fields, so unknown ones are accepted and ignored.
  */
 
+/** The event's `source` and `detail-type`, which the rule for our cluster matches. */
+export const TASK_STATE_SOURCE = 'aws.ecs';
+export const TASK_STATE_DETAIL_TYPE = 'ECS Task State Change';
+
 const time = z.iso.datetime({ offset: true }).optional();
 
 const detailSchema = z.looseObject({
@@ -59,8 +63,8 @@ const detailSchema = z.looseObject({
 });
 
 const eventSchema = z.looseObject({
-  source: z.literal('aws.ecs'),
-  'detail-type': z.literal('ECS Task State Change'),
+  source: z.literal(TASK_STATE_SOURCE),
+  'detail-type': z.literal(TASK_STATE_DETAIL_TYPE),
   detail: detailSchema,
 });
 
