@@ -24,7 +24,8 @@ export interface TaskStateResult {
   outcome: 'applied' | 'stale' | 'ignored';
   pod?: string;
   uid?: string;
-  status?: StatusWriteResult | 'not-known';
+  /** What became of the status write: none for a stale event; `superseded` when a newer state was recorded meanwhile. */
+  status?: StatusWriteResult | 'not-known' | 'superseded';
   reason?: string;
 }
 
@@ -77,12 +78,23 @@ export async function ecsTaskState(
   }
   const { record } = applied;
   const fields = { pod: podKey(record), uid: record.uid, node: record.node };
+  if (applied.outcome === 'stale') {
+    // The invocation that applied the newer state writes its status.
+    log.debug({ ...fields, lastStatus: detail.lastStatus }, "task-state event older than the pod's record");
+    return { outcome: 'stale', ...fields };
+  }
   const knownPods = new KnownPodStore(deps.table);
   const known = await knownPods.get(record.node, record.namespace, record.name);
   if (!known || known.uid !== record.uid) {
     // pod-sync has not recorded the pod yet: it, or pod-status, writes the status.
     log.debug({ ...fields, outcome: applied.outcome }, 'task-state event applied; the pod is not known yet');
     return { outcome: applied.outcome, ...fields, status: 'not-known' };
+  }
+  // Events of one task are handled concurrently: leave the write to whoever recorded a newer state.
+  const latest = await parts.store.get(record.namespace, record.name);
+  if (latest?.uid === record.uid && latest.version !== record.version) {
+    log.debug({ ...fields }, 'task-state event superseded before its status was written');
+    return { outcome: applied.outcome, ...fields, status: 'superseded' };
   }
   const hostIp = deps.config.node.internalIp;
   const status = await writeReportedStatus(

@@ -4,6 +4,7 @@ import { dependencyProblems, runTaskProblems, taskDefinitionProblems } from './s
 import { SimError } from './sim-error.ts';
 import { taskEvent, taskJson } from './sim-json.ts';
 import { type LifecycleTimes, nextStep, stopTask } from './sim-lifecycle.ts';
+import { newTask } from './sim-new-task.ts';
 import type { ContainerBehaviour, SimContainer, SimTask } from './sim-types.ts';
 import type { SsmSim } from './ssm-sim.ts';
 
@@ -226,110 +227,24 @@ export class EcsSim {
         ? 'Capacity is unavailable at this time. Please try again later or in a different availability zone'
         : undefined);
     if (reason) return { tasks: [], failures: [{ reason }] };
-    const task = this.#newTask(cluster, definition, body, now);
+    const task = newTask({
+      cluster,
+      clusterArn: this.clusterArn(cluster),
+      definition,
+      body,
+      now,
+      index: this.tasks.size,
+      region: this.options.region,
+      account: this.options.account,
+      provisionMs: this.#times.provisionMs,
+      visibilityDelayMs: this.options.visibilityDelayMs ?? 1_000,
+      ssm: this.options.ssm,
+      behaviour: this.options.behaviour,
+    });
     this.tasks.set(task.arn, task);
     if (token) this.#tokens.set(token, { hash, arns: [task.arn], at: now });
     this.#changed(task, now);
     return { tasks: [taskJson(task, true, this.options.region, this.options.account)], failures: [] };
-  }
-
-  #newTask(
-    cluster: string,
-    definition: Record<string, unknown>,
-    body: Record<string, unknown>,
-    now: number,
-  ): SimTask {
-    const id = randomUUID().replaceAll('-', '');
-    const vpc = (body.networkConfiguration as { awsvpcConfiguration?: { subnets?: string[] } } | undefined)
-      ?.awsvpcConfiguration;
-    const overrides = (body.overrides ?? {}) as {
-      containerOverrides?: Array<{ name?: string; environment?: Array<{ name: string; value: string }> }>;
-    };
-    const containers = (definition.containerDefinitions as Array<Record<string, unknown>>).map((c, i) =>
-      this.#container(c, overrides.containerOverrides?.find((o) => o.name === c.name)?.environment ?? [], i),
-    );
-    const task: SimTask = {
-      arn: `arn:aws:ecs:${this.options.region}:${this.options.account}:task/${cluster}/${id}`,
-      id,
-      clusterArn: this.clusterArn(cluster),
-      taskDefinitionArn: String(definition.taskDefinitionArn),
-      group: typeof body.group === 'string' ? body.group : `family:${definition.family}`,
-      ...(typeof body.startedBy === 'string' ? { startedBy: body.startedBy } : {}),
-      tags: (body.tags as SimTask['tags'] | undefined) ?? [],
-      overrides: body.overrides ?? { containerOverrides: [] },
-      cpu: String(definition.cpu),
-      memory: String(definition.memory),
-      capacityProvider: String(
-        (body.capacityProviderStrategy as Array<{ capacityProvider: string }> | undefined)?.[0]
-          ?.capacityProvider ?? 'FARGATE',
-      ),
-      createdAt: now,
-      version: 0,
-      lastStatus: 'PROVISIONING',
-      desiredStatus: 'RUNNING',
-      podIp: `10.0.${(this.tasks.size >> 8) & 255}.${(this.tasks.size & 255) + 1}`,
-      eniId: `eni-${id.slice(0, 17)}`,
-      subnet: vpc?.subnets?.[0] ?? '',
-      containers: containers.map((c) => c.container),
-      nextStepAt: now + this.#times.provisionMs,
-      visibleAt: now + (this.options.visibilityDelayMs ?? 1_000),
-    };
-    const failure = containers.find((c) => c.failure);
-    if (failure?.failure) task.startFailure = { ...failure.failure, container: failure.container.name };
-    return task;
-  }
-
-  #container(
-    c: Record<string, unknown>,
-    overrideEnv: Array<{ name: string; value: string }>,
-    index: number,
-  ): { container: SimContainer; failure?: { stopCode: string; reason: string } } {
-    const env: Record<string, string> = {};
-    for (const e of (c.environment as Array<{ name: string; value: string }> | undefined) ?? [])
-      env[e.name] = e.value;
-    for (const e of overrideEnv) env[e.name] = e.value;
-    let failure: { stopCode: string; reason: string } | undefined;
-    for (const s of (c.secrets as Array<{ name: string; valueFrom: string }> | undefined) ?? []) {
-      const value = this.options.ssm.read(s.valueFrom);
-      if (value === undefined)
-        failure ??= {
-          stopCode: 'TaskFailedToStart',
-          reason: `ResourceInitializationError: unable to pull secrets or registry auth: unable to retrieve secrets from ssm: service call has been retried 1 time(s): invalid ssm parameters: ${s.valueFrom}`,
-        };
-      else env[s.name] = value;
-    }
-    const image = String(c.image);
-    if (image.includes('does-not-exist'))
-      failure ??= {
-        stopCode: 'TaskFailedToStart',
-        reason: `CannotPullContainerError: pull image manifest has been retried 5 time(s): failed to resolve ref ${image}: not found`,
-      };
-    const argv = [
-      ...((c.entryPoint as string[] | undefined) ?? []),
-      ...((c.command as string[] | undefined) ?? []),
-    ];
-    const log = c.logConfiguration as { options?: Record<string, string> } | undefined;
-    return {
-      container: {
-        name: String(c.name),
-        image,
-        essential: c.essential !== false,
-        after: ((c.dependsOn as Array<{ containerName: string }> | undefined) ?? []).map(
-          (d) => d.containerName,
-        ),
-        stopTimeoutSeconds: typeof c.stopTimeout === 'number' ? c.stopTimeout : 30,
-        run: this.options.behaviour(argv, env),
-        env,
-        lastStatus: 'PENDING',
-        runtimeId: `${index}${randomUUID().slice(0, 8)}`,
-        ...(log?.options
-          ? {
-              logStream: `${log.options['awslogs-group']}\n${log.options['awslogs-stream-prefix']}/${String(c.name)}`,
-            }
-          : {}),
-      },
-      ...(failure ? { failure } : {}),
-    };
   }
 
   #started(task: SimTask, c: SimContainer, at: number): void {
