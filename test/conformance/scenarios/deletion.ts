@@ -26,7 +26,7 @@ export function deletionScenarios(ctx: ConformanceContext): void {
     ctx,
     'force-delete',
     'force delete: the API object goes at once, the provider stops the pod without waiting for its grace period',
-    4 * MINUTE,
+    5 * MINUTE,
     forceDelete,
   );
   scenario(
