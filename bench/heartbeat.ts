@@ -434,6 +434,8 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
     AWS_REGION: 'local',
     SVK_TABLE_NAME: tableName,
     SVK_LOG_LEVEL: 'warn',
+    // Benchmarks measure the pipeline: pinned to the mock whatever the shell's environment.
+    SVK_PROVIDER: 'mock',
     SVK_NODE_NAMES: names.join(','),
     SVK_NODE_LABELS: selector,
     SVK_HEARTBEAT_MAX_PARALLEL: String(spec.maxParallel),

@@ -1048,6 +1048,8 @@ async function main(): Promise<void> {
         AWS_REGION: 'local',
         SVK_TABLE_NAME: tableName,
         SVK_LOG_LEVEL: process.env.SVK_BENCH_LOG_LEVEL ?? 'warn',
+        // Benchmarks measure the pipeline: pinned to the mock whatever the shell's environment.
+        SVK_PROVIDER: 'mock',
         SVK_NODE_NAMES: NODE,
         SVK_NODE_CAPACITY: CAPACITY,
       },

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the local control plane needs and builds kube-apiserver,
-# kube-controller-manager and kube-scheduler v1.20.2 from Debian bookworm's
-# `kubernetes` source package. Binaries are cached outside the repository and
-# reused; only missing ones are built.
+# kube-controller-manager, kube-scheduler and kubectl v1.20.2 from Debian
+# bookworm's `kubernetes` source package. Binaries are cached outside the
+# repository and reused; only missing ones are built. kubectl is built from the
+# same source so that tests drive the API server with its own client version
+# (the kubelet API tests run `kubectl logs` and `kubectl get --raw`).
 set -euo pipefail
 
 CACHE_DIR="${SVK_CACHE_DIR:-$HOME/.cache/serverless-virtual-kubelet}"
 KUBE_DIR="$CACHE_DIR/kube-v1.20.2"
-BINARIES=(kube-apiserver kube-controller-manager kube-scheduler)
+BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
 log() { printf '[ensure-kube] %s\n' "$*" >&2; }
 
@@ -31,7 +33,7 @@ apt_install etcd-server openjdk-17-jre-headless openssl ca-certificates
 need_build=()
 for b in "${BINARIES[@]}"; do [ -x "$KUBE_DIR/$b" ] || need_build+=("$b"); done
 if [ ${#need_build[@]} -eq 0 ]; then
-  log "control-plane binaries cached in $KUBE_DIR"
+  log "control-plane binaries and kubectl cached in $KUBE_DIR"
   exit 0
 fi
 
@@ -68,4 +70,4 @@ for b in "${need_build[@]}"; do
   install -m 0755 "$out" "$KUBE_DIR/$b"
   log "built $b in $(( $(date +%s) - start ))s"
 done
-log "control-plane binaries ready in $KUBE_DIR"
+log "control-plane binaries and kubectl ready in $KUBE_DIR"

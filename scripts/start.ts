@@ -10,9 +10,15 @@
  * - DynamoDB: SVK_DYNAMODB_ENDPOINT when set; otherwise DynamoDB Local with
  *   its data in .local/start/dynamodb, so a restart resumes. The table
  *   (SVK_TABLE_NAME) is created when missing.
+ * - Provider: SVK_PROVIDER when set; otherwise `docker` when a
+ *   Docker-compatible engine answers (SVK_DOCKER_HOST, DOCKER_HOST, else the
+ *   default socket), else `mock`. The first lines say which, and why.
  * - Logs: the functions' JSON lines, one readable line each (lib/log/pretty.ts).
  *   For that this script runs twice: the supervisor formats the stdout of the
  *   runner (`--run`), which does the work.
+ * - Kubelet API: with the local control plane, the kubelet-api function behind
+ *   a loopback HTTPS front, each node at its own 127.x address, so `kubectl
+ *   logs` and the node proxy work (lib/local/local-kubelet-api.ts).
  * - pod-sync runs at most SVK_LOCAL_POD_SYNC_CONCURRENCY invocations at once
  *   (10, serverless.yml's podSyncConcurrency); further pod events wait.
  * - Ctrl-C (or SIGTERM): the schedules stop, running invocations end as if
@@ -23,20 +29,23 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../lib/config/config.ts';
 import { loadConfig } from '../lib/config/load-config.ts';
 import { isApiServerReachable, loadKubeConfig } from '../lib/kube/client.ts';
 import { controlPlaneBinariesPresent } from '../lib/local/control-plane/binaries.ts';
+import { CertificateAuthority, type CertificateFiles } from '../lib/local/control-plane/pki.ts';
 import { startControlPlane } from '../lib/local/control-plane.ts';
+import { localProvider } from '../lib/local/docker-engine.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import {
   LocalDeployment,
   type PodSyncConcurrency,
   podSyncConcurrencyFromEnv,
 } from '../lib/local/local-deployment.ts';
+import { startLocalKubeletApi } from '../lib/local/local-kubelet-api.ts';
 import { formatLogLine } from '../lib/log/pretty.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
@@ -120,6 +129,12 @@ async function run(): Promise<void> {
   process.on('SIGTERM', () => void shutdown(0));
 
   try {
+    // Real containers when a Docker-compatible engine answers, else the mock.
+    if (!process.env.SVK_PROVIDER) {
+      const chosen = await localProvider(process.env);
+      process.env.SVK_PROVIDER = chosen.provider;
+      say(`provider ${chosen.provider}: ${chosen.reason}`);
+    } else say(`provider ${process.env.SVK_PROVIDER} (SVK_PROVIDER)`);
     // Refuse a bad configuration before starting anything.
     const config = loadConfig(process.env);
     const podSyncConcurrency = podSyncConcurrencyFromEnv(process.env);
@@ -129,13 +144,15 @@ async function run(): Promise<void> {
     const endpoint = await useDynamoDb(config, stops);
     if (stopping) return;
     const kubeconfig = process.env.SVK_KUBECONFIG || cluster.kubeconfig;
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      SVK_KUBECONFIG: kubeconfig,
+      SVK_DYNAMODB_ENDPOINT: endpoint,
+      AWS_REGION: config.dynamodb.region,
+    };
+    if (cluster.ca && !config.kubeletApi.endpoint) await useKubeletApi(config, cluster.ca, env, stops);
     const deployment = new LocalDeployment({
-      env: {
-        ...process.env,
-        SVK_KUBECONFIG: kubeconfig,
-        SVK_DYNAMODB_ENDPOINT: endpoint,
-        AWS_REGION: config.dynamodb.region,
-      },
+      env,
       podSyncConcurrency,
       // pod-sync runs once per pod event: only its failures are worth a line.
       onResult: (invocation, result) => {
@@ -160,7 +177,9 @@ async function run(): Promise<void> {
  * local control plane (built first when its binaries are missing).
  * `kubeconfig` is for the functions, `kubectlConfig` for the user.
  */
-async function useCluster(stops: Stops): Promise<{ kubeconfig: string; kubectlConfig: string }> {
+async function useCluster(
+  stops: Stops,
+): Promise<{ kubeconfig: string; kubectlConfig: string; ca?: CertificateFiles }> {
   const current = await currentKubeconfig();
   if (current) return { kubeconfig: current, kubectlConfig: current };
   if (!controlPlaneBinariesPresent()) {
@@ -171,7 +190,35 @@ async function useCluster(stops: Stops): Promise<{ kubeconfig: string; kubectlCo
   say('starting the local control plane…');
   const controlPlane = await startControlPlane({ dir: join(dir, 'control-plane'), log: say });
   stops.push(() => controlPlane.stop());
-  return { kubeconfig: controlPlane.kubeletKubeconfig, kubectlConfig: controlPlane.adminKubeconfig };
+  return {
+    kubeconfig: controlPlane.kubeletKubeconfig,
+    kubectlConfig: controlPlane.adminKubeconfig,
+    ca: controlPlane.ca,
+  };
+}
+
+/**
+ * The kubelet API on loopback (`kubectl logs`, `kubectl top` through the
+ * node proxy), for the local control plane only: it signs the serving
+ * certificate with that cluster's CA, and the node addresses it publishes
+ * (127.x) are reachable only by an API server on this machine. Sets
+ * SVK_KUBELET_API_ADDRESSES and SVK_KUBELET_PORT in `env`.
+ */
+async function useKubeletApi(
+  config: Config,
+  ca: CertificateFiles,
+  env: Record<string, string | undefined>,
+  stops: Stops,
+): Promise<void> {
+  const api = await startLocalKubeletApi({
+    env,
+    nodes: config.nodeNames,
+    ca: CertificateAuthority.open(dirname(ca.cert)),
+    dir: join(dir, 'kubelet-api'),
+  });
+  stops.push(() => api.stop());
+  const where = Object.entries(api.addresses).map(([node, address]) => `${node} at ${address}`);
+  say(`kubelet API (kubectl logs): ${where.join(', ')}, port ${api.port}`);
 }
 
 /** SVK_DYNAMODB_ENDPOINT, else DynamoDB Local with its data under .local/start; the table is created when missing. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check from a fresh clone: installs what is missing (npm packages,
-# Debian packages, the control-plane binaries), then typecheck, lint, unit
+# Debian packages, the control-plane binaries, Podman), then typecheck, lint, unit
 # tests, and integration tests against a real control plane and DynamoDB Local.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,9 @@ echo "node $(node --version)"
 
 step "control plane and DynamoDB Local prerequisites"
 bash scripts/ensure-kube.sh
+
+step "Podman prerequisites (real containers for the Docker provider)"
+bash scripts/ensure-podman.sh
 
 step "typecheck"
 tsc --noEmit -p tsconfig.json

@@ -5,8 +5,8 @@
  * run is interrupted.
  *
  * Usage: tsx test/run-integration.ts [--test-name-pattern=...] [test files or globs...]
- * (default: the integration tests and the provider conformance suites;
- * arguments starting with `--` go to `node --test`)
+ * (default: the integration tests and the conformance suites of
+ * CONFORMANCE_PROVIDERS; arguments starting with `--` go to `node --test`)
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
+import { startPodman } from '../lib/local/podman.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import type { TestEnv } from './support/env.ts';
@@ -23,8 +24,15 @@ const root = new URL('..', import.meta.url).pathname;
 const runDir = join(root, '.local', `test-run-${process.pid}`);
 const testFlags = process.argv.slice(2).filter((a) => a.startsWith('--'));
 const patterns = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+/**
+ * The providers whose conformance suite (`test/conformance/<provider>.test.ts`)
+ * the default run includes. A provider joins once its suite passes here.
+ */
+const CONFORMANCE_PROVIDERS = ['mock'];
 const files =
-  patterns.length > 0 ? patterns : ['test/integration/**/*.test.ts', 'test/conformance/**/*.test.ts'];
+  patterns.length > 0
+    ? patterns
+    : ['test/integration/**/*.test.ts', ...CONFORMANCE_PROVIDERS.map((p) => `test/conformance/${p}.test.ts`)];
 
 function log(line: string): void {
   process.stderr.write(`[integration] ${line}\n`);
@@ -46,7 +54,7 @@ async function main(): Promise<number> {
   mkdirSync(runDir, { recursive: true });
 
   const started = Date.now();
-  const [controlPlane, dynamo] = await Promise.all([
+  const [controlPlane, dynamo, podman] = await Promise.all([
     startControlPlane({ dir: join(runDir, 'control-plane'), log }).then((cp) => {
       stops.push(() => cp.stop());
       return cp;
@@ -54,6 +62,11 @@ async function main(): Promise<number> {
     startDynamoDbLocal({ inMemory: true, log }).then((db) => {
       stops.push(() => db.stop());
       return db;
+    }),
+    // Real containers for the Docker provider's tests.
+    startPodman({ dir: join(runDir, 'podman'), log }).then((pm) => {
+      stops.push(() => pm.stop());
+      return pm;
     }),
   ]);
   const tableName = 'svk-test';
@@ -91,11 +104,13 @@ async function main(): Promise<number> {
       server: controlPlane.server,
       adminKubeconfig: controlPlane.adminKubeconfig,
       kubeletKubeconfig: controlPlane.kubeletKubeconfig,
+      ca: controlPlane.ca,
     },
     dynamodb: { endpoint: dynamo.endpoint, tableName, region },
     controlPlaneDir: controlPlane.dir,
     controlUrl: `http://127.0.0.1:${controlAddress.port}`,
     etcdUrl: `http://127.0.0.1:${controlPlane.ports.etcdClient}`,
+    docker: { host: podman.dockerHost, network: podman.network, podmanDir: podman.dir },
   };
   const envFile = join(runDir, 'env.json');
   writeFileSync(envFile, JSON.stringify(env, null, 2));

@@ -122,6 +122,7 @@ export async function loadDependencies(
       log,
       region: config.dynamodb.region,
       kubeletVersion: KUBELET_VERSION,
+      kube,
     }));
   const counting = metrics !== noMetrics;
   return {

@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../provider/registry.ts';
 import type { ConfigIssue } from './env-parsing.ts';
+import type { KubeletApiSettings } from './kubelet-api-config.ts';
 import type { NodeSettings } from './node-settings.ts';
 
 /**
@@ -88,6 +89,8 @@ export interface Config {
     /** LeaseRenewalLag also per node (one custom metric per node). */
     perNode: boolean;
   };
+  /** The kubelet API function (lib/kubelet-api/): `kubectl logs`, `/stats/summary`, `/metrics/resource`. */
+  kubeletApi: KubeletApiSettings;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** The release of this code (`major.minor.patch`), used by the reconciler's gating. */
   release: string;

@@ -1,6 +1,7 @@
 import { releaseLessThan } from '../release/release.ts';
 import { type ConfigIssue, whenParsed } from './env-parsing.ts';
 import type { EnvValues } from './env-variables.ts';
+import { kubeletApiRules } from './kubelet-api-config.ts';
 import { leaseRuleError } from './node-settings.ts';
 
 /**
@@ -107,5 +108,11 @@ function gatingRules(values: Values): ConfigIssue[] {
 
 /** Every problem between the variables that parsed. */
 export function crossRuleIssues(values: Values): ConfigIssue[] {
-  return [...leaseRule(values), ...lockRule(values), ...clusterAccessRules(values), ...gatingRules(values)];
+  return [
+    ...leaseRule(values),
+    ...lockRule(values),
+    ...clusterAccessRules(values),
+    ...gatingRules(values),
+    ...kubeletApiRules(values),
+  ];
 }

@@ -4,6 +4,7 @@ import { isProviderName, PROVIDER_NAMES, type ProviderName } from '../provider/r
 import { isRelease } from '../release/release.ts';
 import { pairs, type Variables, wholeNumber } from './env-parsing.ts';
 import { dns1123SubdomainError } from './kube-validation.ts';
+import { KUBELET_API_VARIABLES } from './kubelet-api-config.ts';
 import { capacitySchema, labelsSchema, NODE_RANGES, taintSchema } from './node-settings.ts';
 
 /**
@@ -204,6 +205,7 @@ export const ENV_VARIABLES = {
   SVK_RECONCILE_LEADER_WAIT_MS: wholeNumber(5000, 0, 120000),
   SVK_RECONCILE_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
   SVK_RECONCILE_RESYNC_GRACE_SECONDS: wholeNumber(60, 0, 3600),
+  ...KUBELET_API_VARIABLES,
 };
 
 /** The parsed values of {@link ENV_VARIABLES}. */

@@ -3,6 +3,7 @@ import { type Config, ConfigError } from './config.ts';
 import { crossRuleIssues } from './cross-rules.ts';
 import { type Env, givenVariables, parsedAll, parseVariables } from './env-parsing.ts';
 import { ENV_VARIABLES, type EnvValues } from './env-variables.ts';
+import { kubeletApiPort, kubeletApiSettings } from './kubelet-api-config.ts';
 import { defaultTaint, type NodeSettings } from './node-settings.ts';
 
 /**
@@ -30,13 +31,15 @@ export function loadConfig(env: Env): Config {
 }
 
 function nodeSettings(e: EnvValues, provider: ProviderConfig): NodeSettings {
+  const { endpoint } = kubeletApiSettings(e);
   return {
     labels: e.SVK_NODE_LABELS,
     taints: e.SVK_NODE_TAINTS ?? [defaultTaint(provider.name)],
     capacity: e.SVK_NODE_CAPACITY,
     operatingSystem: e.SVK_NODE_OS,
     ...(e.SVK_NODE_INTERNAL_IP ? { internalIp: e.SVK_NODE_INTERNAL_IP } : {}),
-    kubeletPort: e.SVK_KUBELET_PORT,
+    kubeletPort: kubeletApiPort(kubeletApiSettings(e), e.SVK_KUBELET_PORT),
+    ...(endpoint ? { kubeletApiEndpoint: endpoint } : {}),
     leaseDurationSeconds: e.SVK_NODE_LEASE_DURATION_SECONDS,
     leaseRenewIntervalMs: e.SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS * 1000,
     statusIntervalMs: e.SVK_NODE_STATUS_INTERVAL_SECONDS * 1000,
@@ -126,6 +129,7 @@ function toConfig(e: EnvValues, provider: ProviderConfig): Config {
     node: nodeSettings(e, provider),
     lock: { ttlMs: e.SVK_LOCK_TTL_SECONDS * 1000, pollMs: e.SVK_LOCK_POLL_MS },
     kube: clusterAccess(e),
+    kubeletApi: kubeletApiSettings(e),
     logLevel: e.SVK_LOG_LEVEL,
     release: e.SVK_RELEASE,
     gating: {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isQuantity } from '../kube/quantity.ts';
+import type { KubeletApiEndpoint } from '../kubelet-api/node-endpoint.ts';
 import { labelValueError, qualifiedNameError, TAINT_EFFECTS, type TaintEffect } from './kube-validation.ts';
 
 /**
@@ -25,7 +26,10 @@ export interface NodeSettings {
   capacity: Record<string, string>;
   operatingSystem: string;
   internalIp?: string;
+  /** The port the Node publishes for its kubelet API (443 behind API Gateway). */
   kubeletPort: number;
+  /** Where the kubelet API of each node is reached (lib/kubelet-api/node-endpoint.ts); none when off. */
+  kubeletApiEndpoint?: KubeletApiEndpoint;
   leaseDurationSeconds: number;
   leaseRenewIntervalMs: number;
   statusIntervalMs: number;

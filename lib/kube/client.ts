@@ -4,6 +4,8 @@
  */
 import {
   ApiException,
+  AuthenticationV1Api,
+  AuthorizationV1Api,
   CoordinationV1Api,
   CoreV1Api,
   createConfiguration,
@@ -63,6 +65,10 @@ export interface KubeClients {
   config: KubeConfig;
   core: CoreV1Api;
   coordination: CoordinationV1Api;
+  /** TokenReview: the kubelet API authenticates bearer tokens as a kubelet in webhook mode does. */
+  authentication: AuthenticationV1Api;
+  /** SubjectAccessReview: the kubelet API authorizes every request as a kubelet in webhook mode does. */
+  authorization: AuthorizationV1Api;
   /**
    * API requests these clients have sent, counted by the client's request
    * middleware as each one goes out (a failed or timed-out request counts
@@ -89,6 +95,8 @@ export function createKubeClients(kc: KubeConfig, options: { requestTimeoutMs?: 
     config: kc,
     core: new CoreV1Api(configuration),
     coordination: new CoordinationV1Api(configuration),
+    authentication: new AuthenticationV1Api(configuration),
+    authorization: new AuthorizationV1Api(configuration),
     requests: () => sent,
     withOwnCount: () => createKubeClients(kc, { requestTimeoutMs: timeoutMs }),
   };

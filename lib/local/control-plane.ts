@@ -28,6 +28,7 @@ import { createKubeClients, loadKubeConfig } from '../kube/client.ts';
 import { binDir, DEFAULT_ETCD, missingBinary } from './control-plane/binaries.ts';
 import { type Components, components } from './control-plane/components.ts';
 import { type Credentials, writeCredentials } from './control-plane/credentials.ts';
+import type { CertificateAuthority, CertificateFiles } from './control-plane/pki.ts';
 import { type Component, killStaleProcesses } from './control-plane/process.ts';
 import { applyRbac } from './control-plane/rbac.ts';
 import {
@@ -79,6 +80,12 @@ export interface ControlPlane {
   adminKubeconfig: string;
   /** kubeconfig of the virtual kubelet's identity (user/group `serverless-virtual-kubelet`), bound to infra/rbac.yaml. */
   kubeletKubeconfig: string;
+  /**
+   * The cluster CA's certificate and key: it signs kube-apiserver's kubelet
+   * client certificate, and can sign a local kubelet API's serving
+   * certificate ({@link CertificateAuthority.open}).
+   */
+  ca: CertificateFiles;
   /** The working directory (pid files under `pids/`, logs under `logs/`). */
   dir: string;
   /** Host:port of every listener, for reports and debugging. */
@@ -191,6 +198,7 @@ class LocalControlPlane implements ControlPlane {
   readonly server: string;
   readonly adminKubeconfig: string;
   readonly kubeletKubeconfig: string;
+  readonly ca: CertificateFiles;
   readonly dir: string;
   readonly ports: ControlPlanePorts;
   readonly #settings: Settings;
@@ -214,6 +222,7 @@ class LocalControlPlane implements ControlPlane {
     this.server = credentials.server;
     this.adminKubeconfig = credentials.identities.kubeconfigs.admin;
     this.kubeletKubeconfig = credentials.identities.kubeconfigs.kubelet;
+    this.ca = { cert: credentials.ca.cert, key: credentials.ca.key };
     this.dir = settings.dir;
     this.ports = {
       ...ports,

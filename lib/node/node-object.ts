@@ -1,5 +1,6 @@
 import type { V1Node, V1NodeCondition, V1Taint } from '@kubernetes/client-node';
 import type { NodeSettings, Taint } from '../config/node-settings.ts';
+import { nodeAddresses } from '../kubelet-api/node-endpoint.ts';
 import type { ProviderNodeCondition, ProviderNodeStatus } from '../provider/provider.ts';
 
 /** The field manager that owns everything we write on Node objects. */
@@ -165,10 +166,7 @@ export function statusApplyBody(args: {
       capacity: { ...report.capacity },
       allocatable: { ...(report.allocatable ?? report.capacity) },
       conditions,
-      addresses: [
-        ...(settings.internalIp ? [{ type: 'InternalIP', address: settings.internalIp }] : []),
-        { type: 'Hostname', address: name },
-      ],
+      addresses: nodeAddresses(name, settings.kubeletApiEndpoint, settings.internalIp),
       daemonEndpoints: { kubeletEndpoint: { Port: settings.kubeletPort } },
       nodeInfo: {
         ...report.nodeInfo,

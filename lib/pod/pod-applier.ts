@@ -3,7 +3,12 @@ import type { CoreV1Api, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
-import { type AppliedPodStatus, isProviderNotFound, type PodProvider } from '../provider/provider.ts';
+import {
+  type AppliedPodStatus,
+  isProviderNotFound,
+  isProviderUnsupported,
+  type PodProvider,
+} from '../provider/provider.ts';
 import { errorMessage } from '../util/error-message.ts';
 import type { DownwardApiOptions } from './downward-api.ts';
 import { EnvResolveError } from './env-reasons.ts';
@@ -183,7 +188,9 @@ export class PodApplier {
   /**
    * virtual-kubelet's handleProviderError (node/pod.go) for a create: reason
    * ProviderFailed on the pod (phase Failed when it never restarts, which
-   * ends it) and a Warning event. Anything else is retried.
+   * ends it) and a Warning event. A pod the provider cannot run as specified
+   * (ProviderUnsupportedError) is not retried either: the same spec fails the
+   * same way. Anything else is retried.
    */
   private async providerFailed(pod: V1Pod, create: boolean, err: unknown, log: Logger): Promise<SyncOutcome> {
     const { core, events } = this.options;
@@ -195,7 +202,7 @@ export class PodApplier {
       await writePodStatus(core, podRef(pod), (current) =>
         isTerminalPhase(current.status?.phase) ? undefined : providerFailedStatus(current, message),
       );
-      if (pod.spec?.restartPolicy === 'Never') return 'create-failed';
+      if (pod.spec?.restartPolicy === 'Never' || isProviderUnsupported(err)) return 'create-failed';
     }
     throw new PodSyncRetryError(
       `${podKey(pod.metadata)}: provider ${create ? 'create' : 'update'} failed: ${message}`,

@@ -22,6 +22,11 @@ export function restartDelayMs(attempt: number, ranMs: number): number {
   return Math.min(BACKOFF_INITIAL_MS * 2 ** (attempt - 1), BACKOFF_MAX_MS);
 }
 
+/** The wait before pulling an image again after `failures` failed pulls in a row (at least one): the same back-off. */
+export function pullDelayMs(failures: number): number {
+  return Math.min(BACKOFF_INITIAL_MS * 2 ** Math.max(0, failures - 1), BACKOFF_MAX_MS);
+}
+
 /** The kubelet's ShouldContainerBeRestarted for an exited container (exit code undefined: it never ran). */
 export function restartsAfterExit(policy: string, exitCode: number | undefined): boolean {
   if (policy === 'Always') return true;

@@ -64,6 +64,26 @@ export function isProviderNotFound(err: unknown): err is ProviderNotFoundError {
 }
 
 /**
+ * The provider cannot run this pod as its spec asks (a field it does not
+ * support, e.g. a hostPath volume): it ran nothing, and a retry of the same
+ * spec fails the same way. The message names every reason.
+ */
+export class ProviderUnsupportedError extends Error {
+  override readonly name = 'ProviderUnsupportedError';
+  constructor(
+    /** One line per unsupported field, naming it. */
+    readonly reasons: readonly string[],
+    provider: string,
+  ) {
+    super(`the ${provider} provider cannot run this pod: ${reasons.join('; ')}`);
+  }
+}
+
+export function isProviderUnsupported(err: unknown): err is ProviderUnsupportedError {
+  return err instanceof ProviderUnsupportedError;
+}
+
+/**
  * The pod part of a provider: what virtual-kubelet's PodLifecycleHandler is.
  * Every call may run in a different Lambda invocation, concurrently with
  * others, and be retried: implementations keep their state outside the
@@ -105,14 +125,23 @@ export interface PodProvider {
   listPods(nodeName: string, signal?: AbortSignal): Promise<V1Pod[]>;
   /**
    * Optional: the log of one container of a pod the provider runs, as the
-   * kubelet's `/containerLogs` serves it (`kubectl logs`). Resolves with the
-   * log's bytes, lines separated by `\n`, each line prefixed with its
-   * RFC 3339 timestamp and a space when `options.timestamps`. With
-   * `options.follow` the stream stays open and yields new lines as they are
-   * written, until the container stops or `signal` aborts; otherwise it ends
-   * with the last line written so far. ProviderNotFoundError when the provider
-   * has no such pod (by uid) or container, or no previous instance when
-   * `options.previous`.
+   * kubelet's `/containerLogs` serves it (`kubectl logs`). Without it the
+   * kubelet API answers logs requests with 501.
+   *
+   * Resolves with the log's bytes: lines as the container wrote them, each
+   * ending in `\n`, prefixed with the line's RFC 3339 timestamp (nine
+   * fractional digits, UTC) and a space when `options.timestamps`. The
+   * options apply as the kubelet applies them (its `ReadLogs`): `tailLines`
+   * picks the last lines of the whole log, `since` then drops older lines,
+   * `limitBytes` cuts the stream. With `options.follow` the stream stays open
+   * and yields lines as they are written until the container stops or
+   * `signal` aborts (the caller bounds a follow by aborting); otherwise it ends
+   * with the last line written so far. The caller checks, before calling,
+   * that the pod is bound to one of its nodes, has this container, and that
+   * the container has started.
+   *
+   * @throws ProviderNotFoundError when the provider has no such pod (by uid)
+   *   or container, or, with `options.previous`, no previous instance of it.
    */
   containerLogs?(
     pod: V1Pod,
@@ -122,26 +151,27 @@ export interface PodProvider {
   ): Promise<AsyncIterable<Uint8Array>>;
   /**
    * Optional: resource usage of every pod the provider runs on `nodeName`
-   * (the kubelet's `/stats/summary` and `/metrics/resource`). A pod or a
-   * container the provider has no figures for is left out, never reported
-   * as zero.
+   * (the kubelet's `/stats/summary` and `/metrics/resource`, which `kubectl
+   * top` and metrics-server read). Without it those endpoints report the
+   * node with no pods. A pod or a container the provider has no figures for
+   * is left out, never reported as zero; the node's figures are the sums.
    */
   podStats?(nodeName: string, signal?: AbortSignal): Promise<PodUsage[]>;
 }
 
-/** Which part of a container's log to read: the kubelet's `/containerLogs` query, parsed. */
+/** Which part of a container's log to read: the kubelet's `/containerLogs` query, parsed and validated. */
 export interface ContainerLogOptions {
-  /** Only the last N lines (before `limitBytes` applies). */
+  /** Only the last N lines of the log (N >= 0), before `since` and `limitBytes` apply. */
   tailLines?: number;
   /** Only lines written at or after this time (`sinceSeconds` and `sinceTime` both become this). */
   since?: Date;
-  /** Prefix each line with its RFC 3339 timestamp (nanosecond precision where known) and a space. */
+  /** Prefix each line with its RFC 3339 timestamp (nine fractional digits, UTC) and a space. */
   timestamps?: boolean;
-  /** End the stream once this many bytes were yielded (a line may be cut). */
+  /** End the stream once this many bytes (> 0) were yielded (a line may be cut). */
   limitBytes?: number;
   /** The log of the container's previous, terminated instance (after a restart). */
   previous?: boolean;
-  /** Keep the stream open and yield lines as they are written. */
+  /** Keep the stream open and yield lines as they are written, until the signal aborts. */
   follow?: boolean;
 }
 

@@ -1,8 +1,10 @@
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config/config.ts';
 import type { Env, SettingsResult } from '../config/env-parsing.ts';
+import type { KubeClients } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { StateTable } from '../state/dynamodb.ts';
+import { parseDockerSettings } from './docker/settings.ts';
 import { parseEcsSettings } from './ecs/settings.ts';
 import { parseMockSettings } from './mock/settings.ts';
 import type { NodeProvider, PodProvider } from './provider.ts';
@@ -44,6 +46,8 @@ export interface ProviderContext {
   region: string;
   /** Kubelet version the virtual nodes report in their node info. */
   kubeletVersion: string;
+  /** The cluster, with the virtual kubelet's identity (the Docker provider reads pods' imagePullSecrets). */
+  kube: KubeClients;
 }
 
 /** The two halves of a provider, as a factory builds them. */
@@ -77,6 +81,7 @@ function entry<S>(
 
 const ENTRIES = {
   mock: entry(parseMockSettings, () => import('./mock/factory.ts')),
+  docker: entry(parseDockerSettings, () => import('./docker/factory.ts')),
   'ecs-fargate': entry(parseEcsSettings, () => import('./ecs/factory.ts')),
 };
 

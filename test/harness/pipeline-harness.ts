@@ -17,6 +17,7 @@ import {
   waitFor,
 } from '../support/kube.ts';
 import { HarnessPods } from './harness-pods.ts';
+import { InvocationTally } from './invocation-tally.ts';
 import type { ProviderProbe, ProviderSetup } from './provider-setup.ts';
 
 /**
@@ -57,7 +58,7 @@ export interface PipelineHarnessOptions {
   readyTimeoutMs?: number;
   /** The scheduled functions to start; default all four (a test may leave pod-status out, say). */
   scheduled?: readonly string[];
-  /** Called once per finished invocation (a bench counts crashes, timeouts and errors). */
+  /** Called once per finished invocation, besides the harness's own {@link PipelineHarness.invocations} tally. */
   onResult?: LocalDeploymentOptions['onResult'];
 }
 
@@ -70,7 +71,10 @@ interface HarnessParts {
   deployment: LocalDeployment;
   probe: ProviderProbe;
   adminKubeconfig: string;
+  invocations: InvocationTally;
 }
+
+const ADMIN_REQUEST_TIMEOUT_MS = 30_000;
 
 /**
  * Periods shortened so that scenarios converge in seconds: locks taken over
@@ -115,8 +119,11 @@ export class PipelineHarness {
   readonly env: Readonly<Record<string, string>>;
   readonly deployment: LocalDeployment;
   readonly probe: ProviderProbe;
+  /** How the deployment's invocations ended, per function. */
+  readonly invocations: InvocationTally;
 
   private constructor(parts: HarnessParts) {
+    this.invocations = parts.invocations;
     this.provider = parts.provider;
     this.nodes = parts.nodes;
     this.tableName = parts.tableName;
@@ -124,7 +131,10 @@ export class PipelineHarness {
     this.env = parts.env;
     this.deployment = parts.deployment;
     this.probe = parts.probe;
-    this.admin = createKubeClients(loadKubeConfig({ kubeconfigPath: parts.adminKubeconfig }));
+    // Setup and assertions must outlast a slow API server on a loaded machine: 30 s, not the functions' 5 s.
+    this.admin = createKubeClients(loadKubeConfig({ kubeconfigPath: parts.adminKubeconfig }), {
+      requestTimeoutMs: ADMIN_REQUEST_TIMEOUT_MS,
+    });
     this.apps = this.admin.config.makeApiClient(AppsV1Api);
     this.batch = this.admin.config.makeApiClient(BatchV1Api);
     this.pods = new HarnessPods(this.admin, this.batch, this.apps, this.node, this.provider.image);
@@ -164,6 +174,7 @@ export class PipelineHarness {
       ...provider.env?.(nodes),
       ...options.env,
     };
+    const invocations = new InvocationTally();
     const deployment = new LocalDeployment({
       env,
       rateMs: options.rateMs ?? 20_000,
@@ -172,7 +183,10 @@ export class PipelineHarness {
       syncRetryDelayMs: 1_000,
       sandboxes: options.sandboxes ?? 'host-process',
       ...(options.podSyncConcurrency !== undefined ? { podSyncConcurrency: options.podSyncConcurrency } : {}),
-      ...(options.onResult ? { onResult: options.onResult } : {}),
+      onResult: (invocation, result) => {
+        invocations.record(invocation, result);
+        options.onResult?.(invocation, result);
+      },
     });
     provider.connect?.(deployment);
     const probe = provider.probe({ table, env });
@@ -185,6 +199,7 @@ export class PipelineHarness {
       deployment,
       probe,
       adminKubeconfig: environment.kube.adminKubeconfig,
+      invocations,
     });
     deployment.start(options.scheduled);
     try {

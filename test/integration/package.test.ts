@@ -10,6 +10,7 @@ import { HEALTHY_CONDITIONS } from '../../lib/provider/mock/mock-node.ts';
 import { toTableDefinition } from '../../lib/state/table-definition.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
+const KUBELET_API_CERTIFICATE = 'arn:aws:acm:us-east-1:123456789012:certificate/wildcard-nodes';
 
 /** Each function's zip and its handler's file. */
 const BUNDLES = {
@@ -19,6 +20,7 @@ const BUNDLES = {
   'podStatus.zip': 'functions/pod-status.mjs',
   'reconcile.zip': 'functions/reconcile.mjs',
   'ecsTaskState.zip': 'functions/ecs-task-state.mjs',
+  'kubeletApi.zip': 'functions/kubelet-api.mjs',
 };
 
 /** A string only the ECS provider's code holds (lib/provider/ecs/ecs-node.ts). */
@@ -87,6 +89,13 @@ describe('serverless package (offline, no AWS credentials)', () => {
         '--package',
         out,
         ...Object.entries(ECS_PARAMS).map(([k, v]) => `--param=${k}=${v}`),
+        // The kubelet API is created only with its domain (infra/kubelet-api.yml).
+        '--param',
+        'kubeletApiDomain=nodes.example.com',
+        '--param',
+        `kubeletApiCertificateArn=${KUBELET_API_CERTIFICATE}`,
+        '--param',
+        'kubeletApiTruststoreUri=s3://example-truststore/cluster-ca.pem',
       ],
       {
         cwd: root,
@@ -287,6 +296,12 @@ describe('serverless package (offline, no AWS credentials)', () => {
       'HasClusterAccess',
     );
     assert.ok(conditions.HasClusterAccess);
+    // Nor the docker provider's engine secret policy, which names only that secret when it is.
+    assert.equal(
+      (resources.DockerEngineTlsPolicy as unknown as { Condition: string }).Condition,
+      'HasDockerTlsSecret',
+    );
+    assert.ok(conditions.HasDockerTlsSecret);
   });
 
   it('scopes the ECS provider to its cluster, its task families, its roles and its SSM path; one Resource "*"', () => {
@@ -438,6 +453,89 @@ describe('serverless package (offline, no AWS credentials)', () => {
     ]) {
       assert.ok(body.includes(metric), `dashboard shows ${metric}`);
     }
+  });
+
+  it('serves the kubelet API: REST API, wildcard domain with mutual TLS, default endpoint off, streaming route', () => {
+    const kubelet = Object.entries(resources).filter(([name]) => name.startsWith('KubeletApi'));
+    assert.ok(kubelet.length >= 10);
+    for (const [name, resource] of kubelet) {
+      assert.equal((resource as unknown as { Condition?: string }).Condition, 'HasKubeletApi', name);
+    }
+    assert.deepEqual(conditions.HasKubeletApi, { 'Fn::Not': [{ 'Fn::Equals': ['nodes.example.com', ''] }] });
+    const api = resources.KubeletApiRestApi?.Properties;
+    assert.equal(resources.KubeletApiRestApi?.Type, 'AWS::ApiGateway::RestApi');
+    assert.equal(api?.DisableExecuteApiEndpoint, true, 'the execute-api endpoint would bypass mutual TLS');
+    assert.deepEqual(api?.EndpointConfiguration, { Types: ['REGIONAL'] });
+
+    const domain = resources.KubeletApiDomainName?.Properties;
+    assert.equal(domain?.DomainName, '*.nodes.example.com');
+    assert.equal(domain?.RegionalCertificateArn, KUBELET_API_CERTIFICATE);
+    assert.equal(domain?.SecurityPolicy, 'TLS_1_2');
+    assert.deepEqual(domain?.EndpointConfiguration, { Types: ['REGIONAL'] });
+    const mtls = domain?.MutualTlsAuthentication as { TruststoreUri: string };
+    assert.equal(mtls.TruststoreUri, 's3://example-truststore/cluster-ca.pem');
+    assert.deepEqual(resources.KubeletApiBasePathMapping?.Properties, {
+      DomainName: { Ref: 'KubeletApiDomainName' },
+      RestApiId: { Ref: 'KubeletApiRestApi' },
+      Stage: { Ref: 'KubeletApiStage' },
+    });
+
+    const method = resources.KubeletApiProxyMethod?.Properties;
+    assert.equal(method?.HttpMethod, 'ANY');
+    assert.deepEqual(method?.ResourceId, { Ref: 'KubeletApiProxyResource' });
+    assert.equal(resources.KubeletApiProxyResource?.Properties.PathPart, '{proxy+}');
+    const integration = method?.Integration as Record<string, unknown>;
+    assert.equal(integration.Type, 'AWS_PROXY');
+    assert.equal(integration.ResponseTransferMode, 'STREAM');
+    assert.match(
+      JSON.stringify(integration.Uri),
+      /2021-11-15\/functions\/\$\{KubeletApiLambdaFunction\.Arn\}\/response-streaming-invocations/,
+    );
+    const permission = resources.KubeletApiInvokePermission?.Properties;
+    assert.equal(permission?.Principal, 'apigateway.amazonaws.com');
+    assert.match(JSON.stringify(permission?.SourceArn), /execute-api:.*\$\{KubeletApiRestApi\}\/\*\/\*\/\*/);
+
+    const fn = resources.KubeletApiLambdaFunction?.Properties;
+    assert.equal(fn?.Handler, 'functions/kubelet-api.handler');
+    assert.equal(fn?.Timeout, 900, 'outlives the longest follow');
+    assert.deepEqual(fn?.Role, { 'Fn::GetAtt': ['KubeletApiRole', 'Arn'] });
+    for (const name of ['KubeletApiLambdaFunction', 'HeartbeatLambdaFunction', 'ReconcileLambdaFunction']) {
+      const environment = resources[name]?.Properties.Environment as
+        | { Variables: Record<string, unknown> }
+        | undefined;
+      const variables = environment?.Variables ?? {};
+      assert.equal(
+        variables.SVK_KUBELET_API_DOMAIN,
+        'nodes.example.com',
+        `${name} publishes the DNS-only addresses`,
+      );
+    }
+    assert.ok(
+      !Object.keys(resources).some((k) => /^KubeletApiLambdaVersion/.test(k)),
+      'no version outlives the function',
+    );
+  });
+
+  it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access, the docker engine secret', () => {
+    const role = resources.KubeletApiRole?.Properties;
+    assert.deepEqual(role?.ManagedPolicyArns, [
+      { 'Fn::If': ['HasClusterAccess', { Ref: 'ClusterAccessPolicy' }, { Ref: 'AWS::NoValue' }] },
+      { 'Fn::If': ['HasDockerTlsSecret', { Ref: 'DockerEngineTlsPolicy' }, { Ref: 'AWS::NoValue' }] },
+    ]);
+    const [policy] = (role?.Policies ?? []) as Array<{
+      PolicyDocument: { Statement: Array<Record<string, unknown>> };
+    }>;
+    const statements = policy?.PolicyDocument.Statement ?? [];
+    assert.deepEqual(
+      statements.map((st) => [st.Action, st.Resource]),
+      [
+        [['logs:CreateLogStream', 'logs:PutLogEvents'], [{ 'Fn::GetAtt': ['KubeletApiLogGroup', 'Arn'] }]],
+        [
+          ['dynamodb:GetItem', 'dynamodb:Query'],
+          [{ 'Fn::GetAtt': ['StateTable', 'Arn'] }, { 'Fn::Sub': `$\{StateTable.Arn}/index/gsi1` }],
+        ],
+      ],
+    );
   });
 
   it('bundles every function as ESM, the provider factory in a chunk of its own loaded by import()', () => {

@@ -102,6 +102,9 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
       { resource: 'events', namespace: ns, verb: 'patch' },
       { resource: 'configmaps', namespace: ns, verb: 'get' },
       { resource: 'secrets', namespace: ns, verb: 'get' },
+      // The kubelet API's authentication and authorization (webhook mode).
+      { group: 'authentication.k8s.io', resource: 'tokenreviews', verb: 'create' },
+      { group: 'authorization.k8s.io', resource: 'subjectaccessreviews', verb: 'create' },
     ];
     for (const attributes of needed)
       assert.equal(await allowed(attributes), true, JSON.stringify(attributes));
@@ -141,6 +144,10 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
       { group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings', verb: 'create' },
       { group: 'rbac.authorization.k8s.io', resource: 'clusterroles', verb: 'escalate' },
       { group: 'events.k8s.io', resource: 'events', namespace: ns, verb: 'create' },
+      // It answers for kubelets; it never calls one itself.
+      { resource: 'nodes', subresource: 'proxy', verb: 'get' },
+      { resource: 'nodes', subresource: 'log', verb: 'get' },
+      { group: 'authorization.k8s.io', resource: 'localsubjectaccessreviews', namespace: ns, verb: 'create' },
     ];
     const wrongly: string[] = [];
     for (const attributes of refused) if (await allowed(attributes)) wrongly.push(JSON.stringify(attributes));

@@ -14,6 +14,8 @@ export interface TestEnv {
     adminKubeconfig: string;
     /** kubeconfig path for the virtual kubelet's own identity, bound to infra/rbac.yaml only. */
     kubeletKubeconfig: string;
+    /** The cluster CA's certificate and key (the kubelet API's serving and test client certificates). */
+    ca: { cert: string; key: string };
   };
   dynamodb: {
     /** http URL of DynamoDB Local on loopback. */
@@ -28,6 +30,15 @@ export interface TestEnv {
   controlUrl: string;
   /** http URL of etcd's client port (its v3 JSON gateway), e.g. to compact it. */
   etcdUrl: string;
+  /** A Podman service (lib/local/podman.ts) serving the Docker Engine API, for the Docker provider. */
+  docker: {
+    /** `unix://<socket>`, for SVK_DOCKER_HOST. */
+    host: string;
+    /** Its bridge network, for SVK_DOCKER_NETWORK. */
+    network: string;
+    /** Its directory (configuration, storage, logs). */
+    podmanDir: string;
+  };
 }
 
 /** Reads the environment described by the JSON file named in SVK_TEST_ENV. */

@@ -11,6 +11,10 @@ import {
 const serving = { cert: '/cp/certs/serving.crt', key: '/cp/certs/serving.key' };
 const ca = { cert: '/cp/certs/ca.crt', key: '/cp/certs/ca.key' };
 const serviceAccount = { privateKey: '/cp/certs/sa.key', publicKey: '/cp/certs/sa.pub' };
+const kubeletClient = {
+  cert: '/cp/certs/apiserver-kubelet-client.crt',
+  key: '/cp/certs/apiserver-kubelet-client.key',
+};
 
 /** The value of `--name=value` flags, and every occurrence for repeated ones. */
 function values(args: string[], name: string): string[] {
@@ -24,6 +28,7 @@ function apiServer(extraArgs?: string[]) {
     certDir: '/cp/certs',
     serving,
     caCert: ca.cert,
+    kubeletClient,
     tokenFile: '/cp/tokens.csv',
     serviceAccount,
     ...(extraArgs ? { extraArgs } : {}),
@@ -55,6 +60,13 @@ describe('control-plane flags', () => {
     assert.deepEqual(values(args, 'service-account-key-file'), [serviceAccount.publicKey]);
     assert.deepEqual(values(args, 'service-account-signing-key-file'), [serviceAccount.privateKey]);
     assert.deepEqual(values(args, 'service-cluster-ip-range'), [SERVICE_CIDR]);
+  });
+
+  it('kube-apiserver: reaches kubelets with its own client certificate and verifies them against the CA', () => {
+    const args = apiServer();
+    assert.deepEqual(values(args, 'kubelet-client-certificate'), [kubeletClient.cert]);
+    assert.deepEqual(values(args, 'kubelet-client-key'), [kubeletClient.key]);
+    assert.deepEqual(values(args, 'kubelet-certificate-authority'), [ca.cert]);
   });
 
   it('kube-apiserver: extra flags come after ours, so a repeated single-valued flag overrides ours', () => {

@@ -39,7 +39,7 @@ export function components(
 ): Components {
   const { dir, log } = settings;
   const certDir = join(dir, 'certs');
-  const { ca, serving, serviceAccount, identities } = credentials;
+  const { ca, serving, kubeletClient, serviceAccount, identities } = credentials;
   const bin = (name: string) => join(settings.binDir, name);
   const etcdArgs = etcdFlags({
     dataDir: join(dir, 'etcd'),
@@ -52,6 +52,7 @@ export function components(
     certDir,
     serving,
     caCert: ca.cert,
+    kubeletClient,
     tokenFile: identities.tokenFile,
     serviceAccount,
     ...(settings.apiServerArgs ? { extraArgs: settings.apiServerArgs } : {}),

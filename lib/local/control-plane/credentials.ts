@@ -27,6 +27,8 @@ export interface Credentials {
   caPem: Buffer;
   /** One serving certificate shared by kube-apiserver, kube-controller-manager and kube-scheduler. */
   serving: CertificateFiles;
+  /** kube-apiserver's client certificate for kubelets (kubeadm's `apiserver-kubelet-client`). */
+  kubeletClient: CertificateFiles;
   serviceAccount: ServiceAccountKeys;
   identities: Identities;
 }
@@ -51,9 +53,15 @@ export async function writeCredentials(dir: string, server: string): Promise<Cre
     usage: 'server',
     altNames: SERVING_ALT_NAMES,
   });
+  const kubeletClient = await ca.issue('apiserver-kubelet-client', {
+    commonName: 'kube-apiserver-kubelet-client',
+    organizations: ['system:masters'],
+    usage: 'client',
+  });
   const serviceAccount = writeServiceAccountKeys(certDir);
   const caPem = readFileSync(ca.cert);
-  return { server, ca, caPem, serving, serviceAccount, identities: writeIdentities(dir, server, caPem) };
+  const identities = writeIdentities(dir, server, caPem);
+  return { server, ca, caPem, serving, kubeletClient, serviceAccount, identities };
 }
 
 /** The identity `infra/rbac.yaml` binds; kubelet.kubeconfig authenticates as it. */

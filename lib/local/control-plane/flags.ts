@@ -40,8 +40,10 @@ export interface ApiServerFlagInputs {
   /** Where it may write self-signed certificates it needs; ours are given explicitly. */
   certDir: string;
   serving: CertificateFiles;
-  /** Verifies client certificates. */
+  /** Verifies client certificates, and the serving certificates of kubelets. */
   caCert: string;
+  /** How it authenticates to kubelets (the kubelet API of our nodes). */
+  kubeletClient: CertificateFiles;
   tokenFile: string;
   serviceAccount: ServiceAccountKeys;
   /** Appended after ours, so that a repeated single-valued flag overrides ours. */
@@ -61,6 +63,10 @@ export function apiServerFlags(inputs: ApiServerFlagInputs): string[] {
     `--tls-private-key-file=${inputs.serving.key}`,
     `--client-ca-file=${inputs.caCert}`,
     `--token-auth-file=${inputs.tokenFile}`,
+    `--kubelet-client-certificate=${inputs.kubeletClient.cert}`,
+    `--kubelet-client-key=${inputs.kubeletClient.key}`,
+    // The local kubelet API serves a certificate this CA signed, so it can be verified.
+    `--kubelet-certificate-authority=${inputs.caCert}`,
     '--authorization-mode=Node,RBAC',
     `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
     `--service-account-key-file=${inputs.serviceAccount.publicKey}`,

@@ -90,15 +90,23 @@ export class CertificateAuthority {
     return ca;
   }
 
-  /** Issues `<name>.crt` and `<name>.key`, signed by this CA. */
-  async issue(name: string, request: CertificateRequest): Promise<CertificateFiles> {
+  /**
+   * The CA {@link create} made in `dir` earlier: to issue further certificates
+   * (the local kubelet API's serving certificate, test clients).
+   */
+  static open(dir: string): CertificateAuthority {
+    return new CertificateAuthority(dir);
+  }
+
+  /** Issues `<name>.crt` and `<name>.key` (in `into`, by default the CA's directory), signed by this CA. */
+  async issue(name: string, request: CertificateRequest, into: string = this.dir): Promise<CertificateFiles> {
     if (request.usage === 'server' && !request.altNames?.length) {
       throw new TypeError(`certificate ${name}: a server certificate needs altNames`);
     }
     const subj = subject(request);
-    const files = { cert: join(this.dir, `${name}.crt`), key: join(this.dir, `${name}.key`) };
-    const csr = join(this.dir, `${name}.csr`);
-    const extensions = join(this.dir, `${name}.ext`);
+    const files = { cert: join(into, `${name}.crt`), key: join(into, `${name}.key`) };
+    const csr = join(into, `${name}.csr`);
+    const extensions = join(into, `${name}.ext`);
     writeFileSync(extensions, extensionLines(request).join('\n'));
     await openssl([
       'req',

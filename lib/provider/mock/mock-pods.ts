@@ -2,8 +2,15 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.ts';
 import { type ItemKey, isConditionFailed, type StateTable } from '../../state/dynamodb.ts';
 import type { Expression } from '../../state/expression.ts';
-import { type AppliedPodStatus, type PodProvider, ProviderNotFoundError } from '../provider.ts';
+import {
+  type AppliedPodStatus,
+  type ContainerLogOptions,
+  type PodProvider,
+  type PodUsage,
+  ProviderNotFoundError,
+} from '../provider.ts';
 import { mockRun } from './mock-command.ts';
+import { mockContainerLog } from './mock-logs.ts';
 import { mockCreateIntent, mockPodPlan } from './mock-pod-plan.ts';
 import {
   type MockPodRecord,
@@ -14,6 +21,7 @@ import {
   mockPodKey,
 } from './mock-pod-record.ts';
 import { type MockContainer, type MockPodState, mockHostIp, mockPodObject } from './mock-pod-status.ts';
+import { mockPodUsage } from './mock-stats.ts';
 
 /**
  * The pod part of the mock provider. Lambda invocations share no memory, so
@@ -245,6 +253,51 @@ export class MockPodProvider implements PodProvider {
       .map((r) => mockPodObject(r, now, this.hostIp(r.node)));
   }
 
+  /**
+   * What the container's command and args print (mock-logs.ts).
+   * @throws ProviderNotFoundError when this uid does not run, the pod has no
+   *   such container, or `previous` is asked (the mock keeps the log of the
+   *   current instance only).
+   */
+  async containerLogs(
+    pod: V1Pod,
+    container: string,
+    options: ContainerLogOptions,
+    signal?: AbortSignal,
+  ): Promise<AsyncIterable<Uint8Array>> {
+    const state = podIdentity(pod);
+    signal?.throwIfAborted();
+    const record = await this.read(mockPodKey(state.namespace, state.name));
+    if (!record || record.uid !== state.uid || !mockPodHeld(record, this.clock.now()))
+      throw new ProviderNotFoundError(`mock provider has no pod ${describe(state)}`);
+    if (!record.containers.some((c) => c.name === container))
+      throw new ProviderNotFoundError(`mock pod ${describe(state)} has no container ${container}`);
+    if (options.previous) {
+      throw new ProviderNotFoundError(
+        `previous terminated container "${container}" in pod "${state.name}" not found: the mock keeps the log of the current instance only`,
+      );
+    }
+    return mockContainerLog({
+      state: record,
+      pod,
+      container,
+      options,
+      clock: this.clock,
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  /** Steady, plausible figures for the running pods of `nodeName` (mock-stats.ts). */
+  async podStats(nodeName: string, signal?: AbortSignal): Promise<PodUsage[]> {
+    signal?.throwIfAborted();
+    const items = await this.table.query(mockNodeIndexPartition(nodeName), { index: 'gsi1' });
+    const now = this.clock.now();
+    return items
+      .map(mockPodFromItem)
+      .filter((r) => mockPodHeld(r, now) && r.node === nodeName)
+      .flatMap((r) => mockPodUsage(r, now) ?? []);
+  }
+
   private async read(key: ItemKey): Promise<MockPodRecord | undefined> {
     const item = await this.table.get(key);
     return item ? mockPodFromItem(item) : undefined;
@@ -258,16 +311,6 @@ export class MockPodProvider implements PodProvider {
   private hostIp(node: string): string {
     return this.options.hostIp ?? mockHostIp(node);
   }
-}
-
-/** The stored record of a pod, tombstones included: for tests that count provider calls. */
-export async function mockPodRecord(
-  table: StateTable,
-  namespace: string,
-  name: string,
-): Promise<MockPodRecord | undefined> {
-  const item = await table.get(mockPodKey(namespace, name));
-  return item ? mockPodFromItem(item) : undefined;
 }
 
 /** Namespace, name and uid of a pod, as a delete needs them. */
@@ -330,4 +373,14 @@ function notFound(
 
 function describe(pod: { namespace: string; name: string; uid: string }): string {
   return `${pod.namespace}/${pod.name} (uid ${pod.uid})`;
+}
+
+/** The stored record of a pod, tombstones included: for tests that count provider calls. */
+export async function mockPodRecord(
+  table: StateTable,
+  namespace: string,
+  name: string,
+): Promise<MockPodRecord | undefined> {
+  const item = await table.get(mockPodKey(namespace, name));
+  return item ? mockPodFromItem(item) : undefined;
 }

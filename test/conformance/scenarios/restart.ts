@@ -23,21 +23,41 @@ export function restartScenario(ctx: ConformanceContext): void {
   );
 }
 
-/** Kills every function once `progress` reaches a third of the burst; returns the progress seen at the kill. */
-async function killAtAThird(
+/**
+ * Kills every function once the burst has visibly started (`progress` at
+ * least 1) while pod-sync still has invocations running or queued; returns
+ * the progress seen then, and how many pod-sync invocations the kill ended.
+ */
+async function killMidBurst(
   h: PipelineHarness,
   progress: () => Promise<number>,
   what: string,
-): Promise<number> {
+): Promise<{ progress: number; podSyncKilled: number }> {
+  const { runtime } = h.deployment;
   const seen = await waitFor(
     async () => {
       const n = await progress();
-      return n >= BURST / 3 ? n : undefined;
+      const busy = runtime.runningCount('pod-sync') + runtime.queuedCount('pod-sync');
+      return n >= 1 && busy > 0 ? n : undefined;
     },
-    { timeoutMs: 3 * MINUTE, intervalMs: 100, what },
+    { timeoutMs: 3 * MINUTE, intervalMs: 50, what: `${what} while pod-sync still has work` },
   );
+  const before = h.invocations.count('pod-sync', 'error:Runtime.ExitError');
   await h.killFunctions();
-  return seen;
+  // The runtime reports each killed invocation as it learns of the exit.
+  await waitFor(
+    () =>
+      runtime.runningCount('pod-sync') === 0 ||
+      h.invocations.count('pod-sync', 'error:Runtime.ExitError') > before,
+    {
+      timeoutMs: 10_000,
+      what: 'the killed pod-sync invocations to be reported',
+    },
+  );
+  return {
+    progress: seen,
+    podSyncKilled: h.invocations.count('pod-sync', 'error:Runtime.ExitError') - before,
+  };
 }
 
 async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void> {
@@ -52,10 +72,10 @@ async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void
       spec: h.pods.spec({ terminationGracePeriodSeconds: 5, containers: [shell('main', 'sleep 3600')] }),
     }),
   );
-  const atFirstKill = await killAtAThird(
+  const first = await killMidBurst(
     h,
     async () => (await inProvider()).length,
-    'a third of the burst in the provider',
+    'a pod of the burst in the provider',
   );
   const created = await creating;
   assert.deepEqual(
@@ -63,7 +83,7 @@ async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void
     [],
     'every create accepted by the API server',
   );
-  assert.ok(atFirstKill < BURST, `killed mid-burst: ${atFirstKill} of ${BURST} pods were in the provider`);
+  assert.ok(first.podSyncKilled > 0, 'the kill ended pod-sync invocations in flight');
 
   await waitFor(async () => (await h.pods.list(ns)).filter(isRunningAndReady).length === BURST, {
     timeoutMs: 4 * MINUTE,
@@ -82,12 +102,12 @@ async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void
   await assertHistories(h, refs, { creates: 1, deletes: 0 });
 
   const deleting = mapSettledLimit(names, 10, (name) => h.pods.delete(ns, name));
-  const atSecondKill = await killAtAThird(
+  const second = await killMidBurst(
     h,
     async () => BURST - (await inProvider()).filter((p) => p.running).length,
-    'a third of the pods stopped in the provider',
+    'a pod of the burst stopped in the provider',
   );
-  assert.ok(atSecondKill < BURST, `killed mid-burst: ${atSecondKill} of ${BURST} pods were stopped`);
+  assert.ok(second.podSyncKilled > 0, 'the kill ended pod-sync invocations in flight');
   const deleted = await deleting;
   assert.deepEqual(
     deleted.filter((d) => d.status === 'rejected'),
@@ -101,7 +121,8 @@ async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void
   });
   await assertHistories(h, refs, { creates: 1, deletes: 1 });
   t.diagnostic(
-    `kills at ${atFirstKill} created and ${atSecondKill} stopped of ${BURST}; cold starts ${h.deployment.host?.coldStarts}; ` +
+    `kills at ${first.progress} created and ${second.progress} stopped of ${BURST}, ending ${first.podSyncKilled} and ` +
+      `${second.podSyncKilled} pod-sync invocations; cold starts ${h.deployment.host?.coldStarts}; ` +
       `dead letters during the scenario ${h.deployment.bus.deadLetters.length - deadLettersBefore}`,
   );
 }

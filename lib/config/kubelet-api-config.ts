@@ -1,0 +1,168 @@
+import { z } from 'zod';
+import { API_GATEWAY_PORT, type KubeletApiEndpoint } from '../kubelet-api/node-endpoint.ts';
+import { type ConfigIssue, pairs, whenParsed } from './env-parsing.ts';
+
+/** The kubelet API's settings (lib/kubelet-api/), parsed from the environment with the rest of the configuration. */
+export interface KubeletApiSettings {
+  /** How kube-apiserver reaches our nodes; undefined: no kubelet API, nodes publish their name as Hostname. */
+  endpoint?: KubeletApiEndpoint;
+  /** The longest a `kubectl logs -f` streams before the answer ends. */
+  followMaxMs: number;
+  /** PEM of the CA(s) client certificates must chain to; the kubeconfig's cluster CA when undefined. */
+  clientCaPem?: string;
+}
+
+/** API Gateway ends a streamed response after 15 minutes; the function's 900 s timeout must outlast the follow. */
+export const MAX_FOLLOW_SECONDS = 840;
+
+/** SVK_KUBELET_PORT's default, which a domain replaces by 443. */
+const DEFAULT_KUBELET_PORT = 10250;
+
+const hostLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** The kubelet API's environment variables and their rules (see the README's table). */
+export const KUBELET_API_VARIABLES = {
+  SVK_KUBELET_API_DOMAIN: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .refine(
+      (v) => v.length <= 200 && v.split('.').length >= 2 && v.split('.').every((l) => hostLabel.test(l)),
+      'must be a DNS domain such as nodes.example.com (each node is <node>.<domain>)',
+    )
+    .optional(),
+  SVK_KUBELET_API_ADDRESSES: z
+    .string()
+    .transform((raw, ctx) => {
+      const addresses: Record<string, string> = {};
+      for (const [node, address] of pairs(raw)) {
+        if (!node || !z.ipv4().safeParse(address).success) {
+          ctx.addIssue({ code: 'custom', message: `"${node}=${address}" is not node=IPv4 address` });
+          continue;
+        }
+        addresses[node] = address;
+      }
+      return addresses;
+    })
+    .optional(),
+  SVK_KUBELET_API_FOLLOW_SECONDS: z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .min(1, 'must be at least 1')
+        .max(MAX_FOLLOW_SECONDS, `must be at most ${MAX_FOLLOW_SECONDS}`),
+    )
+    .default(300),
+  SVK_KUBELET_API_CLIENT_CA_DATA: z
+    .string()
+    .trim()
+    .transform((v) => Buffer.from(v, 'base64').toString('utf8'))
+    .refine(
+      (pem) => pem.includes('-----BEGIN CERTIFICATE-----'),
+      'must be the base64 of a PEM certificate bundle',
+    )
+    .optional(),
+};
+
+interface KubeletApiValues {
+  SVK_KUBELET_API_DOMAIN: string | undefined;
+  SVK_KUBELET_API_ADDRESSES: Record<string, string> | undefined;
+  SVK_KUBELET_API_FOLLOW_SECONDS: number;
+  SVK_KUBELET_API_CLIENT_CA_DATA: string | undefined;
+}
+
+export function kubeletApiSettings(e: KubeletApiValues): KubeletApiSettings {
+  const endpoint: KubeletApiEndpoint | undefined = e.SVK_KUBELET_API_DOMAIN
+    ? { kind: 'domain', domain: e.SVK_KUBELET_API_DOMAIN }
+    : e.SVK_KUBELET_API_ADDRESSES
+      ? { kind: 'addresses', addresses: e.SVK_KUBELET_API_ADDRESSES }
+      : undefined;
+  return {
+    ...(endpoint ? { endpoint } : {}),
+    followMaxMs: e.SVK_KUBELET_API_FOLLOW_SECONDS * 1000,
+    ...(e.SVK_KUBELET_API_CLIENT_CA_DATA ? { clientCaPem: e.SVK_KUBELET_API_CLIENT_CA_DATA } : {}),
+  };
+}
+
+/** The port the nodes publish: 443 behind API Gateway, else SVK_KUBELET_PORT. */
+export function kubeletApiPort(settings: KubeletApiSettings, kubeletPort: number): number {
+  return settings.endpoint?.kind === 'domain' ? API_GATEWAY_PORT : kubeletPort;
+}
+
+interface RuleValues {
+  SVK_NODE_NAMES: string[];
+  SVK_KUBELET_PORT: number;
+  SVK_NODE_INTERNAL_IP: string | undefined;
+  SVK_KUBELET_API_DOMAIN: string | undefined;
+  SVK_KUBELET_API_ADDRESSES: Record<string, string> | undefined;
+}
+
+function domainRules(v: RuleValues): ConfigIssue[] {
+  const domain = v.SVK_KUBELET_API_DOMAIN;
+  if (domain === undefined) return [];
+  const issues: ConfigIssue[] = [];
+  if (v.SVK_KUBELET_API_ADDRESSES !== undefined) {
+    issues.push({
+      variable: 'SVK_KUBELET_API_DOMAIN, SVK_KUBELET_API_ADDRESSES',
+      message: 'name two ways to reach the nodes: set only one of them',
+    });
+  }
+  if (v.SVK_KUBELET_PORT !== API_GATEWAY_PORT && v.SVK_KUBELET_PORT !== DEFAULT_KUBELET_PORT) {
+    issues.push({
+      variable: 'SVK_KUBELET_PORT',
+      message: `must be ${API_GATEWAY_PORT} (or unset) with SVK_KUBELET_API_DOMAIN: API Gateway serves the domain on ${API_GATEWAY_PORT} only`,
+    });
+  }
+  if (v.SVK_NODE_INTERNAL_IP !== undefined) {
+    issues.push({
+      variable: 'SVK_NODE_INTERNAL_IP',
+      message:
+        'cannot be set with SVK_KUBELET_API_DOMAIN: an API server preferring IPs would dial it without SNI, which the per-node hostname front cannot answer',
+    });
+  }
+  const dotted = v.SVK_NODE_NAMES.filter((n) => n.includes('.'));
+  if (dotted.length > 0) {
+    issues.push({
+      variable: 'SVK_NODE_NAMES',
+      message: `${dotted.join(', ')}: node names with dots are not one label under the wildcard *.${domain}`,
+    });
+  }
+  return issues;
+}
+
+function addressRules(v: RuleValues): ConfigIssue[] {
+  const addresses = v.SVK_KUBELET_API_ADDRESSES;
+  if (addresses === undefined) return [];
+  const issues: ConfigIssue[] = [];
+  const missing = v.SVK_NODE_NAMES.filter((n) => !(n in addresses));
+  if (missing.length > 0) {
+    issues.push({
+      variable: 'SVK_KUBELET_API_ADDRESSES',
+      message: `names no address for node(s) ${missing.join(', ')}`,
+    });
+  }
+  const ips = Object.values(addresses);
+  if (new Set(ips).size !== ips.length) {
+    issues.push({ variable: 'SVK_KUBELET_API_ADDRESSES', message: 'gives two nodes the same address' });
+  }
+  return issues;
+}
+
+/** Rules between the kubelet API's variables and the node settings, on what parsed. */
+export function kubeletApiRules(values: Partial<RuleValues>): ConfigIssue[] {
+  return whenParsed(
+    values,
+    [
+      'SVK_NODE_NAMES',
+      'SVK_KUBELET_PORT',
+      'SVK_NODE_INTERNAL_IP',
+      'SVK_KUBELET_API_DOMAIN',
+      'SVK_KUBELET_API_ADDRESSES',
+    ],
+    (v) => [...domainRules(v), ...addressRules(v)],
+  );
+}

@@ -1,0 +1,177 @@
+import { randomUUID, X509Certificate } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import type { Context } from 'aws-lambda';
+import { isStreamingHandler } from '../response-streaming.ts';
+import { createLambdaContext } from './lambda-context.ts';
+import { LocalResponseStream } from './local-response-stream.ts';
+
+/**
+ * The kubelet API's front on loopback, standing in for API Gateway with
+ * mutual TLS: an HTTPS server on each node's own address that requests a
+ * client certificate, refuses with 403 (as API Gateway does) when none is
+ * presented or it does not chain to the trusted CA, and otherwise hands the
+ * exported streaming handler the REST API proxy event API Gateway would,
+ * with the verified certificate in `requestContext.identity.clientCert`. The
+ * handler runs in this process; its streamed response (prelude, then body)
+ * becomes the HTTP response.
+ */
+
+/** A streaming Lambda handler as `awslambda.streamifyResponse` makes it. */
+export type StreamingLambdaHandler = (
+  event: never,
+  responseStream: never,
+  context: Context,
+) => Promise<unknown>;
+
+export interface KubeletApiFrontOptions {
+  handler: StreamingLambdaHandler;
+  /** The addresses to listen on, one per node (all on one port). */
+  addresses: readonly string[];
+  /** The port; 0 picks a free one (on the first address, then shared by all). */
+  port?: number;
+  /** PEM of the CA(s) client certificates must chain to: the front's truststore. */
+  clientCa: string;
+  /** The serving certificate and key (PEM). */
+  serving: { cert: string; key: string };
+  /** The function's timeout: the longest one request may take. */
+  timeoutMs?: number;
+  functionName?: string;
+}
+
+export interface KubeletApiFront {
+  port: number;
+  stop(): Promise<void>;
+}
+
+/** Starts one listener per address and resolves once all listen. */
+export async function startKubeletApiFront(options: KubeletApiFrontOptions): Promise<KubeletApiFront> {
+  if (!isStreamingHandler(options.handler)) {
+    throw new Error('the kubelet API front needs a streaming handler (awslambda.streamifyResponse)');
+  }
+  const servers: Server[] = [];
+  let port = options.port ?? 0;
+  try {
+    for (const address of options.addresses) {
+      const server = createServer(
+        {
+          cert: options.serving.cert,
+          key: options.serving.key,
+          ca: options.clientCa,
+          requestCert: true,
+          rejectUnauthorized: false,
+        },
+        (req, res) => void serve(req, res, options),
+      );
+      servers.push(server);
+      port = await listen(server, address, port);
+    }
+  } catch (err) {
+    await Promise.all(servers.map(close));
+    throw err;
+  }
+  return { port, stop: () => Promise.all(servers.map(close)).then(() => undefined) };
+}
+
+function listen(server: Server, address: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, () => {
+      const bound = server.address();
+      resolve(typeof bound === 'object' && bound ? bound.port : port);
+    });
+  });
+}
+
+function close(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+async function serve(
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: KubeletApiFrontOptions,
+): Promise<void> {
+  const socket = req.socket as TLSSocket;
+  const peer = socket.authorized ? socket.getPeerCertificate(true) : undefined;
+  if (!peer?.raw) {
+    res.writeHead(403, { 'content-type': 'application/json' }).end('{"message":"Forbidden"}');
+    return;
+  }
+  const controller = new AbortController();
+  res.on('close', () => controller.abort(new Error('the client closed the connection')));
+  const stream = new LocalResponseStream(res);
+  const context = createLambdaContext({
+    functionName: options.functionName ?? 'kubelet-api',
+    timeoutMs: options.timeoutMs ?? 900_000,
+    signal: controller.signal,
+  });
+  try {
+    await options.handler(proxyEvent(req, new X509Certificate(peer.raw)) as never, stream as never, context);
+  } catch (err) {
+    // A handler that throws is an invocation error: API Gateway answers 502 when nothing was sent yet.
+    if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
+    res.end(res.headersSent ? undefined : JSON.stringify({ message: 'Internal server error' }));
+    process.emitWarning(`kubelet API handler failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** The REST API proxy event (`AWS_PROXY`, resource `/{proxy+}`) API Gateway sends for `req`. */
+function proxyEvent(req: IncomingMessage, cert: X509Certificate): unknown {
+  const url = new URL(req.url ?? '/', 'https://front.invalid');
+  const headers: Record<string, string> = {};
+  const multiValueHeaders: Record<string, string[]> = {};
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    const [name = '', value = ''] = [req.rawHeaders[i], req.rawHeaders[i + 1]];
+    headers[name] = value;
+    multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value];
+  }
+  const query: Record<string, string> = {};
+  const multiQuery: Record<string, string[]> = {};
+  for (const [key, value] of url.searchParams) {
+    query[key] = value;
+    multiQuery[key] = [...(multiQuery[key] ?? []), value];
+  }
+  const hasQuery = Object.keys(query).length > 0;
+  const requestId = randomUUID();
+  return {
+    resource: '/{proxy+}',
+    path: url.pathname,
+    httpMethod: req.method ?? 'GET',
+    headers,
+    multiValueHeaders,
+    queryStringParameters: hasQuery ? query : null,
+    multiValueQueryStringParameters: hasQuery ? multiQuery : null,
+    pathParameters: { proxy: url.pathname.slice(1) },
+    stageVariables: null,
+    requestContext: {
+      resourcePath: '/{proxy+}',
+      httpMethod: req.method ?? 'GET',
+      path: url.pathname,
+      requestId,
+      stage: 'local',
+      // The node's own address the client connected to, as API Gateway names the custom domain it
+      // served. The Host header stays as sent: kube-apiserver's node proxy sends its own.
+      domainName: req.socket.localAddress ?? '',
+      requestTimeEpoch: Date.now(),
+      protocol: `HTTP/${req.httpVersion}`,
+      identity: {
+        sourceIp: req.socket.remoteAddress ?? '',
+        userAgent: req.headers['user-agent'] ?? '',
+        clientCert: {
+          clientCertPem: cert.toString(),
+          subjectDN: cert.subject.replaceAll('\n', ','),
+          issuerDN: cert.issuer.replaceAll('\n', ','),
+          serialNumber: cert.serialNumber,
+          validity: { notBefore: cert.validFrom, notAfter: cert.validTo },
+        },
+      },
+    },
+    body: null,
+    isBase64Encoded: false,
+  };
+}

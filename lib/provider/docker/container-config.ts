@@ -1,0 +1,136 @@
+import type Docker from 'dockerode';
+import {
+  deletingName,
+  identityLabels,
+  infraName,
+  instanceName,
+  LABELS,
+  type PodIdentity,
+  volumeName,
+} from './names.ts';
+import type { ContainerPlan, PodPlan } from './pod-plan.ts';
+import { planEnv } from './pod-plan-codec.ts';
+
+/**
+ * The engine's create options for a pod's objects, from its plan: pure, so
+ * that the same plan always asks the engine for the same thing.
+ *
+ * Every container runs with `HostConfig.Init` (a tiny init as PID 1 that
+ * forwards signals and reaps zombies), so a main process that installs no
+ * SIGTERM handler still stops on SIGTERM, as it does under the kubelet.
+ * None has an engine restart policy: restarts are ours, with the kubelet's
+ * back-off, as new instances.
+ */
+
+export interface EngineSettings {
+  /** Network of the infra containers, e.g. `bridge`. */
+  network: string;
+  infraImage: string;
+}
+
+/** The infra ("pause") container: the pod's network and IPC namespaces, hostname, DNS and host ports. */
+export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.ContainerCreateOptions {
+  const exposed = Object.fromEntries(plan.hostPorts.map((p) => [`${p.containerPort}/${p.protocol}`, {}]));
+  const bindings: Record<string, Array<{ HostPort: string; HostIp?: string }>> = {};
+  for (const p of plan.hostPorts) {
+    const key = `${p.containerPort}/${p.protocol}`;
+    bindings[key] = [
+      ...(bindings[key] ?? []),
+      { HostPort: String(p.hostPort), ...(p.hostIp ? { HostIp: p.hostIp } : {}) },
+    ];
+  }
+  return {
+    name: infraName(plan.uid),
+    Image: settings.infraImage,
+    Hostname: plan.hostname,
+    Env: [planEnv(plan)],
+    Labels: { ...identityLabels(plan), [LABELS.role]: 'infra' },
+    ExposedPorts: exposed,
+    HostConfig: {
+      Init: true,
+      NetworkMode: settings.network,
+      IpcMode: 'shareable',
+      RestartPolicy: { Name: 'no' },
+      PortBindings: bindings,
+      ExtraHosts: plan.extraHosts,
+      ...(plan.dns
+        ? { Dns: plan.dns.nameservers, DnsSearch: plan.dns.searches, DnsOptions: plan.dns.options }
+        : {}),
+    },
+  };
+}
+
+/** One instance of an init or app container, joined to the infra container's namespaces. */
+export function instanceConfig(
+  plan: PodPlan,
+  container: ContainerPlan,
+  role: 'init' | 'app',
+  attempt: number,
+  infraId: string,
+): Docker.ContainerCreateOptions {
+  return {
+    name: instanceName(plan.uid, role, container.name, attempt),
+    Image: container.image,
+    // Kubernetes' command replaces the image's entrypoint and drops its CMD; args replace the CMD.
+    ...(container.command ? { Entrypoint: container.command, Cmd: container.args ?? [] } : {}),
+    ...(!container.command && container.args ? { Cmd: container.args } : {}),
+    ...(container.workingDir ? { WorkingDir: container.workingDir } : {}),
+    ...(container.user ? { User: container.user } : {}),
+    Env: container.env,
+    Tty: container.tty,
+    OpenStdin: container.stdin,
+    StdinOnce: container.stdinOnce,
+    Labels: {
+      ...identityLabels(plan),
+      [LABELS.role]: role,
+      [LABELS.container]: container.name,
+      [LABELS.attempt]: String(attempt),
+    },
+    HostConfig: {
+      Init: true,
+      NetworkMode: `container:${infraId}`,
+      IpcMode: `container:${infraId}`,
+      ...(plan.sharePid ? { PidMode: `container:${infraId}` } : {}),
+      RestartPolicy: { Name: 'no' },
+      Binds: container.mounts.map(
+        (m) => `${volumeName(plan.uid, m.volume)}:${m.path}${m.readOnly ? ':ro' : ''}`,
+      ),
+      ...(container.nanoCpus !== undefined ? { NanoCpus: container.nanoCpus } : {}),
+      ...(container.memoryBytes !== undefined ? { Memory: container.memoryBytes } : {}),
+      ...(container.cpuShares !== undefined ? { CpuShares: container.cpuShares } : {}),
+      ReadonlyRootfs: container.readOnlyRootfs,
+      ...(container.noNewPrivileges ? { SecurityOpt: ['no-new-privileges'] } : {}),
+      ...(container.capDrop.length > 0 ? { CapDrop: container.capDrop } : {}),
+      ...(container.groupAdd.length > 0 ? { GroupAdd: container.groupAdd } : {}),
+    },
+  };
+}
+
+/**
+ * The deletion marker: created and never started, it records on the engine
+ * that the pod is being deleted and when its grace period ends, so that no
+ * poller restarts a container that was sent SIGTERM, and any of them kills
+ * what is left once the deadline passes.
+ */
+export function deletingConfig(
+  pod: PodIdentity,
+  deadline: Date,
+  settings: EngineSettings,
+): Docker.ContainerCreateOptions {
+  return {
+    name: deletingName(pod.uid),
+    Image: settings.infraImage,
+    Labels: { ...identityLabels(pod), [LABELS.role]: 'deleting', [LABELS.deadline]: deadline.toISOString() },
+    HostConfig: { NetworkMode: 'none', RestartPolicy: { Name: 'no' } },
+  };
+}
+
+/** An emptyDir: a named engine volume (tmpfs for medium Memory), labelled like the pod's containers. */
+export function volumeConfig(plan: PodPlan, volume: PodPlan['volumes'][number]): Docker.VolumeCreateOptions {
+  return {
+    Name: volumeName(plan.uid, volume.name),
+    Driver: 'local',
+    ...(volume.memory ? { DriverOpts: { type: 'tmpfs', device: 'tmpfs' } } : {}),
+    Labels: identityLabels(plan),
+  };
+}

@@ -1,0 +1,270 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type Docker from 'dockerode';
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log/logger.ts';
+import { mapSettledLimit } from '../../util/map-limit.ts';
+import {
+  type AppliedPodStatus,
+  type ContainerLogOptions,
+  type PodProvider,
+  type PodUsage,
+  ProviderNotFoundError,
+  ProviderUnsupportedError,
+} from '../provider.ts';
+import { deletingConfig, type EngineSettings, infraConfig, volumeConfig } from './container-config.ts';
+import { containerLogs } from './container-logs.ts';
+import { isEngineNotFound, isNameConflict, isNotModified, isNotRunning } from './engine-errors.ts';
+import { EngineState } from './engine-state.ts';
+import { ImagePuller, type RegistryAuth } from './image-puller.ts';
+import { infraName, LABELS, type PodIdentity } from './names.ts';
+import type { ObservedPod } from './observed-pod.ts';
+import { type AdvanceDeps, advancePod, reportPod } from './pod-advance.ts';
+import { type PodPlan, podPlan } from './pod-plan.ts';
+import { removePod } from './pod-removal.ts';
+import { type CpuSamples, podStats } from './pod-stats.ts';
+import { unsupportedFields } from './pod-support.ts';
+
+export interface DockerPodProviderOptions {
+  docker: Docker;
+  clock: Clock;
+  log: Logger;
+  settings: EngineSettings & {
+    /** The hostIP of every pod: the Docker host's address as the cluster sees it. */
+    hostIp: string;
+    /** The longest an image pull may run. */
+    pullTimeoutMs: number;
+  };
+  /** Registry credentials for a pod's image from its imagePullSecrets; none by default. */
+  registryAuth?: (plan: PodPlan, image: string) => Promise<RegistryAuth | undefined>;
+  /** Pods advanced at once by listPods. */
+  maxParallel?: number;
+}
+
+/**
+ * The pod part of the Docker provider: each pod is an infra container
+ * holding its network namespace, its init and app containers joined to it,
+ * and its emptyDir volumes, all named after the pod uid and labelled with
+ * its identity and node (names.ts). Everything it knows lives on the engine
+ * (the plan in the infra container, the deletion deadline in a marker), so
+ * any invocation, any time after any restart of ours, picks up where the
+ * last one stopped.
+ *
+ * No call waits for anything long: createPod creates and starts what it can
+ * and returns; pulls run in the background; getPod and listPods move pods
+ * on (pod-progress.ts); deletePod sends SIGTERM and the polls that follow
+ * remove the pod once its containers exited or its grace period ended.
+ */
+export class DockerPodProvider implements PodProvider {
+  private readonly state: EngineState;
+  private readonly deps: AdvanceDeps;
+  private readonly cpu: CpuSamples = new Map();
+
+  constructor(private readonly options: DockerPodProviderOptions) {
+    const { docker, clock, log, settings } = options;
+    this.state = new EngineState(docker, settings.network);
+    const puller = new ImagePuller({ docker, clock, log, timeoutMs: settings.pullTimeoutMs });
+    this.deps = {
+      docker,
+      state: this.state,
+      puller,
+      settings,
+      clock,
+      log,
+      registryAuth: options.registryAuth ?? (async () => undefined),
+    };
+  }
+
+  /**
+   * Creates the pod's volumes and infra container, starts what can start now
+   * and resolves with its status. Idempotent by uid; another uid under the
+   * same name is removed first.
+   * @throws ProviderUnsupportedError naming every field it cannot honour; nothing is created then.
+   */
+  async createPod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
+    const identity = podIdentity(pod);
+    const reasons = unsupportedFields(pod);
+    if (reasons.length > 0) throw new ProviderUnsupportedError(reasons, 'docker');
+    const plan = podPlan(pod, identity);
+    const byName = await this.state.pods(
+      { [LABELS.namespace]: plan.namespace, [LABELS.name]: plan.name },
+      signal,
+    );
+    for (const [uid, other] of byName) {
+      if (uid !== plan.uid)
+        await removePod(
+          this.options.docker,
+          this.state,
+          uid,
+          other.infra?.plan?.volumes.map((v) => v.name) ?? [],
+          signal,
+        );
+    }
+    const current = byName.get(plan.uid);
+    if (!current?.infra) await this.createInfra(plan, signal);
+    const observed = (await this.state.pods({ [LABELS.uid]: plan.uid }, signal)).get(plan.uid);
+    if (!observed) throw new Error(`docker provider: pod ${describe(plan)} vanished while it was created`);
+    return (await advancePod(this.deps, observed, signal))?.status;
+  }
+
+  /**
+   * Reports the pod after a metadata change. The engine cannot change a
+   * container's image in place.
+   * @throws ProviderNotFoundError when this uid does not run.
+   * @throws ProviderUnsupportedError when a container's image changed.
+   */
+  async updatePod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
+    const identity = podIdentity(pod);
+    const observed = (await this.state.pods({ [LABELS.uid]: identity.uid }, signal)).get(identity.uid);
+    if (!observed?.infra?.plan)
+      throw new ProviderNotFoundError(`docker provider has no pod ${describe(identity)}`);
+    const was = observed.infra.plan;
+    const changed = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].filter((c) => {
+      const before = [...was.initContainers, ...was.containers].find((p) => p.name === c.name);
+      return before && before.image !== c.image;
+    });
+    if (changed.length > 0) {
+      throw new ProviderUnsupportedError(
+        changed.map(
+          (c) =>
+            `spec.containers[${c.name}].image: changing an image of a running pod is not supported (delete and recreate it)`,
+        ),
+        'docker',
+      );
+    }
+    return (await advancePod(this.deps, observed, signal))?.status;
+  }
+
+  /**
+   * Stops and removes the pod. Within its grace period (deletionTimestamp in
+   * the future), sends SIGTERM and records the deadline on the engine; the
+   * polls that follow remove the pod once its containers exited, or kill it
+   * at the deadline. Otherwise kills and removes it at once.
+   * @throws ProviderNotFoundError when no object of this uid is on the engine.
+   */
+  async deletePod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+    const uid = pod.metadata?.uid;
+    if (!uid) throw new ProviderNotFoundError('docker provider: a pod without a uid is never ours');
+    const observed = (await this.state.pods({ [LABELS.uid]: uid }, signal)).get(uid);
+    if (!observed) throw new ProviderNotFoundError(`docker provider has no pod with uid ${uid}`);
+    const deadline = Date.parse(String(pod.metadata?.deletionTimestamp ?? ''));
+    const running = observed.instances.filter((i) => i.state === 'running');
+    const volumes = observed.infra?.plan?.volumes.map((v) => v.name) ?? [];
+    if (!(deadline > this.options.clock.now()) || running.length === 0) {
+      await removePod(this.options.docker, this.state, uid, volumes, signal);
+      return;
+    }
+    if (!observed.deleting) await this.markDeleting(observed, new Date(deadline), signal);
+    await Promise.all(running.map((i) => this.signal(i.id, 'SIGTERM', signal)));
+  }
+
+  async getPod(namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined> {
+    const pods = await this.state.pods({ [LABELS.namespace]: namespace, [LABELS.name]: name }, signal);
+    // Several uids under one name only while a replacement is under way: the newest is the pod.
+    const newestFirst = [...pods.values()].sort(
+      (a, b) => (b.infra?.createdAt ?? 0) - (a.infra?.createdAt ?? 0),
+    );
+    let found: V1Pod | undefined;
+    for (const observed of newestFirst) {
+      const advanced = await advancePod(this.deps, observed, signal);
+      found ??= advanced;
+    }
+    return found;
+  }
+
+  async listPods(nodeName: string, signal?: AbortSignal): Promise<V1Pod[]> {
+    const pods = await this.state.pods({ [LABELS.node]: nodeName }, signal);
+    const settled = await mapSettledLimit([...pods.values()], this.options.maxParallel ?? 16, (observed) =>
+      advancePod(this.deps, observed, signal),
+    );
+    const observed = [...pods.values()];
+    return settled.flatMap((s, i) => {
+      if (s.status === 'fulfilled') return s.value ? [s.value] : [];
+      const pod = observed[i];
+      if (!pod) return [];
+      // A pod that could not be moved on this round is still reported, from what was read.
+      this.options.log.warn({ err: s.reason, uid: pod.uid }, 'docker provider: moving a pod on failed');
+      const reported = reportPod(this.deps, pod);
+      return reported ? [reported] : [];
+    });
+  }
+
+  containerLogs(
+    pod: V1Pod,
+    container: string,
+    options: ContainerLogOptions,
+    signal?: AbortSignal,
+  ): Promise<AsyncIterable<Uint8Array>> {
+    return containerLogs({ docker: this.options.docker, state: this.state }, pod, container, options, signal);
+  }
+
+  podStats(nodeName: string, signal?: AbortSignal): Promise<PodUsage[]> {
+    return podStats(
+      { docker: this.options.docker, state: this.state, clock: this.options.clock, cpu: this.cpu },
+      nodeName,
+      signal,
+    );
+  }
+
+  private async createInfra(plan: PodPlan, signal?: AbortSignal): Promise<void> {
+    const { docker, settings } = this.options;
+    const opts = signal ? { abortSignal: signal } : {};
+    for (const volume of plan.volumes) {
+      await docker.createVolume({ ...volumeConfig(plan, volume), ...opts }).catch((err: unknown) => {
+        if (!isNameConflict(err)) throw err;
+      });
+    }
+    await this.deps.puller.ensure(settings.infraImage, signal);
+    try {
+      await docker.createContainer({ ...infraConfig(plan, settings), ...opts });
+    } catch (err) {
+      if (!isNameConflict(err)) throw err;
+    }
+    try {
+      await docker.getContainer(infraName(plan.uid)).start(opts);
+    } catch (err) {
+      if (!isNotModified(err)) throw err;
+    }
+  }
+
+  private async markDeleting(pod: ObservedPod, deadline: Date, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.options.docker.createContainer({
+        ...deletingConfig(pod, deadline, this.options.settings),
+        ...(signal ? { abortSignal: signal } : {}),
+      });
+    } catch (err) {
+      if (!isNameConflict(err)) throw err;
+    }
+  }
+
+  private async signal(id: string, signal: string, abortSignal?: AbortSignal): Promise<void> {
+    this.state.invalidate(id);
+    try {
+      await this.options.docker.getContainer(id).kill({ signal, ...(abortSignal ? { abortSignal } : {}) });
+    } catch (err) {
+      if (!isEngineNotFound(err) && !isNotRunning(err)) throw err;
+    }
+  }
+}
+
+/** The identity a pod needs to be created here. */
+function podIdentity(pod: V1Pod): PodIdentity {
+  const namespace = pod.metadata?.namespace;
+  const name = pod.metadata?.name;
+  const uid = pod.metadata?.uid;
+  const node = pod.spec?.nodeName;
+  if (!namespace || !name || !uid || !node) {
+    const missing = [
+      ...(namespace ? [] : ['metadata.namespace']),
+      ...(name ? [] : ['metadata.name']),
+      ...(uid ? [] : ['metadata.uid']),
+      ...(node ? [] : ['spec.nodeName']),
+    ];
+    throw new Error(`docker provider: pod ${namespace ?? '?'}/${name ?? '?'} lacks ${missing.join(', ')}`);
+  }
+  return { namespace, name, uid, node };
+}
+
+function describe(pod: { namespace: string; name: string; uid: string }): string {
+  return `${pod.namespace}/${pod.name} (uid ${pod.uid})`;
+}

@@ -1,0 +1,173 @@
+import type Docker from 'dockerode';
+import { mapSettledLimit } from '../../util/map-limit.ts';
+import { isEngineNotFound } from './engine-errors.ts';
+import { isRole, LABELS, labelFilter } from './names.ts';
+import type { InfraInstance, Instance, ObservedPod } from './observed-pod.ts';
+import { planFromEnv } from './pod-plan-codec.ts';
+
+/**
+ * Reads pods from the engine: one list call (by label) for any number of
+ * pods, then an inspection of each container whose state the list shows
+ * changed since this process last inspected it. An instance is never
+ * restarted in place (a restart is a new instance), so what an inspection
+ * says of a container stays true for as long as the list shows the same
+ * state: polling a node with a hundred stable pods costs one request.
+ */
+/** Inspections in flight at once (a cold process inspects every container of a node once). */
+const INSPECT_PARALLEL = 16;
+const LIST_ATTEMPTS = 3;
+
+export class EngineState {
+  private readonly inspected = new Map<string, { state: string; info: Docker.ContainerInspectInfo }>();
+
+  constructor(
+    private readonly docker: Docker,
+    /** The network the infra containers join, where the pod IP is read. */
+    private readonly network: string,
+  ) {}
+
+  /** Every pod whose containers carry all of `labels`, keyed by uid. */
+  async pods(labels: Record<string, string>, signal?: AbortSignal): Promise<Map<string, ObservedPod>> {
+    const listed = await this.containers(labels, signal);
+    const pods = new Map<string, ObservedPod>();
+    const ours = listed.filter((c) => c.Labels?.[LABELS.uid] && isRole(c.Labels?.[LABELS.role]));
+    for (const summary of ours) {
+      const l = summary.Labels;
+      const uid = l[LABELS.uid] ?? '';
+      const pod = pods.get(uid) ?? {
+        uid,
+        namespace: l[LABELS.namespace] ?? '',
+        name: l[LABELS.name] ?? '',
+        node: l[LABELS.node] ?? '',
+        instances: [],
+      };
+      pods.set(uid, pod);
+      if (l[LABELS.role] === 'deleting') {
+        const deadline = Date.parse(l[LABELS.deadline] ?? '');
+        pod.deleting = { deadline: Number.isFinite(deadline) ? deadline : 0 };
+      }
+    }
+    const inspected = await mapSettledLimit(
+      ours.filter((c) => c.Labels[LABELS.role] !== 'deleting'),
+      INSPECT_PARALLEL,
+      async (summary) => ({ summary, info: await this.inspect(summary, signal) }),
+    );
+    for (const result of inspected) {
+      if (result.status === 'rejected') throw result.reason;
+      const { summary, info } = result.value;
+      const role = summary.Labels[LABELS.role];
+      const pod = pods.get(summary.Labels[LABELS.uid] ?? '');
+      if (!info || !pod || !isRole(role)) continue;
+      const instance = toInstance(summary, info, role);
+      if (role === 'infra') pod.infra = { ...instance, ...infraDetails(info, this.network), role: 'infra' };
+      else pod.instances.push(instance);
+    }
+    return pods;
+  }
+
+  /**
+   * The containers carrying `labels`. Podman fails a whole list when one of
+   * its containers is removed meanwhile ("container not known"): list again.
+   */
+  async containers(labels: Record<string, string>, signal?: AbortSignal): Promise<Docker.ContainerInfo[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.docker.listContainers({
+          all: true,
+          filters: { label: labelFilter(labels) },
+          ...(signal ? { abortSignal: signal } : {}),
+        });
+      } catch (err) {
+        if (attempt >= LIST_ATTEMPTS || !isEngineNotFound(err)) throw err;
+      }
+    }
+  }
+
+  /** Forgets what was inspected of a container this process just acted on. */
+  invalidate(id: string): void {
+    this.inspected.delete(id);
+  }
+
+  private async inspect(
+    summary: Docker.ContainerInfo,
+    signal?: AbortSignal,
+  ): Promise<Docker.ContainerInspectInfo | undefined> {
+    const cached = this.inspected.get(summary.Id);
+    if (cached && cached.state === summary.State) return cached.info;
+    try {
+      const info = await this.docker
+        .getContainer(summary.Id)
+        .inspect({ ...(signal ? { abortSignal: signal } : {}) });
+      this.inspected.set(summary.Id, { state: summary.State, info });
+      // Bounded: entries of removed containers would otherwise accumulate in a long-lived process.
+      if (this.inspected.size > 10_000) {
+        const oldest = this.inspected.keys().next().value;
+        if (oldest !== undefined) this.inspected.delete(oldest);
+      }
+      return info;
+    } catch (err) {
+      // Removed between the list and the inspection.
+      if (isEngineNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+}
+
+function toInstance(
+  summary: Docker.ContainerInfo,
+  info: Docker.ContainerInspectInfo,
+  role: Instance['role'],
+): Instance {
+  const labels = summary.Labels ?? {};
+  const s = info.State;
+  const createdAt = Date.parse(info.Created) || summary.Created * 1000;
+  const startedAt = engineTime(s.StartedAt);
+  const finishedAt = engineTime(s.FinishedAt);
+  const attempt = Number(labels[LABELS.attempt] ?? 0);
+  const base = {
+    id: summary.Id,
+    role,
+    ...(labels[LABELS.container] ? { container: labels[LABELS.container] } : {}),
+    attempt: Number.isInteger(attempt) ? attempt : 0,
+    createdAt,
+    ...(info.Image ? { imageId: info.Image } : {}),
+  };
+  if (s.Running || s.Paused || s.Restarting)
+    return { ...base, state: 'running', ...(startedAt ? { startedAt } : {}) };
+  // A container the engine failed to start: it never ran, and never will.
+  if (s.Error) {
+    return {
+      ...base,
+      state: 'exited',
+      exitCode: s.ExitCode || 128,
+      finishedAt: finishedAt ?? createdAt,
+      startError: s.Error,
+    };
+  }
+  if (startedAt === undefined) return { ...base, state: 'created' };
+  return {
+    ...base,
+    state: 'exited',
+    startedAt,
+    finishedAt: finishedAt ?? startedAt,
+    exitCode: s.ExitCode,
+    ...(s.OOMKilled ? { oomKilled: true } : {}),
+  };
+}
+
+function infraDetails(
+  info: Docker.ContainerInspectInfo,
+  network: string,
+): Pick<InfraInstance, 'plan' | 'ip'> {
+  const plan = planFromEnv(info.Config?.Env);
+  const networks = info.NetworkSettings?.Networks ?? {};
+  const ip = networks[network]?.IPAddress || Object.values(networks).find((n) => n.IPAddress)?.IPAddress;
+  return { ...(plan ? { plan } : {}), ...(info.State.Running && ip ? { ip } : {}) };
+}
+
+/** Engine times are RFC 3339 with nanoseconds; a zero time (`0001-01-01...`) means never. */
+function engineTime(text: string | undefined): number | undefined {
+  if (!text || text.startsWith('0001-')) return undefined;
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) && ms > 0 ? ms : undefined;
+}

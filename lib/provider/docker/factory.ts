@@ -1,0 +1,107 @@
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import type { Config } from '../../config/config.ts';
+import { isNotFound } from '../../kube/client.ts';
+import type { ProviderContext, Providers } from '../registry.ts';
+import { DockerNodeProvider } from './docker-node.ts';
+import { DockerPodProvider } from './docker-pods.ts';
+import { createEngineClient, type SecretReader } from './engine-client.ts';
+import { type PullSecretSource, registryAuthResolver } from './registry-auth.ts';
+import type { DockerSettings } from './settings.ts';
+
+/**
+ * Builds the Docker provider: connects to the engine (reading the TLS
+ * material from Secrets Manager for a tcp:// engine) and shares the client
+ * between the node and pod halves.
+ */
+export function createProviders(settings: DockerSettings, context: ProviderContext): Promise<Providers> {
+  return createDockerProviders(settings, context);
+}
+
+/** What {@link createProviders} reads through, replaceable in tests. */
+export interface DockerFactoryPorts {
+  /** Reads a Secrets Manager secret; GetSecretValue with the default credential chain by default. */
+  readSecret?: SecretReader;
+}
+
+/** The part of the provider context the Docker provider reads. */
+export type DockerProviderContext = Pick<
+  ProviderContext,
+  'clock' | 'log' | 'region' | 'kubeletVersion' | 'kube'
+> & {
+  config: {
+    node: Pick<Config['node'], 'capacity' | 'operatingSystem' | 'internalIp'>;
+    pods: Pick<Config['pods'], 'maxParallel'>;
+  };
+};
+
+export async function createDockerProviders(
+  settings: DockerSettings,
+  context: DockerProviderContext,
+  ports: DockerFactoryPorts = {},
+): Promise<Providers> {
+  const { config, clock, log, region } = context;
+  const docker = await createEngineClient(
+    settings.endpoint,
+    ports.readSecret ?? secretsManagerReader(region),
+  );
+  const hostIp =
+    settings.hostIp ??
+    config.node.internalIp ??
+    (settings.endpoint.kind === 'tcp' && /^\d+\.\d+\.\d+\.\d+$/.test(settings.endpoint.host)
+      ? settings.endpoint.host
+      : '127.0.0.1');
+  return {
+    nodeProvider: new DockerNodeProvider({
+      docker,
+      capacity: config.node.capacity,
+      operatingSystem: config.node.operatingSystem,
+      kubeletVersion: context.kubeletVersion,
+    }),
+    podProvider: new DockerPodProvider({
+      docker,
+      clock,
+      log: log.child({ provider: 'docker' }),
+      settings: {
+        network: settings.network,
+        infraImage: settings.infraImage,
+        hostIp,
+        pullTimeoutMs: settings.pullTimeoutMs,
+      },
+      registryAuth: registryAuthResolver(kubeSecrets(context.kube.core)),
+      maxParallel: config.pods.maxParallel,
+    }),
+  };
+}
+
+/**
+ * GetSecretValue through `client`, or a client for `region` (the default
+ * credential chain) created on first use: the SDK loads only for a tcp://
+ * engine whose TLS material is in a secret.
+ */
+export function secretsManagerReader(region: string, client?: SecretsManagerClient): SecretReader {
+  return async (secretId) => {
+    const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+    const out = await (client ?? new SecretsManagerClient({ region })).send(
+      new GetSecretValueCommand({ SecretId: secretId }),
+    );
+    if (out.SecretString) return out.SecretString;
+    if (out.SecretBinary) return Buffer.from(out.SecretBinary).toString('utf8');
+    throw new Error(`secret ${secretId} has no value`);
+  };
+}
+
+/** A pod's imagePullSecrets, read by name (the RBAC's `get secrets`), decoded. */
+function kubeSecrets(core: CoreV1Api): PullSecretSource {
+  return async (namespace, name) => {
+    try {
+      const secret = await core.readNamespacedSecret({ namespace, name });
+      return Object.fromEntries(
+        Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+      );
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * How a pod's objects are named and labelled on the engine. Names are
+ * derived from the pod uid and the container name only, so that a create
+ * repeated by a retry or a concurrent poller hits the engine's unique-name
+ * rule instead of starting a second copy. Labels carry the pod's identity
+ * and binding, so that every pod can be found, listed and deleted from the
+ * engine's own state, whatever happened to ours.
+ *
+ * Kubernetes container and volume names are DNS labels (lowercase letters,
+ * digits, `-`), so `_` separates the fields unambiguously.
+ */
+
+const PREFIX = 'io.serverless-virtual-kubelet';
+
+export const LABELS = {
+  uid: `${PREFIX}.pod-uid`,
+  namespace: `${PREFIX}.pod-namespace`,
+  name: `${PREFIX}.pod-name`,
+  node: `${PREFIX}.node`,
+  /** What the object is to the pod: see {@link Role}. */
+  role: `${PREFIX}.role`,
+  /** The Kubernetes container name (init and app containers). */
+  container: `${PREFIX}.container`,
+  /** Which instance of the container: 0, then one more per restart (the restartCount). */
+  attempt: `${PREFIX}.attempt`,
+  /** On the deletion marker: when the grace period ends (RFC 3339). */
+  deadline: `${PREFIX}.deadline`,
+} as const;
+
+/**
+ * - `infra`: holds the pod's network namespace (and the pod plan), runs until the pod is deleted;
+ * - `init`, `app`: one instance of an init or app container;
+ * - `deleting`: created, never started: the pod is being deleted, with a deadline.
+ */
+export type Role = 'infra' | 'init' | 'app' | 'deleting';
+
+export const ROLES: readonly Role[] = ['infra', 'init', 'app', 'deleting'];
+
+export function isRole(value: unknown): value is Role {
+  return typeof value === 'string' && (ROLES as readonly string[]).includes(value);
+}
+
+/** The identity every object of a pod is labelled with. */
+export interface PodIdentity {
+  namespace: string;
+  name: string;
+  uid: string;
+  node: string;
+}
+
+export function identityLabels(pod: PodIdentity): Record<string, string> {
+  return {
+    [LABELS.uid]: pod.uid,
+    [LABELS.namespace]: pod.namespace,
+    [LABELS.name]: pod.name,
+    [LABELS.node]: pod.node,
+  };
+}
+
+export function infraName(uid: string): string {
+  return `svk_${uid}`;
+}
+
+export function deletingName(uid: string): string {
+  return `svk_${uid}_deleting`;
+}
+
+export function instanceName(uid: string, role: 'init' | 'app', container: string, attempt: number): string {
+  return `svk_${uid}_${role}_${container}_${attempt}`;
+}
+
+export function volumeName(uid: string, volume: string): string {
+  return `svk_${uid}_${volume}`;
+}
+
+/** Engine list filters (`label=key=value`). */
+export function labelFilter(labels: Record<string, string>): string[] {
+  return Object.entries(labels).map(([key, value]) => `${key}=${value}`);
+}

@@ -1,0 +1,168 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type Docker from 'dockerode';
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log/logger.ts';
+import { type EngineSettings, instanceConfig } from './container-config.ts';
+import { isEngineNotFound, isImageMissing, isNameConflict, isNotModified } from './engine-errors.ts';
+import type { EngineState } from './engine-state.ts';
+import type { ImagePuller, RegistryAuth } from './image-puller.ts';
+import { LABELS } from './names.ts';
+import type { ObservedPod } from './observed-pod.ts';
+import type { PodPlan } from './pod-plan.ts';
+import { allViews, type ContainerView, podProgress } from './pod-progress.ts';
+import { removePod } from './pod-removal.ts';
+import { type ImageView, podObject, podStatus } from './pod-status.ts';
+
+export interface AdvanceDeps {
+  docker: Docker;
+  state: EngineState;
+  puller: ImagePuller;
+  settings: EngineSettings & { hostIp: string };
+  clock: Clock;
+  log: Logger;
+  /** Registry credentials for a pod's image, from its imagePullSecrets. */
+  registryAuth: (plan: PodPlan, image: string) => Promise<RegistryAuth | undefined>;
+}
+
+/**
+ * Moves one pod on by the short engine calls its state asks for (see
+ * pod-progress.ts), then reports it: the executor of the pure decision.
+ * Resolves with the pod as it runs, or undefined once it is gone (its
+ * deletion finished, or it was a leftover without its infra container).
+ * Safe to run concurrently for the same pod from several invocations: every
+ * create is by a deterministic name, a start of a started container and a
+ * removal of a removed one are no-ops.
+ */
+export async function advancePod(
+  deps: AdvanceDeps,
+  observed: ObservedPod,
+  signal?: AbortSignal,
+): Promise<V1Pod | undefined> {
+  const { docker, state, clock, log } = deps;
+  const now = clock.now();
+  const plan = observed.infra?.plan;
+  const podLog = log.child({
+    pod: `${observed.namespace}/${observed.name}`,
+    uid: observed.uid,
+    node: observed.node,
+  });
+  if (observed.deleting) {
+    const running = observed.instances.some((i) => i.state === 'running');
+    if (now < observed.deleting.deadline && running) return reportPod(deps, observed);
+    await removePod(docker, state, observed.uid, plan?.volumes.map((v) => v.name) ?? [], signal);
+    podLog.info({ graceEnded: now >= observed.deleting.deadline }, 'pod deleted from the engine');
+    return undefined;
+  }
+  if (!observed.infra) {
+    // Instances without their infra container: what a deletion interrupted halfway left.
+    await removePod(docker, state, observed.uid, [], signal);
+    podLog.info('removed the remains of a pod without its infra container');
+    return undefined;
+  }
+  if (!plan) {
+    podLog.warn('infra container without a readable pod plan: left alone');
+    return undefined;
+  }
+  let changed = false;
+  const infra = observed.infra;
+  if (infra.state !== 'running') changed = (await startContainer(deps, infra.id, podLog)) || changed;
+  const progress = podProgress(observed, plan, now);
+  const images = new Map<string, ImageView>();
+  for (const view of allViews(progress)) {
+    const step = view.step;
+    if (step.kind === 'start') changed = (await startContainer(deps, step.instance.id, podLog)) || changed;
+    if (step.kind !== 'create') continue;
+    const image = await deps.puller.view(
+      view.plan.image,
+      view.plan.pullPolicy,
+      step.dueSince,
+      () => deps.registryAuth(plan, view.plan.image),
+      signal,
+    );
+    images.set(view.plan.name, image);
+    if (image.kind === 'ready')
+      changed = (await createInstance(deps, plan, view, step.attempt, infra.id, podLog)) || changed;
+  }
+  for (const old of progress.garbage) {
+    state.invalidate(old.id);
+    await docker
+      .getContainer(old.id)
+      .remove({ force: true })
+      .catch((err: unknown) => {
+        if (!isEngineNotFound(err))
+          podLog.warn({ err, container: old.id }, 'could not remove an old instance');
+      });
+  }
+  if (!changed) return reportPod(deps, observed, images);
+  const again = (await state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid);
+  return again ? reportPod(deps, again, images) : undefined;
+}
+
+/** The pod as `observed` shows it, without moving it on. */
+export function reportPod(
+  deps: Pick<AdvanceDeps, 'clock' | 'settings'>,
+  observed: ObservedPod,
+  images?: ReadonlyMap<string, ImageView>,
+): V1Pod | undefined {
+  const plan = observed.infra?.plan;
+  if (!plan) return undefined;
+  const now = deps.clock.now();
+  const progress = podProgress(observed, plan, now);
+  const status = podStatus({
+    pod: observed,
+    plan,
+    progress,
+    images: images ?? new Map(),
+    hostIp: deps.settings.hostIp,
+    now,
+  });
+  const pod = podObject(plan, status);
+  if (observed.deleting && pod.metadata)
+    pod.metadata.deletionTimestamp = new Date(observed.deleting.deadline);
+  return pod;
+}
+
+/** Starts a container; true when the engine changed. A failure is left for the next look to see in the state. */
+async function startContainer(deps: AdvanceDeps, id: string, log: Logger): Promise<boolean> {
+  deps.state.invalidate(id);
+  try {
+    await deps.docker.getContainer(id).start();
+    return true;
+  } catch (err) {
+    if (isNotModified(err)) return false;
+    log.warn({ err, container: id }, 'container start failed');
+    return true;
+  }
+}
+
+async function createInstance(
+  deps: AdvanceDeps,
+  plan: PodPlan,
+  view: ContainerView,
+  attempt: number,
+  infraId: string,
+  log: Logger,
+): Promise<boolean> {
+  const config = instanceConfig(plan, view.plan, view.role, attempt, infraId);
+  let id: string;
+  try {
+    id = (await deps.docker.createContainer(config)).id;
+  } catch (err) {
+    if (isNameConflict(err)) return false; // created by another poller, which starts it too
+    if (isImageMissing(err)) {
+      // The image went missing since it was checked: look for it again next time.
+      deps.puller.forget(view.plan.image);
+      log.warn({ err, container: view.plan.name }, 'image missing at create');
+      return false;
+    }
+    // The infra container went away meanwhile (the pod is being removed): the next look sees it.
+    if (isEngineNotFound(err)) return false;
+    throw err;
+  }
+  log.info(
+    { container: view.plan.name, attempt },
+    attempt === 0 ? 'container created' : 'container restarted',
+  );
+  await startContainer(deps, id, log);
+  return true;
+}

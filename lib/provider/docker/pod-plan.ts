@@ -1,0 +1,162 @@
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { parseQuantity } from '../../kube/quantity.ts';
+import type { PodIdentity } from './names.ts';
+import { isServiceAccountTokenVolume } from './pod-support.ts';
+
+/**
+ * A pod as the Docker provider runs it: everything needed to create its
+ * containers, taken from the pod spec once at create time. The plan is kept
+ * on the engine, in the infra container's environment (see pod-plan-codec.ts),
+ * because containers are created later than the pod (after their image is
+ * pulled, after the init containers before them, at each restart) by
+ * whichever invocation polls the pod next.
+ */
+export interface PodPlan extends PodIdentity {
+  restartPolicy: RestartPolicy;
+  hostname: string;
+  initContainers: ContainerPlan[];
+  containers: ContainerPlan[];
+  /** emptyDir volumes: one engine volume each, shared by the containers that mount it. */
+  volumes: Array<{ name: string; memory: boolean }>;
+  /** Host ports published on the infra container (they belong to the pod's network namespace). */
+  hostPorts: Array<{ containerPort: number; hostPort: number; protocol: string; hostIp?: string }>;
+  dns?: { nameservers: string[]; searches: string[]; options: string[] };
+  extraHosts: string[];
+  sharePid: boolean;
+  /** Seconds between SIGTERM and SIGKILL when the pod is deleted without a deletion timestamp. */
+  gracePeriodSeconds: number;
+  imagePullSecrets: string[];
+}
+
+export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
+export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+
+export interface ContainerPlan {
+  name: string;
+  image: string;
+  pullPolicy: PullPolicy;
+  /** Kubernetes `command`: replaces the image's entrypoint (and then its CMD too). */
+  command?: string[];
+  /** Kubernetes `args`: replaces the image's CMD. */
+  args?: string[];
+  workingDir?: string;
+  /** `NAME=value`, resolved by the pipeline. */
+  env: string[];
+  tty: boolean;
+  stdin: boolean;
+  stdinOnce: boolean;
+  mounts: Array<{ volume: string; path: string; readOnly: boolean }>;
+  /** CPU limit in billionths of a CPU. */
+  nanoCpus?: number;
+  /** Memory limit in bytes. */
+  memoryBytes?: number;
+  /** CPU request as relative shares (the kubelet's 1024 per CPU, at least 2). */
+  cpuShares?: number;
+  /** `uid[:gid]`. */
+  user?: string;
+  groupAdd: string[];
+  readOnlyRootfs: boolean;
+  noNewPrivileges: boolean;
+  capDrop: string[];
+}
+
+/** The plan of a supported pod (see unsupportedFields), bound to `node`. */
+export function podPlan(pod: V1Pod, identity: PodIdentity): PodPlan {
+  const spec = pod.spec;
+  const tokenVolumes = new Set(
+    (spec?.volumes ?? [])
+      .filter((v) => !v.emptyDir && isServiceAccountTokenVolume(v, pod))
+      .map((v) => v.name),
+  );
+  const dnsConfig = spec?.dnsConfig;
+  return {
+    ...identity,
+    restartPolicy: restartPolicy(spec?.restartPolicy),
+    hostname: (spec?.hostname ?? identity.name).slice(0, 63),
+    initContainers: (spec?.initContainers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
+    containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
+    volumes: (spec?.volumes ?? []).flatMap((v) =>
+      v.emptyDir ? [{ name: v.name, memory: v.emptyDir.medium === 'Memory' }] : [],
+    ),
+    hostPorts: (spec?.containers ?? []).flatMap((c) =>
+      (c.ports ?? []).flatMap((p) =>
+        p.hostPort
+          ? [
+              {
+                containerPort: p.containerPort,
+                hostPort: p.hostPort,
+                protocol: (p.protocol ?? 'TCP').toLowerCase(),
+                ...(p.hostIP ? { hostIp: p.hostIP } : {}),
+              },
+            ]
+          : [],
+      ),
+    ),
+    ...(dnsConfig
+      ? {
+          dns: {
+            nameservers: dnsConfig.nameservers ?? [],
+            searches: dnsConfig.searches ?? [],
+            options: (dnsConfig.options ?? []).map((o) =>
+              o.value ? `${o.name}:${o.value}` : (o.name ?? ''),
+            ),
+          },
+        }
+      : {}),
+    extraHosts: (spec?.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)),
+    sharePid: spec?.shareProcessNamespace ?? false,
+    gracePeriodSeconds: spec?.terminationGracePeriodSeconds ?? 30,
+    imagePullSecrets: (spec?.imagePullSecrets ?? []).flatMap((s) => (s.name ? [s.name] : [])),
+  };
+}
+
+function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<string>): ContainerPlan {
+  const podSc = pod.spec?.securityContext;
+  const sc = c.securityContext;
+  const uid = sc?.runAsUser ?? podSc?.runAsUser;
+  const gid = sc?.runAsGroup ?? podSc?.runAsGroup;
+  const cpuLimit = quantity(c.resources?.limits?.cpu);
+  const memoryLimit = quantity(c.resources?.limits?.memory);
+  const cpuRequest = quantity(c.resources?.requests?.cpu);
+  return {
+    name: c.name,
+    image: c.image ?? '',
+    pullPolicy: pullPolicy(c.imagePullPolicy, c.image ?? ''),
+    ...(c.command ? { command: c.command } : {}),
+    ...(c.args ? { args: c.args } : {}),
+    ...(c.workingDir ? { workingDir: c.workingDir } : {}),
+    env: (c.env ?? []).map((e) => `${e.name}=${e.value ?? ''}`),
+    tty: c.tty ?? false,
+    stdin: c.stdin ?? false,
+    stdinOnce: c.stdinOnce ?? false,
+    mounts: (c.volumeMounts ?? [])
+      .filter((m) => !tokenVolumes.has(m.name))
+      .map((m) => ({ volume: m.name, path: m.mountPath, readOnly: m.readOnly ?? false })),
+    ...(cpuLimit !== undefined ? { nanoCpus: Math.max(1, Math.round(cpuLimit * 1e9)) } : {}),
+    ...(memoryLimit !== undefined ? { memoryBytes: Math.round(memoryLimit) } : {}),
+    ...(cpuRequest !== undefined ? { cpuShares: Math.max(2, Math.round(cpuRequest * 1024)) } : {}),
+    ...(uid !== undefined ? { user: gid !== undefined ? `${uid}:${gid}` : String(uid) } : {}),
+    groupAdd: (podSc?.supplementalGroups ?? []).map(String),
+    readOnlyRootfs: sc?.readOnlyRootFilesystem ?? false,
+    noNewPrivileges: sc?.allowPrivilegeEscalation === false,
+    capDrop: sc?.capabilities?.drop ?? [],
+  };
+}
+
+function restartPolicy(value: string | undefined): RestartPolicy {
+  return value === 'Never' || value === 'OnFailure' ? value : 'Always';
+}
+
+/** The API server's default: Always for `:latest` or untagged images, IfNotPresent otherwise. */
+export function pullPolicy(value: string | undefined, image: string): PullPolicy {
+  if (value === 'Always' || value === 'IfNotPresent' || value === 'Never') return value;
+  const lastPart = image.split('/').pop() ?? '';
+  if (image.includes('@')) return 'IfNotPresent';
+  return !lastPart.includes(':') || lastPart.endsWith(':latest') ? 'Always' : 'IfNotPresent';
+}
+
+function quantity(value: string | number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const q = parseQuantity(String(value));
+  return q ? Number(q.num) / Number(q.den) : undefined;
+}

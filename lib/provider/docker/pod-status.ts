@@ -1,0 +1,260 @@
+import type {
+  V1ContainerState,
+  V1ContainerStateTerminated,
+  V1ContainerStatus,
+  V1Pod,
+  V1PodCondition,
+  V1PodStatus,
+} from '@kubernetes/client-node';
+import type { Instance, ObservedPod } from './observed-pod.ts';
+import type { PodPlan } from './pod-plan.ts';
+import type { ContainerView, PodProgress } from './pod-progress.ts';
+
+/**
+ * A pod's status from the engine's state, as the kubelet computes it
+ * (pkg/kubelet/kubelet_pods.go: convertToAPIContainerStatuses, getPhase;
+ * pkg/kubelet/status/generate.go for the conditions). Pure: the same engine
+ * state gives the same status, timestamps included (whole seconds, as the
+ * API server stores them), so pod-status writes only real changes.
+ */
+
+/** Where the image of a container whose next instance is due stands. */
+export type ImageView =
+  | { kind: 'ready' }
+  | { kind: 'pulling' }
+  | { kind: 'failed'; message: string; failedAt: number; retryAt: number }
+  | { kind: 'never' };
+
+/** How long after a failed pull the waiting reason says ErrImagePull before ImagePullBackOff. */
+const ERR_IMAGE_PULL_MS = 5_000;
+
+export interface StatusInput {
+  pod: ObservedPod;
+  plan: PodPlan;
+  progress: PodProgress;
+  /** The image view of each container whose step is `create`, by container name. */
+  images: ReadonlyMap<string, ImageView>;
+  hostIp: string;
+  now: number;
+}
+
+export function podStatus(input: StatusInput): V1PodStatus {
+  const { pod, progress, hostIp } = input;
+  const initContainerStatuses = progress.initContainers.map((v) => containerStatus(v, input));
+  const containerStatuses = progress.containers.map((v) => containerStatus(v, input));
+  const phase = podPhase(input.plan, progress, initContainerStatuses, containerStatuses);
+  const podIp = pod.infra?.ip;
+  return {
+    phase,
+    conditions: conditions(input, containerStatuses, phase),
+    hostIP: hostIp,
+    hostIPs: [{ ip: hostIp }],
+    ...(podIp ? { podIP: podIp, podIPs: [{ ip: podIp }] } : {}),
+    ...(pod.infra ? { startTime: seconds(pod.infra.createdAt) } : {}),
+    ...(initContainerStatuses.length > 0 ? { initContainerStatuses } : {}),
+    containerStatuses,
+  };
+}
+
+/** The pod object getPod and listPods return: identity, binding, the spec essentials and the status. */
+export function podObject(plan: PodPlan, status: V1PodStatus): V1Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { namespace: plan.namespace, name: plan.name, uid: plan.uid },
+    spec: {
+      nodeName: plan.node,
+      restartPolicy: plan.restartPolicy,
+      terminationGracePeriodSeconds: plan.gracePeriodSeconds,
+      ...(plan.initContainers.length > 0
+        ? { initContainers: plan.initContainers.map((c) => ({ name: c.name, image: c.image })) }
+        : {}),
+      containers: plan.containers.map((c) => ({ name: c.name, image: c.image })),
+    },
+    status,
+  };
+}
+
+function containerStatus(view: ContainerView, input: StatusInput): V1ContainerStatus {
+  const { step, plan, previous } = view;
+  const instance = 'instance' in step ? step.instance : undefined;
+  const lastTerminated =
+    step.kind === 'backoff' || step.kind === 'create' ? latestExited(input, view) : previous;
+  const lastState =
+    lastTerminated && lastTerminated.state === 'exited' ? { terminated: terminated(lastTerminated) } : {};
+  const running = step.kind === 'running';
+  return {
+    name: plan.name,
+    image: plan.image,
+    imageID: instance?.imageId ?? '',
+    ...(instance ? { containerID: containerId(instance) } : {}),
+    ready: running,
+    started: running,
+    restartCount: view.restartCount,
+    state: state(view, input),
+    lastState,
+  };
+}
+
+/** The newest exited instance of a container whose next instance is due or backing off. */
+function latestExited(input: StatusInput, view: ContainerView): Instance | undefined {
+  if (view.step.kind === 'backoff') return view.step.instance;
+  return input.pod.instances.find(
+    (i) =>
+      i.role === view.role &&
+      i.container === view.plan.name &&
+      i.attempt === view.restartCount &&
+      i.state === 'exited',
+  );
+}
+
+function state(view: ContainerView, input: StatusInput): V1ContainerState {
+  const { step, plan } = view;
+  switch (step.kind) {
+    case 'blocked':
+      return { waiting: { reason: 'PodInitializing' } };
+    case 'start':
+      return { waiting: { reason: 'ContainerCreating' } };
+    case 'running':
+      return { running: { startedAt: seconds(step.instance.startedAt ?? step.instance.createdAt) } };
+    case 'done':
+      return { terminated: terminated(step.instance) };
+    case 'backoff':
+      return {
+        waiting: {
+          reason: 'CrashLoopBackOff',
+          message: `back-off ${Math.round(step.delayMs / 1000)}s restarting failed container=${plan.name} pod=${input.plan.name}_${input.plan.namespace}(${input.plan.uid})`,
+        },
+      };
+    case 'create':
+      return { waiting: imageWaiting(plan.image, input.images.get(plan.name), input.now) };
+  }
+}
+
+function imageWaiting(
+  image: string,
+  view: ImageView | undefined,
+  now: number,
+): { reason: string; message?: string } {
+  if (!view || view.kind === 'ready' || view.kind === 'pulling') return { reason: 'ContainerCreating' };
+  if (view.kind === 'never')
+    return {
+      reason: 'ErrImageNeverPull',
+      message: `Container image "${image}" is not present with pull policy of Never`,
+    };
+  if (now - view.failedAt < ERR_IMAGE_PULL_MS) return { reason: 'ErrImagePull', message: view.message };
+  return { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"` };
+}
+
+function terminated(instance: Instance): V1ContainerStateTerminated {
+  const exitCode = instance.exitCode ?? 0;
+  const reason = instance.startError
+    ? 'StartError'
+    : instance.oomKilled
+      ? 'OOMKilled'
+      : exitCode === 0
+        ? 'Completed'
+        : 'Error';
+  return {
+    exitCode,
+    reason,
+    ...(instance.startError ? { message: instance.startError } : {}),
+    ...(instance.startedAt !== undefined ? { startedAt: seconds(instance.startedAt) } : {}),
+    finishedAt: seconds(instance.finishedAt ?? instance.createdAt),
+    containerID: containerId(instance),
+  };
+}
+
+/**
+ * The kubelet's getPhase: Pending until every init container succeeded and
+ * every container started once; Failed when an init container failed and the
+ * pod never restarts; then Running while anything runs or will restart, and
+ * Succeeded or Failed once everything exited for good.
+ */
+function podPhase(
+  plan: PodPlan,
+  progress: PodProgress,
+  inits: V1ContainerStatus[],
+  containers: V1ContainerStatus[],
+): string {
+  if (progress.initFailed) return 'Failed';
+  if (!progress.initialized || inits.some((s) => s.state?.running)) return 'Pending';
+  let running = 0;
+  let waiting = 0;
+  let stopped = 0;
+  let succeeded = 0;
+  for (const s of containers) {
+    if (s.state?.running) running++;
+    else if (s.state?.terminated) {
+      stopped++;
+      if (s.state.terminated.exitCode === 0) succeeded++;
+    } else if (s.state?.waiting) {
+      if (s.lastState?.terminated) stopped++;
+      else waiting++;
+    }
+  }
+  if (waiting > 0) return 'Pending';
+  if (running > 0) return 'Running';
+  if (stopped > 0) {
+    if (plan.restartPolicy === 'Always') return 'Running';
+    if (stopped === succeeded) return 'Succeeded';
+    if (plan.restartPolicy === 'OnFailure') return 'Running';
+    return 'Failed';
+  }
+  return 'Pending';
+}
+
+function conditions(input: StatusInput, statuses: V1ContainerStatus[], phase: string): V1PodCondition[] {
+  const { pod, progress } = input;
+  const created = pod.infra?.createdAt ?? input.now;
+  const initDone = progress.initContainers
+    .map((v) => ('instance' in v.step ? v.step.instance.finishedAt : undefined))
+    .filter((t): t is number => t !== undefined);
+  const initialized: V1PodCondition = progress.initialized
+    ? { type: 'Initialized', status: 'True', lastTransitionTime: seconds(Math.max(created, ...initDone)) }
+    : {
+        type: 'Initialized',
+        status: 'False',
+        reason: 'ContainersNotInitialized',
+        message: `containers with incomplete status: [${progress.initContainers
+          .filter((v) => !(v.step.kind === 'done' && v.step.instance.exitCode === 0))
+          .map((v) => v.plan.name)
+          .join(' ')}]`,
+        lastTransitionTime: seconds(created),
+      };
+  const ready = statuses.length > 0 && statuses.every((s) => s.ready);
+  const views = progress.containers;
+  const startedTimes = views.map((v) => (v.step.kind === 'running' ? v.step.instance.startedAt : undefined));
+  const exitTimes = pod.instances
+    .filter((i) => i.role === 'app' && i.finishedAt !== undefined)
+    .map((i) => i.finishedAt ?? 0);
+  const since = ready
+    ? Math.max(created, ...startedTimes.filter((t): t is number => t !== undefined))
+    : Math.max(created, ...exitTimes);
+  const terminal = phase === 'Succeeded' || phase === 'Failed';
+  const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
+  const readiness = (type: string): V1PodCondition =>
+    ready
+      ? { type, status: 'True', lastTransitionTime: seconds(since) }
+      : {
+          type,
+          status: 'False',
+          reason: terminal ? 'PodCompleted' : 'ContainersNotReady',
+          ...(terminal ? {} : { message: `containers with unready status: [${unready.join(' ')}]` }),
+          lastTransitionTime: seconds(since),
+        };
+  return [
+    { type: 'PodScheduled', status: 'True', lastTransitionTime: seconds(created) },
+    initialized,
+    readiness('ContainersReady'),
+    readiness('Ready'),
+  ];
+}
+
+function containerId(instance: Instance): string {
+  return `docker://${instance.id}`;
+}
+
+function seconds(epochMs: number): Date {
+  return new Date(Math.floor(epochMs / 1000) * 1000);
+}

@@ -1,0 +1,116 @@
+import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+
+/**
+ * What of a pod spec the Docker provider cannot honour. A pod asking for any
+ * of it is refused as a whole, with every reason named, rather than run
+ * without it: running a pod without its hostPath volume or its privileges
+ * would be running another pod.
+ *
+ * Fields that are the scheduler's or the API server's business (nodeSelector,
+ * affinity, tolerations, priority, serviceAccountName...) do not concern a
+ * kubelet and are accepted. So are the API server's defaults that change
+ * nothing here: dnsPolicy ClusterFirst (containers use the engine's DNS),
+ * terminationMessagePath/Policy (no termination message is read),
+ * enableServiceLinks.
+ */
+
+/** Where Kubernetes mounts a pod's service account token. */
+export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/**
+ * The service-account token volume the API server's ServiceAccount admission
+ * adds to every pod (a `<sa>-token-*` secret, or a projected
+ * `kube-api-access-*` volume with a serviceAccountToken source). It is not
+ * mounted: the pod did not ask for it, and its token would otherwise sit on
+ * the Docker host.
+ */
+export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boolean {
+  const mountedAt = allContainers(pod).flatMap((c) =>
+    (c.volumeMounts ?? []).filter((m) => m.name === volume.name).map((m) => m.mountPath),
+  );
+  if (mountedAt.some((path) => path !== SERVICE_ACCOUNT_MOUNT)) return false;
+  if (volume.secret?.secretName?.includes('-token-')) return true;
+  return volume.projected?.sources?.some((s) => s.serviceAccountToken !== undefined) ?? false;
+}
+
+/** Every reason the pod cannot run here, naming the field; empty when it can. */
+export function unsupportedFields(pod: V1Pod): string[] {
+  const spec = pod.spec;
+  if (!spec) return ['spec is missing'];
+  const reasons: string[] = [];
+  const refuse = (field: string, why: string) => reasons.push(`${field}: ${why}`);
+  if (spec.hostNetwork) refuse('spec.hostNetwork', 'pods never share the Docker host network');
+  if (spec.hostPID) refuse('spec.hostPID', 'pods never share the Docker host PID namespace');
+  if (spec.hostIPC) refuse('spec.hostIPC', 'pods never share the Docker host IPC namespace');
+  if ((spec.ephemeralContainers ?? []).length > 0) refuse('spec.ephemeralContainers', 'not supported');
+  if (spec.securityContext?.sysctls?.length) refuse('spec.securityContext.sysctls', 'not supported');
+  if (spec.securityContext?.seLinuxOptions) refuse('spec.securityContext.seLinuxOptions', 'not supported');
+  if (spec.securityContext?.fsGroup !== undefined) refuse('spec.securityContext.fsGroup', 'not supported');
+  if (spec.activeDeadlineSeconds !== undefined) refuse('spec.activeDeadlineSeconds', 'not supported');
+  if (spec.readinessGates?.length) refuse('spec.readinessGates', 'not supported');
+  for (const volume of spec.volumes ?? []) {
+    if (volume.emptyDir) {
+      if (volume.emptyDir.sizeLimit !== undefined)
+        refuse(`spec.volumes[${volume.name}].emptyDir.sizeLimit`, 'not enforced by the engine');
+      continue;
+    }
+    if (isServiceAccountTokenVolume(volume, pod)) continue;
+    refuse(`spec.volumes[${volume.name}]`, `only emptyDir volumes are supported, not ${volumeKind(volume)}`);
+  }
+  for (const [kind, list] of [
+    ['initContainers', spec.initContainers ?? []],
+    ['containers', spec.containers ?? []],
+  ] as const) {
+    for (const container of list)
+      reasons.push(...containerReasons(`spec.${kind}[${container.name}]`, container, pod));
+  }
+  return reasons;
+}
+
+function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
+  const reasons: string[] = [];
+  const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
+  if (!c.image) refuse('image', 'is required');
+  if (c.env?.some((e) => e.value === undefined)) refuse('env', 'valueFrom was not resolved');
+  if (c.envFrom?.length) refuse('envFrom', 'was not resolved');
+  if (c.livenessProbe) refuse('livenessProbe', 'probes are not run by this provider');
+  if (c.readinessProbe) refuse('readinessProbe', 'probes are not run by this provider');
+  if (c.startupProbe) refuse('startupProbe', 'probes are not run by this provider');
+  if (c.lifecycle?.postStart || c.lifecycle?.preStop)
+    refuse('lifecycle', 'hooks are not run by this provider');
+  if (c.volumeDevices?.length) refuse('volumeDevices', 'not supported');
+  for (const mount of c.volumeMounts ?? []) {
+    if (mount.subPath || mount.subPathExpr) refuse(`volumeMounts[${mount.name}].subPath`, 'not supported');
+    if (mount.mountPropagation && mount.mountPropagation !== 'None')
+      refuse(`volumeMounts[${mount.name}].mountPropagation`, 'not supported');
+  }
+  const limits = Object.keys(c.resources?.limits ?? {}).filter((r) => r !== 'cpu' && r !== 'memory');
+  if (limits.length > 0)
+    refuse('resources.limits', `only cpu and memory are enforced, not ${limits.join(', ')}`);
+  const sc = c.securityContext;
+  if (sc?.privileged) refuse('securityContext.privileged', 'privileged containers are refused');
+  if (sc?.capabilities?.add?.length)
+    refuse('securityContext.capabilities.add', 'added capabilities are refused');
+  if (sc?.seLinuxOptions) refuse('securityContext.seLinuxOptions', 'not supported');
+  if (sc?.windowsOptions) refuse('securityContext.windowsOptions', 'not supported');
+  if (sc?.procMount && sc.procMount !== 'Default') refuse('securityContext.procMount', 'not supported');
+  if (sc?.seccompProfile && sc.seccompProfile.type !== 'RuntimeDefault')
+    refuse('securityContext.seccompProfile', 'only RuntimeDefault is supported');
+  // The image's user is unknown until it runs, so runAsNonRoot needs an explicit runAsUser to check.
+  const podSc = pod.spec?.securityContext;
+  const nonRoot = sc?.runAsNonRoot ?? podSc?.runAsNonRoot;
+  const user = sc?.runAsUser ?? podSc?.runAsUser;
+  if (nonRoot && user === undefined)
+    refuse('securityContext.runAsNonRoot', 'needs runAsUser on this provider');
+  if (nonRoot && user === 0) refuse('securityContext.runAsUser', 'is 0 while runAsNonRoot is set');
+  return reasons;
+}
+
+export function allContainers(pod: V1Pod): V1Container[] {
+  return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+}
+
+function volumeKind(volume: V1Volume): string {
+  const kind = Object.keys(volume).find((k) => k !== 'name');
+  return kind ?? 'an empty volume source';
+}

@@ -1,0 +1,150 @@
+import { z } from 'zod';
+import {
+  type ConfigIssue,
+  type Env,
+  parseSettings,
+  type SettingsResult,
+  type Variables,
+  whenParsed,
+  wholeNumber,
+} from '../../config/env-parsing.ts';
+
+/**
+ * The Docker provider's own environment variables, validated at cold start
+ * with the rest of the configuration. Light on purpose (zod and env-parsing
+ * only): the provider itself, and dockerode with it, is loaded only when it
+ * is chosen. The TLS material is named (a secret, a directory), never held.
+ */
+
+/** Where the engine is and how to reach it. */
+export type DockerEndpoint =
+  | { kind: 'unix'; socketPath: string }
+  | {
+      kind: 'tcp';
+      host: string;
+      port: number;
+      /** Client certificate, key and CA: from a Secrets Manager secret (in AWS) or a directory (local runs). */
+      tls: { secret: string } | { certPath: string };
+    };
+
+export interface DockerSettings {
+  endpoint: DockerEndpoint;
+  /** The network every pod's infra container joins. */
+  network: string;
+  /** The image of every pod's infra container. */
+  infraImage: string;
+  pullTimeoutMs: number;
+  /** The hostIP of every pod; the node's internal IP (or the engine's host) when unset. */
+  hostIp?: string;
+}
+
+export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
+export const DEFAULT_INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
+
+const HOST = /^(?:unix:\/\/(\/.+)|tcp:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5}))$/;
+const hostRule = z
+  .string()
+  .trim()
+  .regex(HOST, 'must be unix:///path/to/socket or tcp://host:port')
+  .refine((h) => Number(HOST.exec(h)?.[3] ?? 1) <= 65535, 'port must be 1-65535')
+  .optional();
+
+const DOCKER_VARIABLES = {
+  SVK_DOCKER_HOST: hostRule,
+  /** The docker CLI's variable, used when SVK_DOCKER_HOST is not set. */
+  DOCKER_HOST: hostRule,
+  SVK_DOCKER_TLS_SECRET: z
+    .string()
+    .trim()
+    .regex(
+      /^([A-Za-z0-9/_+=.@-]{1,512}|arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+)$/,
+      'must be a Secrets Manager secret name or ARN',
+    )
+    .optional(),
+  SVK_DOCKER_CERT_PATH: z.string().trim().min(1, 'must be a directory').optional(),
+  SVK_DOCKER_NETWORK: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'must be a network name')
+    .default('bridge'),
+  SVK_DOCKER_INFRA_IMAGE: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$/, 'must be an image reference')
+    .default(DEFAULT_INFRA_IMAGE),
+  SVK_DOCKER_PULL_TIMEOUT_SECONDS: wholeNumber(600, 10, 3600),
+  SVK_DOCKER_HOST_IP: z.ipv4({ message: 'must be an IPv4 address' }).optional(),
+};
+
+type DockerVariables = Variables<typeof DOCKER_VARIABLES>;
+
+/**
+ * Reads the Docker provider's settings. The engine is SVK_DOCKER_HOST, else
+ * DOCKER_HOST (as the docker CLI reads it), else the default socket. A
+ * tcp:// engine needs TLS client authentication: an engine API open
+ * without it is root on its host to anyone who reaches the port.
+ */
+export function parseDockerSettings(env: Env): SettingsResult<DockerSettings> {
+  return parseSettings(
+    DOCKER_VARIABLES,
+    env,
+    (v): DockerSettings => ({
+      endpoint: endpointOf(v) ?? { kind: 'unix', socketPath: '/var/run/docker.sock' },
+      network: v.SVK_DOCKER_NETWORK,
+      infraImage: v.SVK_DOCKER_INFRA_IMAGE,
+      pullTimeoutMs: v.SVK_DOCKER_PULL_TIMEOUT_SECONDS * 1000,
+      ...(v.SVK_DOCKER_HOST_IP ? { hostIp: v.SVK_DOCKER_HOST_IP } : {}),
+    }),
+    (v) =>
+      whenParsed(
+        v,
+        ['SVK_DOCKER_HOST', 'DOCKER_HOST', 'SVK_DOCKER_TLS_SECRET', 'SVK_DOCKER_CERT_PATH'],
+        tlsRules,
+      ),
+  );
+}
+
+/** The engine the variables name; undefined when its host or TLS settings are not usable. */
+function endpointOf(v: Partial<DockerVariables>): DockerEndpoint | undefined {
+  const match = HOST.exec(v.SVK_DOCKER_HOST ?? v.DOCKER_HOST ?? DEFAULT_DOCKER_HOST);
+  if (match?.[1]) return { kind: 'unix', socketPath: match[1] };
+  if (!match?.[2] || !match[3]) return undefined;
+  const tls = v.SVK_DOCKER_TLS_SECRET
+    ? { secret: v.SVK_DOCKER_TLS_SECRET }
+    : v.SVK_DOCKER_CERT_PATH
+      ? { certPath: v.SVK_DOCKER_CERT_PATH }
+      : undefined;
+  return tls
+    ? { kind: 'tcp', host: match[2].replace(/^\[|\]$/g, ''), port: Number(match[3]), tls }
+    : undefined;
+}
+
+/** TLS settings belong to a tcp:// engine, which needs exactly one of them. */
+function tlsRules(
+  v: Pick<
+    DockerVariables,
+    'SVK_DOCKER_HOST' | 'DOCKER_HOST' | 'SVK_DOCKER_TLS_SECRET' | 'SVK_DOCKER_CERT_PATH'
+  >,
+): ConfigIssue[] {
+  const hostVariable = v.SVK_DOCKER_HOST !== undefined ? 'SVK_DOCKER_HOST' : 'DOCKER_HOST';
+  const host = v.SVK_DOCKER_HOST ?? v.DOCKER_HOST ?? DEFAULT_DOCKER_HOST;
+  const given = (['SVK_DOCKER_TLS_SECRET', 'SVK_DOCKER_CERT_PATH'] as const).filter(
+    (k) => v[k] !== undefined,
+  );
+  if (host.startsWith('unix://')) {
+    return given.map((variable) => ({
+      variable,
+      message: `is only used with a tcp:// engine, and ${hostVariable === 'DOCKER_HOST' && v.DOCKER_HOST === undefined ? 'the default engine' : hostVariable} is a unix socket`,
+    }));
+  }
+  if (given.length === 1) return [];
+  return [
+    given.length === 0
+      ? {
+          variable: hostVariable,
+          message:
+            'is a tcp:// engine: set SVK_DOCKER_TLS_SECRET (or SVK_DOCKER_CERT_PATH locally) for TLS client authentication',
+        }
+      : { variable: given.join(', '), message: 'set only one of them' },
+  ];
+}

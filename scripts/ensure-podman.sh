@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the Docker provider's tests need to run real containers:
+# Podman from Debian (serving the Docker Engine API on a unix socket), runc
+# (crun, podman's default, cannot run containers on these machines), the
+# Debian podman's recommended init and network backend (catatonit for
+# HostConfig.Init, netavark and iptables for bridge networks), busybox-static
+# (the root filesystem of the images imported offline) and stunnel4 (the TLS
+# terminator in front of the Podman socket for the remote-engine test).
+# Nothing is started here: lib/local/podman.ts starts and stops a service per
+# test run.
+set -euo pipefail
+
+PACKAGES=(podman runc catatonit netavark iptables busybox-static stunnel4)
+
+log() { printf '[ensure-podman] %s\n' "$*" >&2; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  # Another apt may hold the lock (a parallel setup): wait for it rather than fail.
+  log "installing Debian packages: ${missing[*]}"
+  as_root apt-get -o DPkg::Lock::Timeout=300 update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null
+fi
+log "podman $(podman --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}')"

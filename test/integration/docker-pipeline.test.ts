@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { systemClock } from '../../lib/clock.ts';
+import { isNotFound } from '../../lib/kube/client.ts';
+import { createLogger } from '../../lib/log/logger.ts';
+import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
+import { KnownPodStore } from '../../lib/pod/known-pods.ts';
+import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
+import { PodReconciler } from '../../lib/pod/pod-reconciler.ts';
+import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
+import {
+  containerStatus,
+  engineContainers,
+  TEST_IMAGE,
+  testDockerProvider,
+  testEngine,
+} from '../support/docker.ts';
+import { testEnv } from '../support/env.ts';
+import {
+  adminClients,
+  createTestNamespace,
+  deleteTestNamespace,
+  freshTable,
+  kubeletClients,
+  uniqueName,
+  waitFor,
+} from '../support/kube.ts';
+
+/**
+ * The Docker provider under pod-sync's reconciler and pod-status's syncer,
+ * with the kubelet's identity against the real API server: the statuses it
+ * reports are the ones the API server stores and `kubectl` shows. (The whole
+ * deployment, schedules and bus included, is the conformance suite's.)
+ */
+const env = testEnv();
+const admin = adminClients(env);
+const kubelet = kubeletClients(env);
+const namespace = uniqueName('docker-pipe');
+const node = uniqueName('vk-docker');
+const log = createLogger({ level: process.env.SVK_TEST_LOG_LEVEL ?? 'warn' });
+const provider = testDockerProvider();
+let knownPods: KnownPodStore;
+
+before(async () => {
+  await admin.core.createNode({ body: { metadata: { name: node } } });
+  await createTestNamespace(admin, namespace);
+  knownPods = new KnownPodStore((await freshTable(env)).table);
+});
+
+after(async () => {
+  for (const pod of await provider.listPods(node)) await provider.deletePod(pod).catch(() => undefined);
+  await deleteTestNamespace(admin, namespace);
+  await admin.core.deleteNode({ name: node }).catch(() => undefined);
+});
+
+function reconciler(): PodReconciler {
+  return new PodReconciler({
+    core: kubelet.core,
+    provider,
+    knownPods,
+    events: new KubePodEventRecorder({ core: kubelet.core, clock: systemClock, log }),
+    envSources: kubeEnvSources(kubelet.core),
+    nodes: [node],
+    clock: systemClock,
+    log,
+    owner: 'docker-pipeline-test',
+    claimMs: 30_000,
+    waitUntil: performance.now() + 30_000,
+  });
+}
+
+const syncer = () =>
+  new PodStatusSyncer({ core: kubelet.core, provider, knownPods, clock: systemClock, log, maxParallel: 4 });
+
+async function createPod(
+  name: string,
+  script: string,
+  spec: Partial<NonNullable<V1Pod['spec']>> = {},
+): Promise<V1Pod> {
+  return admin.core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name, namespace },
+      spec: {
+        nodeName: node,
+        restartPolicy: 'Never',
+        terminationGracePeriodSeconds: 30,
+        containers: [{ name: 'main', image: TEST_IMAGE, command: ['sh', '-c', script] }],
+        ...spec,
+      },
+    },
+  });
+}
+
+async function readPod(name: string): Promise<V1Pod | undefined> {
+  try {
+    return await admin.core.readNamespacedPod({ namespace, name });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Status rounds (pod-status's poll) until the API server's pod satisfies `done`. */
+function untilStored(name: string, done: (pod: V1Pod) => boolean, what: string): Promise<V1Pod> {
+  return waitFor(
+    async () => {
+      await syncer().syncNode(node);
+      const pod = await readPod(name);
+      return pod && done(pod) ? pod : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 300, what },
+  );
+}
+
+describe('docker provider through pod-sync and pod-status', () => {
+  it('stores Succeeded with exit code 0, and Failed with exit code 3, for restartPolicy Never', async () => {
+    await createPod('zero', 'exit 0');
+    await createPod('three', 'exit 3');
+    assert.equal((await reconciler().reconcile(namespace, 'zero')).outcome, 'created');
+    assert.equal((await reconciler().reconcile(namespace, 'three')).outcome, 'created');
+    const zero = await untilStored(
+      'zero',
+      (p) => p.status?.phase === 'Succeeded',
+      'zero Succeeded in the API server',
+    );
+    assert.equal(containerStatus(zero, 'main')?.state?.terminated?.exitCode, 0);
+    const three = await untilStored(
+      'three',
+      (p) => p.status?.phase === 'Failed',
+      'three Failed in the API server',
+    );
+    assert.equal(containerStatus(three, 'main')?.state?.terminated?.exitCode, 3);
+    assert.match(three.status?.podIP ?? '', /^10\./);
+    assert.equal(three.status?.conditions?.find((c) => c.type === 'PodScheduled')?.status, 'True');
+  });
+
+  it('stores CrashLoopBackOff and a growing restartCount for a crash-looping container', async () => {
+    await createPod('crash', 'exit 1', { restartPolicy: 'Always' });
+    await reconciler().reconcile(namespace, 'crash');
+    const looping = await untilStored(
+      'crash',
+      (p) => containerStatus(p, 'main')?.state?.waiting?.reason === 'CrashLoopBackOff',
+      'CrashLoopBackOff in the API server',
+    );
+    assert.ok((containerStatus(looping, 'main')?.restartCount ?? 0) >= 1);
+    assert.equal(containerStatus(looping, 'main')?.lastState?.terminated?.exitCode, 1);
+    assert.equal(looping.status?.phase, 'Running');
+  });
+
+  it('reports a pod it cannot run once, with a Warning event naming the field, and creates nothing', async () => {
+    const pod = await createPod('hostnet', 'true', { restartPolicy: 'Always', hostNetwork: true });
+    const result = await reconciler().reconcile(namespace, 'hostnet');
+    assert.equal(result.outcome, 'create-failed', 'not retried: the same spec fails the same way');
+    const stored = await readPod('hostnet');
+    assert.equal(stored?.status?.reason, 'ProviderFailed');
+    assert.match(stored?.status?.message ?? '', /spec\.hostNetwork/);
+    const events = await admin.core.listNamespacedEvent({
+      namespace,
+      fieldSelector: `involvedObject.uid=${pod.metadata?.uid}`,
+    });
+    assert.ok(
+      events.items.some(
+        (e) =>
+          e.type === 'Warning' && e.reason === 'ProviderCreateFailed' && /hostNetwork/.test(e.message ?? ''),
+      ),
+    );
+    assert.deepEqual(await engineContainers(testEngine(), pod.metadata?.uid ?? ''), []);
+  });
+
+  it('deletes gracefully: SIGTERM, and the pod leaves the API server once its container exited, before its grace period ends', async () => {
+    const pod = await createPod('graceful', "trap 'exit 0' TERM; while true; do sleep 0.1; done", {
+      restartPolicy: 'Always',
+    });
+    await reconciler().reconcile(namespace, 'graceful');
+    await untilStored('graceful', (p) => p.status?.phase === 'Running', 'graceful Running');
+    const deletedAt = Date.now();
+    await admin.core.deleteNamespacedPod({ namespace, name: 'graceful', gracePeriodSeconds: 30 });
+    assert.equal((await reconciler().reconcile(namespace, 'graceful')).outcome, 'deleted-in-provider');
+    await waitFor(
+      async () => {
+        await syncer().syncNode(node);
+        await reconciler().reconcile(namespace, 'graceful');
+        return (await readPod('graceful')) === undefined;
+      },
+      { timeoutMs: 25_000, intervalMs: 300, what: 'the pod gone from the API server' },
+    );
+    assert.ok(Date.now() - deletedAt < 30_000, 'gone before its 30 s grace period ended');
+    assert.deepEqual(await engineContainers(testEngine(), pod.metadata?.uid ?? ''), []);
+  });
+});

@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { systemClock } from '../../lib/clock.ts';
+import { createLogger } from '../../lib/log/logger.ts';
+import {
+  createDockerProviders,
+  type DockerProviderContext,
+  secretsManagerReader,
+} from '../../lib/provider/docker/factory.ts';
+import { parseDockerSettings } from '../../lib/provider/docker/settings.ts';
+import { containerStatus, readAll, shellPod } from '../support/docker.ts';
+import { startTlsEngine, type TlsEngine } from '../support/docker-tls.ts';
+import { testEnv } from '../support/env.ts';
+import { kubeletClients, uniqueName, waitFor } from '../support/kube.ts';
+
+/**
+ * A remote engine over TLS with client certificates: stunnel in front of the
+ * run's Podman socket stands in for `dockerd --tlsverify` (Podman 4.3 serves
+ * no TLS; Docker Engine itself is not tried here).
+ */
+describe('docker provider: a remote engine over TLS with client certificates', () => {
+  const env = testEnv();
+  let engine: TlsEngine;
+  before(async () => {
+    engine = await startTlsEngine(
+      join(env.docker.podmanDir, '..', `tls-${process.pid}`),
+      env.docker.host.replace(/^unix:\/\//, ''),
+    );
+  });
+  after(async () => {
+    await engine?.stop();
+  });
+
+  const context: DockerProviderContext = {
+    config: {
+      node: { capacity: { cpu: '4', memory: '8Gi', pods: '20' }, operatingSystem: 'linux' },
+      pods: { maxParallel: 4 },
+    },
+    clock: systemClock,
+    log: createLogger({ level: 'silent' }),
+    region: 'local',
+    kubeletVersion: 'v1.20.2-svk',
+    kube: kubeletClients(env),
+  };
+
+  function settings(vars: Record<string, string>) {
+    const parsed = parseDockerSettings({
+      SVK_DOCKER_HOST: engine.host,
+      SVK_DOCKER_NETWORK: env.docker.network,
+      ...vars,
+    });
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+    return parsed.settings;
+  }
+
+  it('runs a pod and reads its log through the TLS endpoint with certificates from a directory', async () => {
+    const { nodeProvider, podProvider } = await createDockerProviders(
+      settings({ SVK_DOCKER_CERT_PATH: engine.certPath }),
+      context,
+    );
+    await nodeProvider.ping('vk-tls');
+    const status = await nodeProvider.nodeStatus('vk-tls');
+    assert.equal(status.conditions.find((c) => c.type === 'Ready')?.status, 'True');
+    assert.match(status.nodeInfo.osImage, /Podman Engine 4\.3/);
+    const pod = shellPod(uniqueName('ns'), 'tls', { main: 'echo over tls' }, { node: 'vk-tls' });
+    try {
+      await podProvider.createPod(pod);
+      const done = await waitFor(
+        async () => {
+          const got = await podProvider.getPod(pod.metadata?.namespace ?? '', 'tls');
+          return got?.status?.phase === 'Succeeded' ? got : undefined;
+        },
+        { timeoutMs: 30_000, what: 'the pod to succeed over TLS' },
+      );
+      assert.equal(containerStatus(done, 'main')?.state?.terminated?.exitCode, 0);
+      const logs = await podProvider.containerLogs?.(pod, 'main', {});
+      assert.ok(logs, 'the docker provider serves logs');
+      assert.equal(await readAll(logs), 'over tls\n');
+    } finally {
+      await podProvider.deletePod(pod).catch(() => undefined);
+    }
+  });
+
+  it('reads the TLS material from a Secrets Manager secret (the real SDK client, its transport replaced)', async () => {
+    const secret = JSON.stringify({
+      ca: readFileSync(join(engine.certPath, 'ca.pem'), 'utf8'),
+      cert: readFileSync(join(engine.certPath, 'cert.pem'), 'utf8'),
+      key: readFileSync(join(engine.certPath, 'key.pem'), 'utf8'),
+    });
+    const asked: string[] = [];
+    // No Secrets Manager can run here: the SDK's transport answers as GetSecretValue does.
+    const client = new SecretsManagerClient({
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'example' },
+      requestHandler: {
+        handle: async (request: { body?: unknown; headers: Record<string, string> }) => {
+          const raw = request.body;
+          // The SDK's body answers string methods with a warning: read its bytes.
+          const body =
+            raw instanceof Uint8Array
+              ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8')
+              : raw;
+          asked.push(`${request.headers['x-amz-target']} ${String(body)}`);
+          return {
+            response: {
+              statusCode: 200,
+              headers: { 'content-type': 'application/x-amz-json-1.1' },
+              body: Readable.from([
+                Buffer.from(JSON.stringify({ Name: 'engine-tls', SecretString: secret })),
+              ]),
+            },
+          };
+        },
+      },
+    });
+    const { nodeProvider } = await createDockerProviders(
+      settings({ SVK_DOCKER_TLS_SECRET: 'engine-tls' }),
+      context,
+      { readSecret: secretsManagerReader('us-east-1', client) },
+    );
+    await nodeProvider.ping('vk-tls');
+    assert.equal(asked.length, 1);
+    assert.match(asked[0] ?? '', /^secretsmanager\.GetSecretValue .*"SecretId":"engine-tls"/);
+  });
+
+  it('is refused by the engine without a certificate it trusts', async () => {
+    const { nodeProvider } = await createDockerProviders(
+      settings({ SVK_DOCKER_CERT_PATH: engine.strangerCertPath }),
+      context,
+    );
+    await assert.rejects(nodeProvider.ping('vk-tls'), /docker engine does not answer/);
+  });
+});

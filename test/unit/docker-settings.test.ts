@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { nanoStamp } from '../../lib/provider/docker/container-logs.ts';
+import { EngineTlsError, parseTlsSecret } from '../../lib/provider/docker/engine-client.ts';
+import { pullPolicy } from '../../lib/provider/docker/pod-plan.ts';
+import { unsupportedFields } from '../../lib/provider/docker/pod-support.ts';
+import { findAuth, imageRegistry } from '../../lib/provider/docker/registry-auth.ts';
+import { parseDockerSettings } from '../../lib/provider/docker/settings.ts';
+
+describe('docker provider settings', () => {
+  it('defaults to the local Docker socket, the bridge network and the pause image', () => {
+    assert.deepEqual(parseDockerSettings({}), {
+      ok: true,
+      settings: {
+        endpoint: { kind: 'unix', socketPath: '/var/run/docker.sock' },
+        network: 'bridge',
+        infraImage: 'registry.k8s.io/pause:3.10',
+        pullTimeoutMs: 600_000,
+      },
+    });
+  });
+
+  it('takes DOCKER_HOST when SVK_DOCKER_HOST is not set', () => {
+    const parsed = parseDockerSettings({ DOCKER_HOST: 'unix:///run/podman/podman.sock' });
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.settings.endpoint, { kind: 'unix', socketPath: '/run/podman/podman.sock' });
+  });
+
+  it('reaches a tcp:// engine only with TLS client authentication', () => {
+    const secret = parseDockerSettings({
+      SVK_DOCKER_HOST: 'tcp://10.0.0.5:2376',
+      SVK_DOCKER_TLS_SECRET: 'svk/engine-tls',
+    });
+    assert.ok(secret.ok);
+    assert.deepEqual(secret.settings.endpoint, {
+      kind: 'tcp',
+      host: '10.0.0.5',
+      port: 2376,
+      tls: { secret: 'svk/engine-tls' },
+    });
+    const plain = parseDockerSettings({ SVK_DOCKER_HOST: 'tcp://10.0.0.5:2375' });
+    assert.ok(!plain.ok);
+    assert.equal(plain.issues[0]?.variable, 'SVK_DOCKER_HOST');
+    assert.match(plain.issues[0]?.message ?? '', /SVK_DOCKER_TLS_SECRET/);
+    const both = parseDockerSettings({
+      SVK_DOCKER_HOST: 'tcp://10.0.0.5:2376',
+      SVK_DOCKER_TLS_SECRET: 's',
+      SVK_DOCKER_CERT_PATH: '/certs',
+    });
+    assert.ok(!both.ok);
+    assert.equal(both.issues[0]?.variable, 'SVK_DOCKER_TLS_SECRET, SVK_DOCKER_CERT_PATH');
+  });
+
+  it('names every bad variable at once', () => {
+    const parsed = parseDockerSettings({
+      SVK_DOCKER_HOST: 'ssh://user@host',
+      SVK_DOCKER_NETWORK: '-bad',
+      SVK_DOCKER_PULL_TIMEOUT_SECONDS: '5',
+      SVK_DOCKER_HOST_IP: 'not-an-ip',
+    });
+    assert.ok(!parsed.ok);
+    assert.deepEqual(parsed.issues.map((i) => i.variable).sort(), [
+      'SVK_DOCKER_HOST',
+      'SVK_DOCKER_HOST_IP',
+      'SVK_DOCKER_NETWORK',
+      'SVK_DOCKER_PULL_TIMEOUT_SECONDS',
+    ]);
+  });
+
+  it('refuses TLS settings for a unix socket', () => {
+    const parsed = parseDockerSettings({ SVK_DOCKER_CERT_PATH: '/certs' });
+    assert.ok(!parsed.ok);
+    assert.deepEqual(
+      parsed.issues.map((i) => i.variable),
+      ['SVK_DOCKER_CERT_PATH'],
+    );
+  });
+});
+
+describe('docker provider TLS secret', () => {
+  it('reads ca, cert and key, and never quotes them in its errors', () => {
+    const pem = (what: string) => `-----BEGIN ${what}-----\nSECRETDATA\n-----END ${what}-----\n`;
+    const good = JSON.stringify({
+      ca: pem('CERTIFICATE'),
+      cert: pem('CERTIFICATE'),
+      key: pem('PRIVATE KEY'),
+    });
+    assert.equal(parseTlsSecret('s', good).key, pem('PRIVATE KEY'));
+    const bad = JSON.stringify({ ca: pem('CERTIFICATE'), cert: 'SECRETDATA', key: 7 });
+    assert.throws(
+      () => parseTlsSecret('engine-tls', bad),
+      (err: unknown) =>
+        err instanceof EngineTlsError &&
+        err.message === 'secret engine-tls: cert, key must be PEM strings' &&
+        !err.message.includes('SECRETDATA'),
+    );
+    assert.throws(() => parseTlsSecret('engine-tls', 'SECRETDATA'), /not a JSON object/);
+  });
+});
+
+describe('docker provider pod support', () => {
+  const pod = (spec: Partial<NonNullable<V1Pod['spec']>>): V1Pod => ({
+    metadata: { namespace: 'n', name: 'p', uid: 'u' },
+    spec: { containers: [{ name: 'app', image: 'busybox:1.36' }], ...spec },
+  });
+
+  it('accepts what the API server adds to every pod: the service-account token volume and its mount, defaults', () => {
+    const withToken = pod({
+      dnsPolicy: 'ClusterFirst',
+      enableServiceLinks: true,
+      volumes: [{ name: 'default-token-abcde', secret: { secretName: 'default-token-abcde' } }],
+      containers: [
+        {
+          name: 'app',
+          image: 'busybox:1.36',
+          terminationMessagePath: '/dev/termination-log',
+          terminationMessagePolicy: 'File',
+          volumeMounts: [
+            {
+              name: 'default-token-abcde',
+              mountPath: '/var/run/secrets/kubernetes.io/serviceaccount',
+              readOnly: true,
+            },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(unsupportedFields(withToken), []);
+  });
+
+  it('names every field it cannot honour', () => {
+    const reasons = unsupportedFields(
+      pod({
+        hostPID: true,
+        volumes: [
+          { name: 'cfg', configMap: { name: 'cfg' } },
+          { name: 'scratch', emptyDir: { sizeLimit: '1Gi' } },
+        ],
+        containers: [
+          {
+            name: 'app',
+            image: 'busybox:1.36',
+            readinessProbe: { exec: { command: ['true'] } },
+            resources: { limits: { 'nvidia.com/gpu': '1', cpu: '1' } },
+            securityContext: { capabilities: { add: ['NET_ADMIN'] }, runAsNonRoot: true },
+          },
+        ],
+      }),
+    );
+    assert.deepEqual(reasons, [
+      'spec.hostPID: pods never share the Docker host PID namespace',
+      'spec.volumes[cfg]: only emptyDir volumes are supported, not configMap',
+      'spec.volumes[scratch].emptyDir.sizeLimit: not enforced by the engine',
+      'spec.containers[app].readinessProbe: probes are not run by this provider',
+      'spec.containers[app].resources.limits: only cpu and memory are enforced, not nvidia.com/gpu',
+      'spec.containers[app].securityContext.capabilities.add: added capabilities are refused',
+      'spec.containers[app].securityContext.runAsNonRoot: needs runAsUser on this provider',
+    ]);
+  });
+
+  it('defaults the pull policy as the API server does', () => {
+    assert.equal(pullPolicy(undefined, 'busybox'), 'Always');
+    assert.equal(pullPolicy(undefined, 'busybox:latest'), 'Always');
+    assert.equal(pullPolicy(undefined, 'registry:5000/team/app:1.2'), 'IfNotPresent');
+    assert.equal(pullPolicy(undefined, 'registry:5000/team/app'), 'Always');
+    assert.equal(pullPolicy('Never', 'busybox'), 'Never');
+  });
+});
+
+describe('docker provider registry credentials', () => {
+  const config = (auths: Record<string, unknown>) => ({ '.dockerconfigjson': JSON.stringify({ auths }) });
+
+  it('finds the registry of an image as Docker normalises it', () => {
+    assert.equal(imageRegistry('busybox:1.36'), 'docker.io');
+    assert.equal(imageRegistry('team/app:1'), 'docker.io');
+    assert.equal(
+      imageRegistry('123456789012.dkr.ecr.eu-west-1.amazonaws.com/app:1'),
+      '123456789012.dkr.ecr.eu-west-1.amazonaws.com',
+    );
+    assert.equal(imageRegistry('localhost:5000/app'), 'localhost:5000');
+  });
+
+  it('takes the matching entry of a dockerconfigjson, decoding auth', () => {
+    const data = config({
+      'https://index.docker.io/v1/': { auth: Buffer.from('hub-user:hub-pass').toString('base64') },
+      'registry.example.com': { username: 'u', password: 'p' },
+    });
+    assert.deepEqual(findAuth(data, 'docker.io'), {
+      username: 'hub-user',
+      password: 'hub-pass',
+      serveraddress: 'docker.io',
+    });
+    assert.deepEqual(findAuth(data, 'registry.example.com'), {
+      username: 'u',
+      password: 'p',
+      serveraddress: 'registry.example.com',
+    });
+    assert.equal(findAuth(data, 'other.example.com'), undefined);
+  });
+});
+
+describe('docker provider log timestamps', () => {
+  it('writes nine fractional digits, as the kubelet does, whatever the engine gave', () => {
+    assert.equal(nanoStamp('2026-11-23T01:34:41Z'), '2026-11-23T01:34:41.000000000Z');
+    assert.equal(nanoStamp('2026-11-23T01:34:41.123456789Z'), '2026-11-23T01:34:41.123456789Z');
+    assert.equal(nanoStamp('2026-11-23T01:34:41.5+01:00'), '2026-11-23T01:34:41.500000000+01:00');
+    assert.equal(nanoStamp('not-a-time'), 'not-a-time');
+  });
+});
