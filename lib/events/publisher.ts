@@ -49,7 +49,7 @@ export interface PutEventsResponse {
 export type PutEventsSender = (entries: PutEventsEntry[]) => Promise<PutEventsResponse>;
 
 /**
- * Publishes pod events. Events are hints (SPEC.md): publishing one twice is
+ * Publishes pod events. Events are hints (pod-sync reads the pod itself): publishing one twice is
  * harmless, losing one is not, so a caller that gets an error must publish
  * the same details again later (the watcher re-watches from its bookmark).
  */

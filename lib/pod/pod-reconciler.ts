@@ -1,12 +1,11 @@
-import type { Dependencies } from '../app/dependencies.ts';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
 import { isNotFound } from '../kube/client.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
-import { kubeEnvSources } from './env-sources.ts';
-import { isClaimLive, type KnownPod, KnownPodConflictError, KnownPodStore } from './known-pods.ts';
-import { PodApplier, type PodApplierOptions } from './pod-applier.ts';
-import { PodDeleter, type PodDeleterOptions } from './pod-deleter.ts';
-import { KubePodEventRecorder } from './pod-events.ts';
+import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
+import type { PodApplier } from './pod-applier.ts';
+import type { PodDeleter } from './pod-deleter.ts';
 import { decideSync, type SyncState, type SyncStep, stepName } from './pod-sync-decision.ts';
 import { PodSyncRetryError, type SyncOutcome, type SyncResult } from './pod-sync-result.ts';
 
@@ -51,10 +50,20 @@ import { PodSyncRetryError, type SyncOutcome, type SyncResult } from './pod-sync
  * then a retryable error); so does a lost claim.
  */
 
-export interface PodReconcilerOptions extends PodApplierOptions, PodDeleterOptions {
+export interface PodReconcilerOptions {
+  core: CoreV1Api;
+  knownPods: KnownPodStore;
+  /** Our virtual nodes: records are read on each of them. */
+  nodes: readonly string[];
+  clock: Clock;
   log: Logger;
   /** Monotonic time after which waiting for another invocation's claim gives up with a retryable error. */
   waitUntil: number;
+  signal?: AbortSignal;
+  /** Executes the apply step (createPod/updatePod under a claim). */
+  applier: PodApplier;
+  /** Executes the deleting steps. */
+  deleter: PodDeleter;
 }
 
 /** Conflicts tolerated before giving up with a retryable error. */
@@ -66,13 +75,7 @@ const WAIT_POLL_MAX_MS = 1_000;
 
 /** Reconciles pod keys; one instance per invocation. */
 export class PodReconciler {
-  private readonly applier: PodApplier;
-  private readonly deleter: PodDeleter;
-
-  constructor(private readonly options: PodReconcilerOptions) {
-    this.applier = new PodApplier(options);
-    this.deleter = new PodDeleter(options);
-  }
+  constructor(private readonly options: PodReconcilerOptions) {}
 
   async reconcile(namespace: string, name: string): Promise<SyncResult> {
     const { clock, nodes, signal } = this.options;
@@ -136,15 +139,16 @@ export class PodReconciler {
     log: Logger,
     ownTokens: Set<string>,
   ): Promise<SyncOutcome | undefined> {
+    const { applier, deleter } = this.options;
     switch (step.kind) {
       case 'wait':
         await this.waitForClaim(step.record, log);
         return undefined;
       case 'forget-stale':
-        await this.deleter.forgetStale(step.record, log);
+        await deleter.forgetStale(step.record, log);
         return undefined;
       case 'delete-orphan':
-        return this.deleter.deleteOrphan(state, log);
+        return deleter.deleteOrphan(state, log);
       case 'ignore':
         return 'not-ours';
       case 'skip':
@@ -154,11 +158,11 @@ export class PodReconciler {
             ? 'skipped-unchanged'
             : 'skipped-deleting';
       case 'force-delete':
-        return this.deleter.forceDelete(step, log);
+        return deleter.forceDelete(step, log);
       case 'provider-delete':
-        return this.deleter.providerDelete(step, log);
+        return deleter.providerDelete(step, log);
       case 'apply':
-        return this.applier.apply(step, log, ownTokens);
+        return applier.apply(step, log, ownTokens);
     }
   }
 
@@ -184,37 +188,4 @@ export class PodReconciler {
       pause = Math.min(pause * 2, WAIT_POLL_MAX_MS);
     }
   }
-}
-
-/**
- * The reconciler pod-sync runs, built from a cold start's dependencies: the
- * one code path for reconciling a pod key, used by pod-sync for each event
- * and by the cluster reconciler for pods whose events were lost.
- */
-export function createPodReconciler(
-  deps: Dependencies,
-  options: Pick<PodReconcilerOptions, 'log' | 'owner' | 'waitUntil' | 'signal'> & {
-    /** Defaults to the configured nodes. */
-    nodes?: readonly string[];
-  },
-): PodReconciler {
-  const { config, clock, kube, table, podProvider } = deps;
-  return new PodReconciler({
-    core: kube.core,
-    provider: podProvider,
-    knownPods: new KnownPodStore(table),
-    events: new KubePodEventRecorder({ core: kube.core, clock, log: options.log }),
-    envSources: kubeEnvSources(kube.core),
-    nodes: options.nodes ?? config.nodeNames,
-    clock,
-    log: options.log,
-    owner: options.owner,
-    claimMs: config.pods.claimMs,
-    waitUntil: options.waitUntil,
-    env: {
-      ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
-      allocatable: config.node.capacity,
-    },
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
 }

@@ -1,9 +1,9 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 
 /**
- * The provider boundary: what a backend (the mock today, Fargate or an HTTP
- * plugin later) implements so that virtual nodes and their pods run on it.
- * The pod part of the contract is added by the pod pipeline.
+ * The provider boundary: what a backend (the mock, a container runtime, a
+ * cloud service) implements so that virtual nodes and their pods run on it:
+ * a node part (ping, node status) and a pod part (the pods' lifecycle).
  */
 
 /** A node condition as the provider sees it; the node controller adds the timestamps. */

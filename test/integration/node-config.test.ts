@@ -293,8 +293,10 @@ describe('dynamic node configuration', { concurrency: true }, () => {
       (n) =>
         n.metadata?.labels?.team === 'blue' &&
         (n.spec?.taints ?? []).some((t) => t.key === 'dedicated') &&
-        !(n.spec?.taints ?? []).some((t) => t.key === 'virtual-kubelet.io/provider'),
-      'the assigned labels and taints',
+        !(n.spec?.taints ?? []).some((t) => t.key === 'virtual-kubelet.io/provider') &&
+        // Registration writes the labels and taints before the first status write sets ConfigOK.
+        configOk(n) !== undefined,
+      'the assigned labels and taints, and ConfigOK',
     );
     assert.match(configOk(assigned)?.message ?? '', new RegExp(`uid=${cm.metadata?.uid}`));
     assert.ok(await d.table.get({ pk: 'config', sk: 'state' }), 'the checkpoint state exists');

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
 import { HEALTHY_CONDITIONS } from '../../lib/provider/mock/mock-node.ts';
 import { toTableDefinition } from '../../lib/state/table-definition.ts';
+import { codeBlocks, readme, section } from '../support/readme.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const KUBELET_API_CERTIFICATE = 'arn:aws:acm:us-east-1:123456789012:certificate/wildcard-nodes';
@@ -100,7 +101,8 @@ describe('serverless package (offline, no AWS credentials)', () => {
       {
         cwd: root,
         env: { ...env, AWS_SHARED_CREDENTIALS_FILE: '/nonexistent', AWS_CONFIG_FILE: '/nonexistent' },
-        timeout: 180_000,
+        // Bundling every function takes about a minute on a quiet 2-core machine, several when it is busy.
+        timeout: 600_000,
       },
     );
     const template = JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
@@ -399,6 +401,32 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.equal(env.SVK_PROVIDER, 'ecs-fargate');
     assert.equal(env.SVK_ECS_FAMILY_PREFIX, 'serverless-virtual-kubelet-ci');
     assert.equal(env.SVK_ECS_SECRETS_PATH, '/serverless-virtual-kubelet/ci/pod-secrets');
+  it("maps, in the README's EKS access-entry loop, exactly the roles of the functions that reach the cluster", () => {
+    // A role reaches the cluster when it carries the cluster-access policy (kubeconfig secret,
+    // parameter or EKS cluster): with EKS IAM authentication each such role needs an access entry.
+    const reachesCluster = (role: string) =>
+      JSON.stringify(resources[role]?.Properties.ManagedPolicyArns ?? []).includes(
+        '{"Ref":"ClusterAccessPolicy"}',
+      );
+    const roles = ofType('AWS::Lambda::Function').map(([fn, r]) => {
+      const role = (r.Properties.Role as { 'Fn::GetAtt'?: [string, string] })['Fn::GetAtt']?.[0];
+      return role ?? assert.fail(`${fn} has a role of its own`);
+    });
+    const expected = [...new Set(roles.filter(reachesCluster))].sort();
+    assert.ok(expected.includes('HeartbeatRole') && expected.includes('ReconcileRole'), expected.join());
+
+    const block = codeBlocks(section(readme(), 'Cluster access: choose one')).find((b) =>
+      b.includes('aws eks create-access-entry'),
+    );
+    assert.ok(block, 'the README has the access-entry loop');
+    const loop = /for (\w+) in ([^;\n]+); do/.exec(block);
+    const logicalId = /--logical-resource-id \$\{(\w+)\}(\w*)/.exec(block);
+    assert.ok(loop && logicalId && loop[1] === logicalId[1], 'the loop names each role by its logical id');
+    const named = (loop[2] ?? '')
+      .trim()
+      .split(/\s+/)
+      .map((fn) => `${fn}${logicalId[2]}`);
+    assert.deepEqual(named.sort(), expected, 'README "Cluster access": the roles in the for loop');
   });
 
   it('lets only the event rules of this deployment write to the dead-letter queue', () => {

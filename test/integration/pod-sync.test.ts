@@ -22,8 +22,8 @@ import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
 import { podSpecHash, podStatusHash } from '../../lib/pod/pod-hash.ts';
-import { PodReconciler } from '../../lib/pod/pod-reconciler.ts';
 import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
+import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
 import { PodSyncRetryError, type SyncResult } from '../../lib/pod/pod-sync-result.ts';
 import { MOCK_FAIL_CREATE_ANNOTATION } from '../../lib/provider/mock/mock-pod-plan.ts';
 import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
@@ -604,7 +604,7 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
     p: PodProvider,
     options: { claimMs?: number; store?: KnownPodStore; core?: typeof kubelet.core } = {},
   ) {
-    return new PodReconciler({
+    return buildPodReconciler({
       core: options.core ?? kubelet.core,
       provider: p,
       knownPods: options.store ?? knownPods,

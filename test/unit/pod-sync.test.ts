@@ -65,7 +65,7 @@ function decide(p: V1Pod | undefined, records: KnownPod[], context: DecideContex
   return decideSync(state, context);
 }
 
-describe('pod-sync decisions (SPEC.md "Pods", in order)', () => {
+describe('pod-sync decisions (in the order decideSync checks them)', () => {
   it('pod gone: forget the record (after a provider delete), or look for an orphan when there is none', () => {
     assert.equal(decide(undefined, [record()]).kind, 'forget-stale');
     assert.equal(decide(undefined, []).kind, 'delete-orphan');

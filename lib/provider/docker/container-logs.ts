@@ -1,5 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type Docker from 'dockerode';
+import { limitBytes } from '../log-lines.ts';
 import { type ContainerLogOptions, ProviderNotFoundError } from '../provider.ts';
 import type { EngineState } from './engine-state.ts';
 import { LABELS } from './names.ts';
@@ -110,22 +111,4 @@ export function nanoStamp(stamp: string): string {
   const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/.exec(stamp);
   if (!m) return stamp;
   return `${m[1]}.${(m[2] ?? '').padEnd(9, '0').slice(0, 9)}${m[3]}`;
-}
-
-async function* limitBytes(
-  source: AsyncIterable<Buffer>,
-  limit: number | undefined,
-): AsyncGenerator<Uint8Array> {
-  if (limit === undefined) {
-    yield* source;
-    return;
-  }
-  let left = limit;
-  for await (const chunk of source) {
-    if (left <= 0) return;
-    const part = chunk.length > left ? chunk.subarray(0, left) : chunk;
-    left -= part.length;
-    yield part;
-    if (left <= 0) return;
-  }
 }
