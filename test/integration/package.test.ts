@@ -401,6 +401,8 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.equal(env.SVK_PROVIDER, 'ecs-fargate');
     assert.equal(env.SVK_ECS_FAMILY_PREFIX, 'serverless-virtual-kubelet-ci');
     assert.equal(env.SVK_ECS_SECRETS_PATH, '/serverless-virtual-kubelet/ci/pod-secrets');
+  });
+
   it("maps, in the README's EKS access-entry loop, exactly the roles of the functions that reach the cluster", () => {
     // A role reaches the cluster when it carries the cluster-access policy (kubeconfig secret,
     // parameter or EKS cluster): with EKS IAM authentication each such role needs an access entry.
