@@ -71,7 +71,7 @@ function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
   const reasons: string[] = [];
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
   if (!c.image) refuse('image', 'is required');
-  if (c.env?.some((e) => e.valueFrom !== undefined)) refuse('env', 'valueFrom was not resolved');
+  if (c.env?.some((e) => e.value === undefined)) refuse('env', 'valueFrom was not resolved');
   if (c.envFrom?.length) refuse('envFrom', 'was not resolved');
   if (c.livenessProbe) refuse('livenessProbe', 'probes are not run by this provider');
   if (c.readinessProbe) refuse('readinessProbe', 'probes are not run by this provider');
