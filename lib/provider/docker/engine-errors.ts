@@ -4,7 +4,9 @@
  * Docker and Podman differ in places: a duplicate container name is 409 on
  * Docker and 500 "...already in use" on Podman 4; killing a stopped
  * container is 409 on Docker and 500 "container state improper" on Podman;
- * a container removed while Podman reads it is 500 "container not known";
+ * a container removed while Podman reads it is 500 "container not known",
+ * "...does not exist in database: no such container" or "container has
+ * already been removed";
  * removing a container others joined is 500 "dependent containers" on
  * Podman. Those are told apart by the engine's message, here and only here.
  */
@@ -25,7 +27,10 @@ function engineMessage(err: unknown): string {
 /** No such container, image, volume or network (also when it vanished while the engine read it). */
 export function isEngineNotFound(err: unknown): boolean {
   const code = statusCode(err);
-  return code === 404 || (code === 500 && /container not known|no such container/i.test(engineMessage(err)));
+  return (
+    code === 404 ||
+    (code === 500 && /container not known|no such container|already been removed/i.test(engineMessage(err)))
+  );
 }
 
 /** The image a container is created from is not on the engine. */

@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import type { Clock } from '../../clock.ts';
 import { mapSettledLimit } from '../../util/map-limit.ts';
 import { isEngineNotFound } from './engine-errors.ts';
 import { isRole, LABELS, labelFilter } from './names.ts';
@@ -15,7 +16,14 @@ import { planFromEnv } from './pod-plan-codec.ts';
  */
 /** Inspections in flight at once (a cold process inspects every container of a node once). */
 const INSPECT_PARALLEL = 16;
-const LIST_ATTEMPTS = 3;
+/**
+ * Lists tried while containers keep vanishing under it (a burst of removals
+ * on a loaded host can take seconds), with a pause doubling from 50 ms to 1 s:
+ * about 3.5 s in all.
+ */
+const LIST_ATTEMPTS = 8;
+const LIST_RETRY_MS = 50;
+const LIST_RETRY_MAX_MS = 1_000;
 
 export class EngineState {
   private readonly inspected = new Map<string, { state: string; info: Docker.ContainerInspectInfo }>();
@@ -24,6 +32,7 @@ export class EngineState {
     private readonly docker: Docker,
     /** The network the infra containers join, where the pod IP is read. */
     private readonly network: string,
+    private readonly clock: Pick<Clock, 'sleep'>,
   ) {}
 
   /** Every pod whose containers carry all of `labels`, keyed by uid. */
@@ -67,7 +76,9 @@ export class EngineState {
 
   /**
    * The containers carrying `labels`. Podman fails a whole list when one of
-   * its containers is removed meanwhile ("container not known"): list again.
+   * its containers is removed meanwhile ("container not known", "no such
+   * container"): list again, after a pause, so that a burst of removals on
+   * the engine has moved on.
    */
   async containers(labels: Record<string, string>, signal?: AbortSignal): Promise<Docker.ContainerInfo[]> {
     for (let attempt = 1; ; attempt++) {
@@ -80,6 +91,7 @@ export class EngineState {
       } catch (err) {
         if (attempt >= LIST_ATTEMPTS || !isEngineNotFound(err)) throw err;
       }
+      await this.clock.sleep(Math.min(LIST_RETRY_MS * 2 ** (attempt - 1), LIST_RETRY_MAX_MS), signal);
     }
   }
 
