@@ -61,7 +61,7 @@ export class DockerPodProvider implements PodProvider {
 
   constructor(private readonly options: DockerPodProviderOptions) {
     const { docker, clock, log, settings } = options;
-    this.state = new EngineState(docker, settings.network, clock);
+    this.state = new EngineState(docker, settings.network, clock, log);
     const puller = new ImagePuller({ docker, clock, log, timeoutMs: settings.pullTimeoutMs });
     this.deps = {
       docker,

@@ -33,6 +33,18 @@ export function isEngineNotFound(err: unknown): boolean {
   );
 }
 
+/**
+ * The id of a container whose record Podman still holds while its storage is
+ * gone ("getting container from store \"<id>\": container not known"):
+ * briefly while a removal runs, for good when a create raced a removal. Such
+ * a record fails every list and inspection, of every client, until it is
+ * removed.
+ */
+export function storagelessContainerId(err: unknown): string | undefined {
+  if (statusCode(err) !== 500) return undefined;
+  return /container from store "([0-9a-f]{64})": container not known/i.exec(engineMessage(err))?.[1];
+}
+
 /** The image a container is created from is not on the engine. */
 export function isImageMissing(err: unknown): boolean {
   return (
@@ -45,6 +57,13 @@ export function isImageMissing(err: unknown): boolean {
 /** Removing a container that others still join (Podman): remove them first. */
 export function hasDependents(err: unknown): boolean {
   return statusCode(err) === 500 && /dependent containers|is a dependency of/i.test(engineMessage(err));
+}
+
+/** The containers Podman names as joining the one it refused to remove ("...must be removed before it: <id>, <id>"). */
+export function dependentContainerIds(err: unknown): string[] {
+  if (!hasDependents(err)) return [];
+  const after = engineMessage(err).split(/removed before it:/i)[1] ?? '';
+  return after.match(/\b[0-9a-f]{64}\b/gi) ?? [];
 }
 
 /** A container or volume of that name exists already. */
