@@ -546,11 +546,12 @@ describe('serverless package (offline, no AWS credentials)', () => {
     );
   });
 
-  it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access, the docker engine secret', () => {
+  it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access, the docker engine secret, the ECS container logs', () => {
     const role = resources.KubeletApiRole?.Properties;
     assert.deepEqual(role?.ManagedPolicyArns, [
       { 'Fn::If': ['HasClusterAccess', { Ref: 'ClusterAccessPolicy' }, { Ref: 'AWS::NoValue' }] },
       { 'Fn::If': ['HasDockerTlsSecret', { Ref: 'DockerEngineTlsPolicy' }, { Ref: 'AWS::NoValue' }] },
+      { 'Fn::If': ['IsEcsFargate', { Ref: 'EcsLogsPolicy' }, { Ref: 'AWS::NoValue' }] },
     ]);
     const [policy] = (role?.Policies ?? []) as Array<{
       PolicyDocument: { Statement: Array<Record<string, unknown>> };

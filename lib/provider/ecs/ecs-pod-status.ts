@@ -6,6 +6,7 @@ import type {
   V1PodCondition,
   V1PodStatus,
 } from '@kubernetes/client-node';
+import { readinessConditions, seconds } from '../kubelet-pod-conditions.ts';
 import { kubeletPodPhase } from '../kubelet-pod-phase.ts';
 import { type RestartPlan, restartPlan } from './ecs-pod-progress.ts';
 import type { ContainerRef, EcsPodRecord, TaskRecord } from './ecs-pod-record.ts';
@@ -202,16 +203,6 @@ function conditions(
     ),
   );
   const terminal = phase === 'Succeeded' || phase === 'Failed';
-  const readiness = (type: string): V1PodCondition =>
-    ready
-      ? { type, status: 'True', lastTransitionTime: seconds(since) }
-      : {
-          type,
-          status: 'False',
-          reason: terminal ? 'PodCompleted' : 'ContainersNotReady',
-          ...(terminal ? {} : { message: `containers with unready status: [${unready.join(' ')}]` }),
-          lastTransitionTime: seconds(since),
-        };
   return [
     { type: 'PodScheduled', status: 'True', lastTransitionTime: created },
     initialized
@@ -226,13 +217,6 @@ function conditions(
             .join(' ')}]`,
           lastTransitionTime: created,
         },
-    readiness('ContainersReady'),
-    readiness('Ready'),
+    ...readinessConditions({ ready, unready, terminal, since }),
   ];
-}
-
-// The API server stores times in whole seconds; so do we, or every status
-// would differ from the one read back.
-function seconds(epochMs: number): Date {
-  return new Date(Math.floor(epochMs / 1000) * 1000);
 }

@@ -1,4 +1,5 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
 
 /**
  * What of a pod spec a Fargate task cannot honour. A pod asking for any of
@@ -10,29 +11,6 @@ import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
  * VPC's resolver; terminationMessagePath/Policy; enableServiceLinks) are
  * accepted; README, "ECS Fargate provider", lists what each field becomes.
  */
-
-/** Where Kubernetes mounts a pod's service account token. */
-export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-/**
- * The service-account token volume the API server's ServiceAccount admission
- * adds to every pod (a `<sa>-token-*` secret, or a projected
- * `kube-api-access-*` volume with a serviceAccountToken source). It is not
- * mounted: nothing of ours runs beside the task to refresh it, and the
- * cluster's token has no business in an AWS task definition.
- */
-export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boolean {
-  const mountedAt = allContainers(pod).flatMap((c) =>
-    (c.volumeMounts ?? []).filter((m) => m.name === volume.name).map((m) => m.mountPath),
-  );
-  if (mountedAt.some((path) => path !== SERVICE_ACCOUNT_MOUNT)) return false;
-  if (volume.secret?.secretName?.includes('-token-')) return true;
-  return volume.projected?.sources?.some((s) => s.serviceAccountToken !== undefined) ?? false;
-}
-
-export function allContainers(pod: V1Pod): V1Container[] {
-  return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
-}
 
 /** Every reason the pod cannot run as a Fargate task, naming the field; empty when it can. */
 export function unsupportedFields(pod: V1Pod): string[] {
