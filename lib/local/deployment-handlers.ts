@@ -1,3 +1,4 @@
+import { createEcsTaskStateHandler } from '../../functions/ecs-task-state.ts';
 import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
 import { createPodStatusHandler } from '../../functions/pod-status.ts';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
@@ -9,14 +10,21 @@ import type { TickQueue } from '../tick/tick-queue.ts';
 import type { LambdaHandler } from './lambda-function.ts';
 
 /** The functions of serverless.yml, by name. */
-export type DeploymentFunction = 'heartbeat' | 'pod-watch' | 'pod-status' | 'reconcile' | 'pod-sync' | 'tick';
+export type DeploymentFunction =
+  | 'heartbeat'
+  | 'pod-watch'
+  | 'pod-status'
+  | 'reconcile'
+  | 'pod-sync'
+  | 'ecs-task-state'
+  | 'tick';
 
 /**
- * The real handlers of the six functions, configured by `env`, with
- * pod-watch (and the tick's pod-watch part) publishing through `publisher`
- * instead of EventBridge, and the tick chaining through `tickQueue` (the
- * in-process FIFO queue) instead of SQS. Without a queue the tick function
- * is the SQS one (it fails at its first invocation without a queue URL). Shared by
+ * The real handlers of the functions, configured by `env`, with pod-watch
+ * (and the tick's pod-watch part) publishing through `publisher` instead of
+ * EventBridge, and the tick chaining through `tickQueue` (the in-process
+ * FIFO queue) instead of SQS. Without a queue the tick function is the SQS
+ * one (it fails at its first invocation without a queue URL). Shared by
  * the in-process deployment and the function host's sandbox process, so both
  * run exactly what a Lambda bundle runs.
  */
@@ -31,6 +39,8 @@ export function createDeploymentHandlers(
     'pod-status': createPodStatusHandler(env),
     reconcile: createReconcileHandler(env),
     'pod-sync': createPodSyncHandler(env),
+    // Built for every deployment, invoked only by ECS task-state events (provider ecs-fargate).
+    'ecs-task-state': createEcsTaskStateHandler(env),
     tick: createTickHandler(env, { publisher, ...(tickQueue ? { queue: tickQueue } : {}) }),
   };
 }

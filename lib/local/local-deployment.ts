@@ -1,5 +1,6 @@
 import { ConfigError } from '../config/config.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts';
+import { TASK_STATE_DETAIL_TYPE, TASK_STATE_SOURCE } from '../provider/ecs/task-state-event.ts';
 import { type Cadence, TICK_TIMEOUT_MS, TICK_VISIBILITY_TIMEOUT_MS, tickPeriodMs } from './cadence.ts';
 import { createDeploymentHandlers, type DeploymentFunction } from './deployment-handlers.ts';
 import { LocalEventBus } from './event-bus.ts';
@@ -99,6 +100,12 @@ export class LocalDeployment {
   readonly cadence: Cadence;
   /** The tick chain (tick cadence only). */
   readonly tickChain: TickChain | undefined;
+  /**
+   * The account's default bus, where AWS services put their events (ECS's
+   * task state changes: {@link LocalEventBus.deliverServiceEvent}); its rule
+   * delivers them to ecs-task-state, as serverless.yml's rule does.
+   */
+  readonly awsBus: LocalEventBus;
   /** The process the handlers run in, with `sandboxes: 'host-process'`. */
   readonly host: FunctionHost | undefined;
   private readonly schedules: Array<{ stop(): void }> = [];
@@ -162,6 +169,18 @@ export class LocalDeployment {
       pattern: { source: [POD_EVENT_SOURCE], 'detail-type': [POD_EVENT_DETAIL_TYPE] },
       target: this.runtime.asTarget('pod-sync'),
     });
+    this.runtime.register({
+      name: 'ecs-task-state',
+      handler: handler('ecs-task-state'),
+      timeoutMs: 30_000,
+      reservedConcurrency: 10,
+    });
+    this.awsBus = new LocalEventBus({ retries: 2, retryDelayMs: options.syncRetryDelayMs ?? 2_000 });
+    this.awsBus.addRule({
+      name: 'ecs-task-state',
+      pattern: { source: [TASK_STATE_SOURCE], 'detail-type': [TASK_STATE_DETAIL_TYPE] },
+      target: this.runtime.asTarget('ecs-task-state'),
+    });
   }
 
   /**
@@ -199,6 +218,7 @@ export class LocalDeployment {
     await this.runtime.stopAll(options);
     await polling;
     await this.bus.whenIdle();
+    await this.awsBus.whenIdle();
     await this.host?.stop();
   }
 }

@@ -90,8 +90,12 @@ export function isProviderUnsupported(err: unknown): err is ProviderUnsupportedE
  * process and make every call safe to repeat.
  *
  * Pods passed in are full Kubernetes Pods as read from the API server, with
- * env from ConfigMaps, Secrets and the downward API already resolved.
- * Returned objects must not be mutated by callers.
+ * env from ConfigMaps, Secrets and the downward API already resolved: every
+ * variable has its `value`, no container has `envFrom`, and a variable that
+ * came from a reference keeps it in `valueFrom` beside the value (a
+ * `secretKeyRef` value must be kept secret; a `fieldRef` value is specific to
+ * this pod; see lib/pod/pod-env.ts). Returned objects must not be mutated by
+ * callers.
  */
 export interface PodProvider {
   /**
