@@ -157,7 +157,7 @@ export class NodeController {
     // The ping after the renewal: a slow provider must not delay what keeps the node Ready.
     if (now - this.lastPingAt >= settings.pingIntervalMs) await this.probe(signal);
     // No read of the Node per tick: the lease's owner reference makes the garbage collector
-    // delete the lease with its Node, so the next renewal's 404 registers the Node again.
+    // delete the lease with its Node, so the next renewal finds it gone and registers the Node again.
     let statusWritten = false;
     await attempt('labels and taints update', () => this.syncMetadata(), undefined);
     const changed = this.fingerprint() !== this.lastFingerprint;

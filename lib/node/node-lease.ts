@@ -106,20 +106,20 @@ export class NodeLease {
     for (let attempt = 0; attempt < MAX_UPDATE_RETRIES; attempt++) {
       signal?.throwIfAborted();
       try {
-        await this.update();
+        await this.update(this.lease);
         return true;
       } catch (err) {
-        if (isNotFound(err)) {
-          // Deleted, by a user or by the garbage collector after the Node went: recreate.
-          this.lease = undefined;
-          await this.options.beforeRecreate?.();
-          if (await this.ensure(signal, until)) return true;
+        // The renewal carries the lease's uid, a precondition: a lease deleted since (by a user, or
+        // by the garbage collector after its Node went) answers Conflict, as a stale copy does. The
+        // re-read tells them apart. Without the uid the API server would create the lease again
+        // from the PUT (leases allow create on update), owned by the deleted Node, and the garbage
+        // collector would delete it again: the Node would never be registered again.
+        if (isConflict(err)) this.lease = await this.read();
+        if (isNotFound(err) || (isConflict(err) && !this.lease)) {
+          if (await this.recreate(signal, until)) return true;
           continue;
         }
-        if (isConflict(err)) {
-          this.lease = await this.read();
-          continue;
-        }
+        if (isConflict(err)) continue;
         this.options.log.warn({ err, attempt: attempt + 1 }, 'failed to update node lease');
       }
     }
@@ -128,6 +128,18 @@ export class NodeLease {
       'failed to update node lease; retrying at the next renew interval',
     );
     return false;
+  }
+
+  /**
+   * The lease went missing: registers the Node again (beforeRecreate), then
+   * creates the lease owned by the Node's uid as it is now (read here when
+   * beforeRecreate did not tell it). True when this call created it.
+   */
+  private async recreate(signal: AbortSignal | undefined, until: number | undefined): Promise<boolean> {
+    this.lease = undefined;
+    this.nodeUid = undefined;
+    await this.options.beforeRecreate?.();
+    return this.ensure(signal, until);
   }
 
   private async ensureOnce(): Promise<boolean> {
@@ -148,12 +160,14 @@ export class NodeLease {
     }
   }
 
-  private async update(): Promise<void> {
+  /** Replaces `current` (as last read or written, its uid and resourceVersion the preconditions) with a renewal. */
+  private async update(current: V1Lease | undefined): Promise<void> {
     const { kube, nodeName } = this.options;
+    if (!current?.metadata?.uid) throw new Error(`no stored copy of lease ${nodeName} to renew`);
     this.lease = await kube.coordination.replaceNamespacedLease({
       name: nodeName,
       namespace: NODE_LEASE_NAMESPACE,
-      body: await this.desired(this.lease),
+      body: await this.desired(current),
     });
   }
 
