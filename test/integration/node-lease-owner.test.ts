@@ -3,7 +3,9 @@
  * the Node is registered again by another writer (at the tick cadence the
  * reconciler may do it before the heartbeat notices): the lease names the
  * Node's current uid, never the uid of the deleted one, which would hand it
- * to the garbage collector again and again.
+ * to the garbage collector again and again; and when the garbage collector
+ * deleted the lease with its Node, the next renewal registers the Node again
+ * first (the PUT names the deleted lease's uid, so it cannot create it back).
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -22,8 +24,12 @@ import {
 
 const admin = adminClients();
 const node = uniqueName('lease-owner');
+const gone = uniqueName('lease-gone');
 
-after(() => deleteNodeAndLease(admin, node));
+after(async () => {
+  await deleteNodeAndLease(admin, node);
+  await deleteNodeAndLease(admin, gone);
+});
 
 describe('a node lease', () => {
   it('follows the Node registered again by another writer: a renewal keeps the current uid as owner', async () => {
@@ -68,5 +74,38 @@ describe('a node lease', () => {
       'owned by the current Node',
     );
     assert.notEqual(renewed?.metadata?.resourceVersion, stored.metadata.resourceVersion, 'renewed');
+  });
+
+  it('registers the Node again when the garbage collector deleted the lease with its Node, and never puts it back owned by the deleted Node', async () => {
+    const first = await admin.core.createNode({ body: { metadata: { name: gone } } });
+    const registered: string[] = [];
+    const lease = new NodeLease({
+      kube: kubeletClients(),
+      nodeName: gone,
+      durationSeconds: 40,
+      clock: systemClock,
+      log: createLogger({ level: 'warn' }),
+      beforeRecreate: async () => {
+        const again = await admin.core.createNode({ body: { metadata: { name: gone } } });
+        registered.push(again.metadata?.uid ?? '');
+        lease.setNodeUid(again.metadata?.uid);
+      },
+    });
+    lease.setNodeUid(first.metadata?.uid);
+    assert.equal(await lease.renew(), true);
+    assert.equal((await readLease(admin, gone))?.metadata?.ownerReferences?.[0]?.uid, first.metadata?.uid);
+
+    await admin.core.deleteNode({ name: gone });
+    await waitFor(async () => (await readLease(admin, gone)) === undefined, {
+      timeoutMs: 30_000,
+      what: 'the garbage collector to delete the lease with its Node',
+    });
+
+    // The renewal's PUT names the deleted lease's uid: Conflict, not a create (leases allow create on update).
+    assert.equal(await lease.renew(), true);
+    assert.equal(registered.length, 1, 'the Node registered again before the lease was recreated');
+    const recreated = await readLease(admin, gone);
+    assert.equal(recreated?.metadata?.ownerReferences?.[0]?.uid, registered[0], 'owned by the new Node');
+    assert.equal(recreated?.metadata?.ownerReferences?.[0]?.kind, 'Node');
   });
 });
