@@ -32,5 +32,5 @@ biome check .
 step "unit tests"
 node --import tsx --test --test-reporter=spec 'test/unit/**/*.test.ts'
 
-step "integration tests"
+step "integration tests and provider conformance suites"
 tsx test/run-integration.ts "$@"

@@ -4,7 +4,9 @@
  * through SVK_TEST_ENV, and tears everything down afterwards, also when the
  * run is interrupted.
  *
- * Usage: tsx test/run-integration.ts [test files or globs...]
+ * Usage: tsx test/run-integration.ts [--test-name-pattern=...] [test files or globs...]
+ * (default: the integration tests and the conformance suites of
+ * CONFORMANCE_PROVIDERS; arguments starting with `--` go to `node --test`)
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,8 +22,17 @@ import type { TestEnv } from './support/env.ts';
 const root = new URL('..', import.meta.url).pathname;
 // One folder per run, so that concurrent runs (several engineers, or CI) never share state.
 const runDir = join(root, '.local', `test-run-${process.pid}`);
-const patterns = process.argv.slice(2);
-const files = patterns.length > 0 ? patterns : ['test/integration/**/*.test.ts'];
+const testFlags = process.argv.slice(2).filter((a) => a.startsWith('--'));
+const patterns = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+/**
+ * The providers whose conformance suite (`test/conformance/<provider>.test.ts`)
+ * the default run includes. A provider joins once its suite passes here.
+ */
+const CONFORMANCE_PROVIDERS = ['mock'];
+const files =
+  patterns.length > 0
+    ? patterns
+    : ['test/integration/**/*.test.ts', ...CONFORMANCE_PROVIDERS.map((p) => `test/conformance/${p}.test.ts`)];
 
 function log(line: string): void {
   process.stderr.write(`[integration] ${line}\n`);
@@ -104,10 +115,14 @@ async function main(): Promise<number> {
   const envFile = join(runDir, 'env.json');
   writeFileSync(envFile, JSON.stringify(env, null, 2));
 
-  const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
-    stdio: 'inherit',
-    env: { ...process.env, SVK_TEST_ENV: envFile },
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--test', '--test-reporter=spec', ...testFlags, ...files],
+    {
+      stdio: 'inherit',
+      env: { ...process.env, SVK_TEST_ENV: envFile },
+    },
+  );
   const forward = (signal: NodeJS.Signals) => child.kill(signal);
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);

@@ -6,13 +6,9 @@
  */
 import { pathToFileURL } from 'node:url';
 import type { Context } from 'aws-lambda';
-import type { ChildRequest, ChildResponse, SerializedError } from './child-process-invoker.ts';
+import type { ChildRequest, ChildResponse } from './child-process-invoker.ts';
 import { createLambdaContext } from './lambda-context.ts';
-
-function serializeError(error: unknown): SerializedError {
-  if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack };
-  return { name: typeof error, message: String(error) };
-}
+import { serializeError } from './serialized-error.ts';
 
 function send(message: ChildResponse): void {
   process.send?.(message);

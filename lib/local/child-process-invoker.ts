@@ -1,13 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LambdaContextOptions } from './lambda-context.ts';
-
-/** An error as it crosses the process boundary: class identity is lost, name and message survive. */
-export interface SerializedError {
-  name: string;
-  message: string;
-  stack?: string | undefined;
-}
+import { reviveError, type SerializedError } from './serialized-error.ts';
 
 /** What the parent sends the child: one invocation. */
 export interface ChildRequest {
@@ -38,13 +32,6 @@ export interface ChildInvocation {
 
 const ENTRY = fileURLToPath(new URL('./child-entry.ts', import.meta.url));
 
-function revive(error: SerializedError): Error {
-  const revived = new Error(error.message);
-  revived.name = error.name;
-  if (error.stack) revived.stack = error.stack;
-  return revived;
-}
-
 /**
  * Forks a fresh Node process (with tsx's loader, so TypeScript handlers load as
  * they do under the test runner) that runs one invocation. The child shares
@@ -65,7 +52,7 @@ export function startChildInvocation(request: ChildRequest, env?: Record<string,
       } else if (message.status === 'ok') {
         resolve({ status: 'ok', result: message.result });
       } else {
-        resolve({ status: 'error', error: revive(message.error) });
+        resolve({ status: 'error', error: reviveError(message.error) });
       }
     });
     // Lambda reports a runtime that died mid-invocation as Runtime.ExitError.

@@ -1,12 +1,9 @@
-import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
-import { createPodStatusHandler } from '../../functions/pod-status.ts';
-import { createPodSyncHandler } from '../../functions/pod-sync.ts';
-import { createPodWatchHandler } from '../../functions/pod-watch.ts';
-import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { ConfigError } from '../config/config.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts';
+import { createDeploymentHandlers, type DeploymentFunction } from './deployment-handlers.ts';
 import { LocalEventBus } from './event-bus.ts';
-import type { InvocationResult, Invocation as RuntimeInvocation } from './lambda-function.ts';
+import { FunctionHost } from './function-host.ts';
+import type { InvocationResult, LambdaHandler, Invocation as RuntimeInvocation } from './lambda-function.ts';
 import { LocalLambdaRuntime } from './lambda-runtime.ts';
 import { createLocalBusPublisher } from './local-bus-publisher.ts';
 
@@ -63,18 +60,27 @@ export interface LocalDeploymentOptions {
    * in the runtime's queue. `unlimited` starts every delivery at once.
    */
   podSyncConcurrency?: PodSyncConcurrency;
+  /**
+   * Where the handlers run: `in-process` (default) in this process, like one
+   * warm sandbox per function; `host-process` in one separate process (a
+   * {@link FunctionHost}) that {@link LocalDeployment.killFunctions} can
+   * SIGKILL mid-invocation.
+   */
+  sandboxes?: 'in-process' | 'host-process';
   onResult?: (invocation: RuntimeInvocation, result: InvocationResult) => void;
 }
 
 /**
  * The whole deployment of serverless.yml in one process: the scheduled
  * functions on their schedules, and pod-sync (with its reserved concurrency)
- * behind a rule on an in-process event bus that pod-watch publishes to. Used by `npm start` and the
- * pipeline tests.
+ * behind a rule on an in-process event bus that pod-watch publishes to. Used by `npm start`, the
+ * pipeline tests and the conformance harness.
  */
 export class LocalDeployment {
   readonly runtime: LocalLambdaRuntime;
   readonly bus: LocalEventBus;
+  /** The process the handlers run in, with `sandboxes: 'host-process'`. */
+  readonly host: FunctionHost | undefined;
   private readonly schedules: Array<{ stop(): void }> = [];
   private readonly rateMs: number;
 
@@ -86,18 +92,25 @@ export class LocalDeployment {
       retries: options.syncRetries ?? 5,
       retryDelayMs: options.syncRetryDelayMs ?? 2_000,
     });
-    const heartbeat = createHeartbeatHandler(options.env);
-    const podWatch = createPodWatchHandler(options.env, { publisher: createLocalBusPublisher(this.bus) });
-    const podSync = createPodSyncHandler(options.env);
-    const podStatus = createPodStatusHandler(options.env);
-    this.runtime.register({ name: 'heartbeat', handler: heartbeat, timeoutMs });
-    this.runtime.register({ name: 'pod-watch', handler: podWatch, timeoutMs });
-    this.runtime.register({ name: 'pod-status', handler: podStatus, timeoutMs });
-    this.runtime.register({ name: 'reconcile', handler: createReconcileHandler(options.env), timeoutMs });
+    let handler: (name: DeploymentFunction) => LambdaHandler;
+    if (options.sandboxes === 'host-process') {
+      const host = new FunctionHost({
+        env: options.env,
+        putEvents: (entries) => this.bus.putEvents(entries),
+      });
+      this.host = host;
+      handler = (name) => host.handler(name);
+    } else {
+      const handlers = createDeploymentHandlers(options.env, createLocalBusPublisher(this.bus));
+      handler = (name) => handlers[name];
+    }
+    for (const name of ['heartbeat', 'pod-watch', 'pod-status', 'reconcile'] as const) {
+      this.runtime.register({ name, handler: handler(name), timeoutMs });
+    }
     const podSyncConcurrency = options.podSyncConcurrency ?? DEFAULT_POD_SYNC_CONCURRENCY;
     this.runtime.register({
       name: 'pod-sync',
-      handler: podSync,
+      handler: handler('pod-sync'),
       timeoutMs: 60_000,
       ...(podSyncConcurrency === 'unlimited' ? {} : { reservedConcurrency: podSyncConcurrency }),
     });
@@ -115,10 +128,22 @@ export class LocalDeployment {
     }
   }
 
+  /**
+   * SIGKILLs every function's sandbox at once, mid-invocation (needs
+   * `sandboxes: 'host-process'`): invocations in flight fail as a dead
+   * runtime (pod events are retried by the bus), schedules keep firing, and
+   * the next invocation is a cold start in a new process.
+   */
+  async killFunctions(): Promise<void> {
+    if (!this.host) throw new Error("killFunctions needs a deployment with sandboxes: 'host-process'");
+    await this.host.kill();
+  }
+
   /** Stops the schedules; running invocations are crashed when `abortRunning`, else awaited. */
   async stop(options: { abortRunning?: boolean } = {}): Promise<void> {
     for (const s of this.schedules.splice(0)) s.stop();
     await this.runtime.stopAll(options);
     await this.bus.whenIdle();
+    await this.host?.stop();
   }
 }

@@ -1,4 +1,5 @@
 import type { ItemKey, StoredItem } from '../../state/dynamodb.ts';
+import type { MockRun } from './mock-command.ts';
 import type { MockPodPlan } from './mock-pod-plan.ts';
 import type { MockContainer, MockPodState } from './mock-pod-status.ts';
 
@@ -16,8 +17,14 @@ export function mockNodeIndexPartition(node: string): string {
 
 /** One pod as the mock stores it: its state plus what tests inspect. */
 export interface MockPodRecord extends MockPodState {
-  /** Epoch ms when the pod was deleted; the record is then a tombstone. */
+  /** Epoch ms when the pod was deleted; the record is then a tombstone once `stopAt` has passed. */
   deletedAt?: number;
+  /**
+   * Epoch ms when a delete stops the pod's last process: the delete itself,
+   * or the end of the grace period for a container that ignores SIGTERM.
+   * Until then the provider still holds the pod.
+   */
+  stopAt?: number;
   /** How many times this uid was started: 1 unless it was deleted and created again. */
   creates: number;
   /** How many updatePod calls changed this uid. */
@@ -30,20 +37,36 @@ export interface MockPodRecord extends MockPodState {
 export function mockPodItem(record: MockPodRecord): StoredItem {
   return {
     ...mockPodKey(record.namespace, record.name),
-    ...(record.deletedAt === undefined
+    ...(mockPodHeldAfterDelete(record)
       ? {
           gsi1pk: mockNodeIndexPartition(record.node),
           gsi1sk: `${record.namespace}/${record.name}`,
         }
       : {}),
     ...record,
-    containers: record.containers.map((c) => ({ name: c.name, image: c.image })),
+    containers: record.containers.map(containerItem),
+    ...(record.initContainers ? { initContainers: record.initContainers.map(containerItem) } : {}),
     plan: { ...record.plan },
   };
 }
 
+function containerItem(c: MockContainer): MockContainer {
+  return { name: c.name, image: c.image, ...(c.run ? { run: { ...c.run } } : {}) };
+}
+
+/** Whether a record stays in the node's index: not deleted, or deleted but still stopping (a graceful stop). */
+function mockPodHeldAfterDelete(record: MockPodRecord): boolean {
+  return record.deletedAt === undefined || (record.stopAt ?? record.deletedAt) > record.deletedAt;
+}
+
+/** Whether the provider still holds this pod at `now`: not deleted, or its stop has not come yet. */
+export function mockPodHeld(record: MockPodRecord, now: number): boolean {
+  return record.deletedAt === undefined || now < (record.stopAt ?? record.deletedAt);
+}
+
 export function mockPodFromItem(item: StoredItem): MockPodRecord {
-  const { namespace, name, uid, node, restartPolicy, containers, plan, createdAt, deletedAt } = item;
+  const { namespace, name, uid, node, restartPolicy, containers, initContainers, plan, createdAt } = item;
+  const { deletedAt, stopAt } = item;
   const { creates, updates, deletes, version } = item;
   if (
     typeof namespace !== 'string' ||
@@ -53,6 +76,7 @@ export function mockPodFromItem(item: StoredItem): MockPodRecord {
     typeof restartPolicy !== 'string' ||
     !Array.isArray(containers) ||
     !containers.every(isContainer) ||
+    (initContainers !== undefined && !(Array.isArray(initContainers) && initContainers.every(isContainer))) ||
     !isPlan(plan) ||
     typeof createdAt !== 'number' ||
     typeof creates !== 'number' ||
@@ -69,9 +93,11 @@ export function mockPodFromItem(item: StoredItem): MockPodRecord {
     node,
     restartPolicy,
     containers,
+    ...(Array.isArray(initContainers) ? { initContainers } : {}),
     plan,
     createdAt,
     ...(typeof deletedAt === 'number' ? { deletedAt } : {}),
+    ...(typeof stopAt === 'number' ? { stopAt } : {}),
     creates,
     updates,
     deletes,
@@ -82,7 +108,17 @@ export function mockPodFromItem(item: StoredItem): MockPodRecord {
 function isContainer(value: unknown): value is MockContainer {
   if (typeof value !== 'object' || value === null) return false;
   const c = value as Record<string, unknown>;
-  return typeof c.name === 'string' && typeof c.image === 'string';
+  return typeof c.name === 'string' && typeof c.image === 'string' && (c.run === undefined || isRun(c.run));
+}
+
+function isRun(value: unknown): value is MockRun {
+  if (typeof value !== 'object' || value === null) return false;
+  const r = value as Record<string, unknown>;
+  return (
+    (r.seconds === undefined || typeof r.seconds === 'number') &&
+    typeof r.exitCode === 'number' &&
+    typeof r.ignoresTerm === 'boolean'
+  );
 }
 
 function isPlan(value: unknown): value is MockPodPlan {

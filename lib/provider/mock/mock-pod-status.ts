@@ -1,6 +1,21 @@
 import { createHash } from 'node:crypto';
-import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import type { MockRun } from './mock-command.ts';
+import {
+  appPhase,
+  type MockContainerView,
+  mockContainerStatus,
+  seconds,
+  stateSince,
+} from './mock-container-status.ts';
 import type { MockPodPlan } from './mock-pod-plan.ts';
+import {
+  type MockBehaviour,
+  type MockInitAt,
+  mockContainerAt,
+  mockInitAt,
+  restartPolicyOf,
+} from './mock-timeline.ts';
 
 /**
  * The mock's pod statuses, computed from what it stored at create time and
@@ -13,6 +28,12 @@ import type { MockPodPlan } from './mock-pod-plan.ts';
 export interface MockContainer {
   name: string;
   image: string;
+  /**
+   * What its command does (mock-command.ts). Absent: the container runs
+   * until stopped, or as the pod's annotations plan; an init container
+   * without one succeeds at once.
+   */
+  run?: MockRun;
 }
 
 /** What the status of one pod is computed from. */
@@ -23,12 +44,18 @@ export interface MockPodState {
   node: string;
   restartPolicy: string;
   containers: readonly MockContainer[];
+  /** Run one after another, each to exit code 0, before the containers start. */
+  initContainers?: readonly MockContainer[];
   plan: MockPodPlan;
   /** Epoch milliseconds when the provider created (started) this pod. */
   createdAt: number;
 }
 
-/** Where a pod is in its life at `now`; times in epoch milliseconds. */
+/**
+ * Where a pod is in its life at `now` according to its annotations' plan
+ * alone (commands, init containers and restarts are in {@link mockPodStatus});
+ * times in epoch milliseconds.
+ */
 export type MockPodStage =
   | { stage: 'starting'; startsAt: number }
   | { stage: 'running'; startedAt: number }
@@ -66,40 +93,47 @@ export function mockHostIp(nodeName: string): string {
 
 /** The status of the pod at `now`. */
 export function mockPodStatus(state: MockPodState, now: number, hostIp: string): V1PodStatus {
-  const at = mockPodStage(state, now);
+  // A clock behind createdAt (another invocation's) must not send a pod back to Pending.
+  const t = Math.max(now, state.createdAt);
   const created = seconds(state.createdAt);
   const podIp = mockPodIp(state.uid);
-  const ready = at.stage === 'running';
-  const since = seconds(
-    at.stage === 'starting' ? state.createdAt : at.stage === 'running' ? at.startedAt : at.finishedAt,
-  );
-  const notReadyReason = at.stage === 'finished' ? 'PodCompleted' : 'ContainersNotReady';
-  const notReadyMessage =
-    at.stage === 'finished'
-      ? undefined
-      : `containers with unready status: [${state.containers.map((c) => c.name).join(' ')}]`;
+  const { init, apps, phase } = containersAt(state, t);
+  const initialised = init.doneAt !== undefined;
+  const inits = state.initContainers ?? [];
+  const unready = apps.filter((a) => a.at?.state.kind !== 'running');
+  const finished = phase === 'Succeeded' || phase === 'Failed';
+  const since = seconds(Math.max(...apps.map((a) => stateSince(a.at, state.createdAt))));
   const readiness = (type: string): V1PodCondition =>
-    ready
+    unready.length === 0
       ? { type, status: 'True', lastTransitionTime: since }
       : {
           type,
           status: 'False',
-          reason: notReadyReason,
-          ...(notReadyMessage ? { message: notReadyMessage } : {}),
+          reason: finished ? 'PodCompleted' : 'ContainersNotReady',
+          ...(finished
+            ? {}
+            : { message: `containers with unready status: [${unready.map((a) => a.name).join(' ')}]` }),
           lastTransitionTime: since,
         };
+  const incomplete = inits.filter((_, i) => {
+    const s = init.containers[i]?.state;
+    return !(s?.kind === 'terminated' && s.termination.exitCode === 0);
+  });
+  const initialized: V1PodCondition =
+    initialised || inits.length === 0
+      ? { type: 'Initialized', status: 'True', lastTransitionTime: seconds(init.doneAt ?? state.createdAt) }
+      : {
+          type: 'Initialized',
+          status: 'False',
+          reason: 'ContainersNotInitialized',
+          message: `containers with incomplete status: [${incomplete.map((c) => c.name).join(' ')}]`,
+          lastTransitionTime: created,
+        };
   return {
-    phase:
-      at.stage === 'starting'
-        ? 'Pending'
-        : at.stage === 'running'
-          ? 'Running'
-          : at.exitCode === 0
-            ? 'Succeeded'
-            : 'Failed',
+    phase,
     conditions: [
       { type: 'PodScheduled', status: 'True', lastTransitionTime: created },
-      { type: 'Initialized', status: 'True', lastTransitionTime: created },
+      initialized,
       readiness('ContainersReady'),
       readiness('Ready'),
     ],
@@ -108,13 +142,83 @@ export function mockPodStatus(state: MockPodState, now: number, hostIp: string):
     podIP: podIp,
     podIPs: [{ ip: podIp }],
     startTime: created,
-    containerStatuses: state.containers.map((c) => containerStatus(state.uid, c, at)),
+    ...(inits.length > 0
+      ? {
+          initContainerStatuses: inits.map((c, i) =>
+            mockContainerStatus(
+              state.uid,
+              {
+                name: c.name,
+                image: c.image,
+                at: init.containers[i],
+                waitingReason: i === 0 && t < startOf(state) ? 'ContainerCreating' : 'PodInitializing',
+              },
+              true,
+            ),
+          ),
+        }
+      : {}),
+    containerStatuses: apps.map((a) => mockContainerStatus(state.uid, a, false)),
   };
+}
+
+/** When the first container starts: after the planned start delay. */
+function startOf(state: MockPodState): number {
+  return state.createdAt + state.plan.startDelaySeconds * 1000;
+}
+
+/**
+ * Where every container stands at `t`, and the pod's phase. A container
+ * with a modelled command follows the pod's restartPolicy; one without
+ * follows the annotations' plan, which never restarts it.
+ */
+function containersAt(
+  state: MockPodState,
+  t: number,
+): { init: MockInitAt; apps: MockContainerView[]; phase: string } {
+  const policy = restartPolicyOf(state.restartPolicy);
+  const startAt = startOf(state);
+  const inits = state.initContainers ?? [];
+  const init: MockInitAt =
+    t < startAt
+      ? { containers: inits.map(() => undefined), failed: false }
+      : mockInitAt(
+          inits.map((c) => ({ name: c.name, behaviour: c.run ?? { seconds: 0, exitCode: 0 } })),
+          policy,
+          startAt,
+          t,
+        );
+  const planned: MockBehaviour = {
+    ...(state.plan.finishAfterSeconds !== undefined ? { seconds: state.plan.finishAfterSeconds } : {}),
+    exitCode: state.plan.exitCode,
+  };
+  const apps: MockContainerView[] = state.containers.map((c) => ({
+    name: c.name,
+    image: c.image,
+    at:
+      init.doneAt === undefined
+        ? undefined
+        : mockContainerAt(c.run ?? planned, c.run ? policy : 'Never', init.doneAt, t, c.name),
+    waitingReason: inits.length > 0 ? 'PodInitializing' : 'ContainerCreating',
+  }));
+  const anyModelled = state.containers.some((c) => c.run);
+  const phase =
+    t < startAt
+      ? 'Pending'
+      : init.failed
+        ? 'Failed'
+        : init.doneAt === undefined
+          ? 'Pending'
+          : appPhase(
+              apps.map((a) => a.at),
+              anyModelled ? policy : 'Never',
+            );
+  return { init, apps, phase };
 }
 
 /**
  * The pod as the mock runs it: identity, the spec fields the mock keeps (node,
- * restartPolicy, container names and images) and the status at `now`.
+ * restartPolicy, init and app container names and images) and the status at `now`.
  */
 export function mockPodObject(state: MockPodState, now: number, hostIp: string): V1Pod {
   return {
@@ -125,53 +229,12 @@ export function mockPodObject(state: MockPodState, now: number, hostIp: string):
       nodeName: state.node,
       restartPolicy: state.restartPolicy,
       containers: state.containers.map((c) => ({ name: c.name, image: c.image })),
+      ...(state.initContainers?.length
+        ? { initContainers: state.initContainers.map((c) => ({ name: c.name, image: c.image })) }
+        : {}),
     },
     status: mockPodStatus(state, now, hostIp),
   };
-}
-
-function containerStatus(uid: string, container: MockContainer, at: MockPodStage): V1ContainerStatus {
-  const base = { name: container.name, image: container.image, restartCount: 0 };
-  if (at.stage === 'starting') {
-    return {
-      ...base,
-      imageID: '',
-      ready: false,
-      started: false,
-      state: { waiting: { reason: 'ContainerCreating' } },
-    };
-  }
-  const ids = { imageID: `mock://${container.image}`, containerID: `mock://${uid}/${container.name}` };
-  if (at.stage === 'running') {
-    return {
-      ...base,
-      ...ids,
-      ready: true,
-      started: true,
-      state: { running: { startedAt: seconds(at.startedAt) } },
-    };
-  }
-  return {
-    ...base,
-    ...ids,
-    ready: false,
-    started: false,
-    state: {
-      terminated: {
-        exitCode: at.exitCode,
-        reason: at.exitCode === 0 ? 'Completed' : 'Error',
-        startedAt: seconds(at.startedAt),
-        finishedAt: seconds(at.finishedAt),
-        containerID: ids.containerID,
-      },
-    },
-  };
-}
-
-// The API server stores times in whole seconds; so do we, or every status
-// would differ from the one read back.
-function seconds(epochMs: number): Date {
-  return new Date(Math.floor(epochMs / 1000) * 1000);
 }
 
 function digest(text: string): Buffer {

@@ -1,7 +1,6 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.ts';
-import type { ItemKey, StateTable } from '../../state/dynamodb.ts';
-import { isConditionFailed } from '../../state/dynamodb.ts';
+import { type ItemKey, isConditionFailed, type StateTable } from '../../state/dynamodb.ts';
 import type { Expression } from '../../state/expression.ts';
 import {
   type AppliedPodStatus,
@@ -10,12 +9,14 @@ import {
   type PodUsage,
   ProviderNotFoundError,
 } from '../provider.ts';
+import { mockRun } from './mock-command.ts';
 import { mockContainerLog } from './mock-logs.ts';
 import { mockCreateIntent, mockPodPlan } from './mock-pod-plan.ts';
 import {
   type MockPodRecord,
   mockNodeIndexPartition,
   mockPodFromItem,
+  mockPodHeld,
   mockPodItem,
   mockPodKey,
 } from './mock-pod-record.ts';
@@ -29,12 +30,12 @@ import { mockPodUsage } from './mock-stats.ts';
  * | attribute | value |
  * | --- | --- |
  * | pk, sk | `mock#pods#<namespace>`, `<name>` |
- * | gsi1pk, gsi1sk | `mock#node#<node>`, `<namespace>/<name>` (removed on delete) |
+ * | gsi1pk, gsi1sk | `mock#node#<node>`, `<namespace>/<name>` (removed on delete, or kept while a graceful stop lasts) |
  * | namespace, name, uid, node, restartPolicy | the pod's identity and binding |
- * | containers | `[{ name, image }]` |
+ * | containers, initContainers | `[{ name, image, run? }]`, run = what the command does (mock-command.ts) |
  * | plan | `{ startDelaySeconds, finishAfterSeconds?, exitCode }` from the annotations |
  * | createdAt | epoch ms when this uid was started: every status derives from it and the clock |
- * | deletedAt, expiresAt | set by delete: epoch ms, and epoch s for DynamoDB's TTL |
+ * | deletedAt, stopAt, expiresAt | set by delete: epoch ms of the delete and of the last process's stop, and epoch s for DynamoDB's TTL |
  * | creates, updates, deletes | calls that changed this uid's pod (for tests) |
  * | version | bumped by every write; each write is conditional on it |
  *
@@ -63,10 +64,18 @@ const MAX_ATTEMPTS = 8;
 const DEFAULT_TOMBSTONE_TTL_SECONDS = 24 * 60 * 60;
 
 /**
- * Pods "run" at once unless annotations say otherwise (see mock-pod-plan.ts).
- * Deleting a pod removes it: getPod then returns undefined, which a status
- * poller reads as the terminal state of a deleted pod. Init containers are
- * not modelled and containers are never restarted.
+ * Pods "run" at once unless annotations (mock-pod-plan.ts) or their
+ * containers' commands (mock-command.ts) say otherwise: a command's run time
+ * and exit code, restarts with back-off per restartPolicy, init containers
+ * in order (mock-timeline.ts). Commands are read once, at create, against
+ * the resolved env; only what they amount to is stored, never an env value.
+ *
+ * Deleting a pod stops it: at once, or, when one of its running containers
+ * ignores SIGTERM (`trap '' TERM`), at the end of the delete's grace period
+ * (the pod's `metadata.deletionGracePeriodSeconds`; a pod without one, as
+ * when its API object is already gone, is stopped at once). Until then
+ * getPod and listPods report it; afterwards getPod returns undefined, which
+ * a status poller reads as the terminal state of a deleted pod.
  *
  * getPod reads strongly consistently; listPods queries gsi1, which DynamoDB
  * updates asynchronously (normally within a second): a pod created or
@@ -98,7 +107,7 @@ export class MockPodProvider implements PodProvider {
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
       const current = await this.read(key);
-      if (current && current.uid === state.uid && current.deletedAt === undefined)
+      if (current && current.uid === state.uid && mockPodHeld(current, this.clock.now()))
         return this.status(current);
       const again = current?.uid === state.uid ? current : undefined;
       const record: MockPodRecord = {
@@ -142,9 +151,10 @@ export class MockPodProvider implements PodProvider {
         mockPodKey(state.namespace, state.name),
         {
           expression:
-            'SET #containers = :containers, #restartPolicy = :restartPolicy, #plan = :plan, #updates = #updates + :one, #version = #version + :one',
+            'SET #containers = :containers, #initContainers = :initContainers, #restartPolicy = :restartPolicy, #plan = :plan, #updates = #updates + :one, #version = #version + :one',
           names: {
             '#containers': 'containers',
+            '#initContainers': 'initContainers',
             '#restartPolicy': 'restartPolicy',
             '#plan': 'plan',
             '#updates': 'updates',
@@ -152,6 +162,7 @@ export class MockPodProvider implements PodProvider {
           },
           values: {
             ':containers': state.containers,
+            ':initContainers': state.initContainers ?? [],
             ':restartPolicy': state.restartPolicy,
             ':plan': plan,
             ':one': 1,
@@ -167,44 +178,69 @@ export class MockPodProvider implements PodProvider {
   }
 
   /**
-   * Deletes the pod when this uid runs.
-   * @throws ProviderNotFoundError when it does not (never created, already
-   *   deleted, or replaced by a pod with another uid).
+   * Stops the pod when this uid runs (see the class comment for when its
+   * processes end). A delete of a pod already stopping can only bring its
+   * stop forward.
+   * @throws ProviderNotFoundError when it does not run (never created,
+   *   stopped, or replaced by a pod with another uid).
    */
   async deletePod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
-    const state = podState(pod, { needsNode: false });
-    signal?.throwIfAborted();
-    const now = this.clock.now();
-    const ttl = this.options.tombstoneTtlSeconds ?? DEFAULT_TOMBSTONE_TTL_SECONDS;
-    try {
-      await this.table.update(
-        mockPodKey(state.namespace, state.name),
-        {
-          expression:
-            'SET #deletedAt = :now, #expiresAt = :expiresAt, #deletes = #deletes + :one, #version = #version + :one REMOVE #gsi1pk, #gsi1sk',
-          names: {
-            '#deletedAt': 'deletedAt',
-            '#expiresAt': 'expiresAt',
-            '#deletes': 'deletes',
-            '#version': 'version',
-            '#gsi1pk': 'gsi1pk',
-            '#gsi1sk': 'gsi1sk',
-          },
-          values: { ':now': now, ':expiresAt': Math.ceil(now / 1000) + ttl, ':one': 1 },
-        },
-        { condition: runs(state.uid) },
-      );
-    } catch (err) {
-      if (isConditionFailed(err)) throw notFound(state, err);
-      throw err;
+    const ref = podIdentity(pod);
+    const key = mockPodKey(ref.namespace, ref.name);
+    for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted();
+      const current = await this.read(key);
+      const now = this.clock.now();
+      if (!current || current.uid !== ref.uid || !mockPodHeld(current, now)) throw notFound(ref, undefined);
+      const stopAt = Math.min(current.stopAt ?? Number.POSITIVE_INFINITY, this.stopTime(current, pod, now));
+      if (current.deletedAt !== undefined && stopAt === current.stopAt) return;
+      const ttl = this.options.tombstoneTtlSeconds ?? DEFAULT_TOMBSTONE_TTL_SECONDS;
+      const record: MockPodRecord = {
+        ...current,
+        deletedAt: current.deletedAt ?? now,
+        stopAt,
+        deletes: current.deletes + (current.deletedAt === undefined ? 1 : 0),
+        version: current.version + 1,
+      };
+      try {
+        await this.table.put(
+          { ...mockPodItem(record), expiresAt: Math.ceil(stopAt / 1000) + ttl },
+          { condition: versionIs(current.version) },
+        );
+        return;
+      } catch (err) {
+        if (!isConditionFailed(err)) throw err;
+        if (attempt >= MAX_ATTEMPTS) {
+          throw new Error(`mock deletePod ${describe(ref)}: lost ${attempt} races for the record`, {
+            cause: err,
+          });
+        }
+      }
     }
+  }
+
+  /** When a delete now ends the pod's processes: at the end of the grace period if a running one ignores SIGTERM. */
+  private stopTime(record: MockPodRecord, pod: V1Pod, now: number): number {
+    const grace = pod.metadata?.deletionGracePeriodSeconds ?? 0;
+    if (grace <= 0) return now;
+    const status = mockPodObject(record, now, this.hostIp(record.node)).status;
+    const running = new Set(
+      [...(status?.initContainerStatuses ?? []), ...(status?.containerStatuses ?? [])]
+        .filter((c) => c.state?.running)
+        .map((c) => c.name),
+    );
+    const ignoring = [...(record.initContainers ?? []), ...record.containers].some(
+      (c) => c.run?.ignoresTerm && running.has(c.name),
+    );
+    return ignoring ? now + grace * 1000 : now;
   }
 
   async getPod(namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined> {
     signal?.throwIfAborted();
     const record = await this.read(mockPodKey(namespace, name));
-    if (!record || record.deletedAt !== undefined) return undefined;
-    return mockPodObject(record, this.clock.now(), this.hostIp(record.node));
+    const now = this.clock.now();
+    if (!record || !mockPodHeld(record, now)) return undefined;
+    return mockPodObject(record, now, this.hostIp(record.node));
   }
 
   async listPods(nodeName: string, signal?: AbortSignal): Promise<V1Pod[]> {
@@ -213,14 +249,15 @@ export class MockPodProvider implements PodProvider {
     const now = this.clock.now();
     return items
       .map(mockPodFromItem)
-      .filter((r) => r.deletedAt === undefined && r.node === nodeName)
+      .filter((r) => mockPodHeld(r, now) && r.node === nodeName)
       .map((r) => mockPodObject(r, now, this.hostIp(r.node)));
   }
 
   /**
    * What the container's command and args print (mock-logs.ts).
    * @throws ProviderNotFoundError when this uid does not run, the pod has no
-   *   such container, or `previous` is asked (mock containers never restart).
+   *   such container, or `previous` is asked (the mock keeps the log of the
+   *   current instance only).
    */
   async containerLogs(
     pod: V1Pod,
@@ -228,16 +265,16 @@ export class MockPodProvider implements PodProvider {
     options: ContainerLogOptions,
     signal?: AbortSignal,
   ): Promise<AsyncIterable<Uint8Array>> {
-    const state = podState(pod, { needsNode: false });
+    const state = podIdentity(pod);
     signal?.throwIfAborted();
     const record = await this.read(mockPodKey(state.namespace, state.name));
-    if (!record || record.uid !== state.uid || record.deletedAt !== undefined)
+    if (!record || record.uid !== state.uid || !mockPodHeld(record, this.clock.now()))
       throw new ProviderNotFoundError(`mock provider has no pod ${describe(state)}`);
     if (!record.containers.some((c) => c.name === container))
       throw new ProviderNotFoundError(`mock pod ${describe(state)} has no container ${container}`);
     if (options.previous) {
       throw new ProviderNotFoundError(
-        `previous terminated container "${container}" in pod "${state.name}" not found: mock containers never restart`,
+        `previous terminated container "${container}" in pod "${state.name}" not found: the mock keeps the log of the current instance only`,
       );
     }
     return mockContainerLog({
@@ -257,7 +294,7 @@ export class MockPodProvider implements PodProvider {
     const now = this.clock.now();
     return items
       .map(mockPodFromItem)
-      .filter((r) => r.deletedAt === undefined && r.node === nodeName)
+      .filter((r) => mockPodHeld(r, now) && r.node === nodeName)
       .flatMap((r) => mockPodUsage(r, now) ?? []);
   }
 
@@ -276,36 +313,43 @@ export class MockPodProvider implements PodProvider {
   }
 }
 
-/** The identity and spec essentials of a pod from the API server. */
-function podState(
-  pod: V1Pod,
-  options: { needsNode: boolean } = { needsNode: true },
-): Omit<MockPodState, 'plan' | 'createdAt'> {
-  const namespace = pod.metadata?.namespace;
-  const name = pod.metadata?.name;
-  const uid = pod.metadata?.uid;
-  const node = pod.spec?.nodeName ?? '';
+/** Namespace, name and uid of a pod, as a delete needs them. */
+function podIdentity(pod: V1Pod): { namespace: string; name: string; uid: string } {
+  const { namespace, name, uid } = pod.metadata ?? {};
+  if (namespace && name && uid) return { namespace, name, uid };
   const missing = [
     ...(namespace ? [] : ['metadata.namespace']),
     ...(name ? [] : ['metadata.name']),
     ...(uid ? [] : ['metadata.uid']),
-    ...(node || !options.needsNode ? [] : ['spec.nodeName']),
   ];
-  if (!namespace || !name || !uid || missing.length > 0) {
-    throw new Error(`mock provider: pod ${namespace ?? '?'}/${name ?? '?'} lacks ${missing.join(', ')}`);
-  }
-  const containers: MockContainer[] = (pod.spec?.containers ?? []).map((c) => ({
-    name: c.name,
-    image: c.image ?? '',
-  }));
+  throw new Error(`mock provider: pod ${namespace ?? '?'}/${name ?? '?'} lacks ${missing.join(', ')}`);
+}
+
+/**
+ * The identity, binding and containers of a pod from the API server, with
+ * what each container's command does in its resolved env.
+ * @throws MockCommandError naming a script the mock cannot read.
+ */
+function podState(pod: V1Pod): Omit<MockPodState, 'plan' | 'createdAt'> {
+  const identity = podIdentity(pod);
+  const node = pod.spec?.nodeName;
+  if (!node) throw new Error(`mock provider: pod ${identity.namespace}/${identity.name} lacks spec.nodeName`);
+  const inits = (pod.spec?.initContainers ?? []).map(mockContainer);
   return {
-    namespace,
-    name,
-    uid,
+    ...identity,
     node,
     restartPolicy: pod.spec?.restartPolicy ?? 'Always',
-    containers,
+    containers: (pod.spec?.containers ?? []).map(mockContainer),
+    ...(inits.length > 0 ? { initContainers: inits } : {}),
   };
+}
+
+function mockContainer(c: V1Container): MockContainer {
+  const env = Object.fromEntries(
+    (c.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])),
+  );
+  const run = mockRun(c.command, c.args, env);
+  return { name: c.name, image: c.image ?? '', ...(run ? { run } : {}) };
 }
 
 function runs(uid: string): Expression {

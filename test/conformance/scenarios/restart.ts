@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { mapSettledLimit } from '../../../lib/util/map-limit.ts';
+import { shell } from '../../harness/harness-pods.ts';
+import type { PipelineHarness } from '../../harness/pipeline-harness.ts';
+import type { PodRef } from '../../harness/provider-setup.ts';
+import { waitFor } from '../../support/kube.ts';
+import { type ConformanceContext, scenario } from '../conformance-suite.ts';
+import { isRunningAndReady, refOf } from './pod-facts.ts';
+
+const MINUTE = 60_000;
+const BURST = 30;
+
+/** Every function SIGKILLed mid-burst, twice: while pods are created, and while they are deleted. */
+export function restartScenario(ctx: ConformanceContext): void {
+  scenario(
+    ctx,
+    'restart-mid-burst',
+    `every function SIGKILLed mid-burst (${BURST} creates, then ${BURST} deletes): nothing lost, nothing created twice`,
+    10 * MINUTE,
+    restartMidBurst,
+  );
+}
+
+/**
+ * Kills every function once the burst has visibly started (`progress` at
+ * least 1) while pod-sync still has invocations running or queued; returns
+ * the progress seen then, and how many pod-sync invocations the kill ended.
+ */
+async function killMidBurst(
+  h: PipelineHarness,
+  progress: () => Promise<number>,
+  what: string,
+): Promise<{ progress: number; podSyncKilled: number }> {
+  const { runtime } = h.deployment;
+  const seen = await waitFor(
+    async () => {
+      const n = await progress();
+      const busy = runtime.runningCount('pod-sync') + runtime.queuedCount('pod-sync');
+      return n >= 1 && busy > 0 ? n : undefined;
+    },
+    { timeoutMs: 3 * MINUTE, intervalMs: 50, what: `${what} while pod-sync still has work` },
+  );
+  const before = h.invocations.count('pod-sync', 'error:Runtime.ExitError');
+  await h.killFunctions();
+  // The runtime reports each killed invocation as it learns of the exit.
+  await waitFor(
+    () =>
+      runtime.runningCount('pod-sync') === 0 ||
+      h.invocations.count('pod-sync', 'error:Runtime.ExitError') > before,
+    {
+      timeoutMs: 10_000,
+      what: 'the killed pod-sync invocations to be reported',
+    },
+  );
+  return {
+    progress: seen,
+    podSyncKilled: h.invocations.count('pod-sync', 'error:Runtime.ExitError') - before,
+  };
+}
+
+async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void> {
+  const ns = await h.namespace('burst');
+  const deadLettersBefore = h.deployment.bus.deadLetters.length;
+  const names = Array.from({ length: BURST }, (_, i) => `b${i}`);
+  const inProvider = async () => (await h.probe.pods(h.node)).filter((p) => p.namespace === ns);
+
+  const creating = mapSettledLimit(names, 10, (name) =>
+    h.pods.create(ns, {
+      metadata: { name },
+      spec: h.pods.spec({ terminationGracePeriodSeconds: 5, containers: [shell('main', 'sleep 3600')] }),
+    }),
+  );
+  const first = await killMidBurst(
+    h,
+    async () => (await inProvider()).length,
+    'a pod of the burst in the provider',
+  );
+  const created = await creating;
+  assert.deepEqual(
+    created.filter((c) => c.status === 'rejected'),
+    [],
+    'every create accepted by the API server',
+  );
+  assert.ok(first.podSyncKilled > 0, 'the kill ended pod-sync invocations in flight');
+
+  await waitFor(async () => (await h.pods.list(ns)).filter(isRunningAndReady).length === BURST, {
+    timeoutMs: 4 * MINUTE,
+    intervalMs: 1_000,
+    what: `all ${BURST} pods Running after the kill`,
+  });
+  const pods = await h.pods.list(ns);
+  const refs = pods.map(refOf);
+  assert.equal(pods.filter((p: V1Pod) => p.status?.phase === 'Failed').length, 0, 'no pod reported lost');
+  const held = await inProvider();
+  assert.deepEqual(
+    held.map((p) => p.uid).sort(),
+    refs.map((r) => r.uid).sort(),
+    'the provider runs exactly these pods',
+  );
+  await assertHistories(h, refs, { creates: 1, deletes: 0 });
+
+  const deleting = mapSettledLimit(names, 10, (name) => h.pods.delete(ns, name));
+  const second = await killMidBurst(
+    h,
+    async () => BURST - (await inProvider()).filter((p) => p.running).length,
+    'a pod of the burst stopped in the provider',
+  );
+  assert.ok(second.podSyncKilled > 0, 'the kill ended pod-sync invocations in flight');
+  const deleted = await deleting;
+  assert.deepEqual(
+    deleted.filter((d) => d.status === 'rejected'),
+    [],
+    'every delete accepted by the API server',
+  );
+  await waitFor(async () => (await h.pods.list(ns)).length === 0 && (await inProvider()).length === 0, {
+    timeoutMs: 4 * MINUTE,
+    intervalMs: 1_000,
+    what: 'every pod gone from the API server and the provider',
+  });
+  await assertHistories(h, refs, { creates: 1, deletes: 1 });
+  t.diagnostic(
+    `kills at ${first.progress} created and ${second.progress} stopped of ${BURST}, ending ${first.podSyncKilled} and ` +
+      `${second.podSyncKilled} pod-sync invocations; cold starts ${h.deployment.host?.coldStarts}; ` +
+      `dead letters during the scenario ${h.deployment.bus.deadLetters.length - deadLettersBefore}`,
+  );
+}
+
+/** Every uid's history, where the provider still has one, shows exactly these counts. */
+async function assertHistories(
+  h: PipelineHarness,
+  refs: PodRef[],
+  expected: { creates: number; deletes: number },
+) {
+  const histories = await Promise.all(refs.map(async (r) => ({ r, history: await h.probe.history(r) })));
+  const wrong = histories.filter(
+    ({ history }) =>
+      history && (history.creates !== expected.creates || history.deletes !== expected.deletes),
+  );
+  assert.deepEqual(
+    wrong.map(({ r, history }) => `${r.name}: ${history?.creates} creates, ${history?.deletes} deletes`),
+    [],
+    `every pod created ${expected.creates} and deleted ${expected.deletes} time(s) in the provider`,
+  );
+}

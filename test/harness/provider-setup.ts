@@ -1,0 +1,96 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type { StateTable } from '../../lib/state/dynamodb.ts';
+
+/**
+ * What a provider brings to the pipeline harness: how the functions are
+ * configured to use it, the image its pods run, a probe that reads the
+ * provider's own state, and the scenarios it cannot express. The conformance
+ * suite and the fault bench run every provider through this one interface.
+ */
+
+/** One pod by identity. */
+export interface PodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/** A pod as the provider itself holds it, read from its own state (records, engine, tasks), not through the pipeline. */
+export interface ProbedPod extends PodRef {
+  node: string;
+  /** Some process of the pod still runs (also while it is being stopped). */
+  running: boolean;
+}
+
+/** What the provider did to one pod uid, from its own side. */
+export interface ProbedHistory {
+  /** How many times the provider started this uid. More than 1 means it was created twice. */
+  creates: number;
+  /** How many deletes (stops) of this uid it accepted. */
+  deletes: number;
+  /** Some process of the pod still runs (also while it is being stopped). */
+  running: boolean;
+}
+
+/**
+ * Reads the provider's own view, for assertions and the fault bench's "lost"
+ * and "created twice" counts. Each provider measures these from its own
+ * state: the mock from its records' counters, docker from the engine's
+ * containers and their labels, ECS from its tasks.
+ */
+export interface ProviderProbe {
+  /** Every pod the provider holds for `node`, running or being stopped. */
+  pods(node: string): Promise<ProbedPod[]>;
+  /** The provider's history of this uid, or undefined when it has no trace of it. */
+  history(ref: PodRef): Promise<ProbedHistory | undefined>;
+  /**
+   * Puts a pod straight into the provider, behind the pipeline's back: a
+   * dangling pod (on one of our nodes, a uid the API server never had).
+   */
+  injectPod(pod: V1Pod): Promise<void>;
+  /** Removes whatever the provider still holds for these nodes (after a failed run). Best effort. */
+  purge?(nodes: readonly string[]): Promise<void>;
+  /** Releases what the probe holds open (an event stream). */
+  close?(): Promise<void>;
+}
+
+/** What a probe can use: the deployment's state table and its function environment. */
+export interface ProbeContext {
+  table: StateTable;
+  env: Readonly<Record<string, string>>;
+}
+
+/** Conformance scenarios, by id, for {@link ProviderSetup.notApplicable}. */
+export type ScenarioId =
+  | 'create-running'
+  | 'exit-codes'
+  | 'job'
+  | 'crash-loop'
+  | 'graceful-delete'
+  | 'force-delete'
+  | 'recreate'
+  | 'init-containers'
+  | 'init-containers-files'
+  | 'localhost'
+  | 'env'
+  | 'dangling'
+  | 'restart-mid-burst';
+
+export interface ProviderSetup {
+  /** `SVK_PROVIDER` of the functions. */
+  name: string;
+  /** The image of every pod the scenarios create; it must provide busybox's `sh`, `sleep`, `test`, `httpd` and `wget`. */
+  image: string;
+  /** Starts what the provider needs (an engine, a simulation). Called once, before the deployment starts. */
+  start?(): Promise<void>;
+  /** Stops what {@link start} started. Called once, after the deployment stopped. */
+  stop?(): Promise<void>;
+  /** Function environment for this provider (`SVK_PROVIDER` is set by the harness). */
+  env?(nodes: readonly string[]): Record<string, string>;
+  probe(context: ProbeContext): ProviderProbe;
+  /**
+   * Scenarios this provider cannot express, each with the reason (reported
+   * as skipped with it, never as passed). Everything else must pass.
+   */
+  notApplicable?: Partial<Record<ScenarioId, string>>;
+}
