@@ -416,11 +416,13 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
   await fault.run(ctx);
   const endedAt = Date.now();
   log(`${fault.name}: ended after ${fixed((endedAt - startedAt) / 1000)} s; waiting for convergence`);
-  // Every pod whose desired state changed up to the fault's end (the burst's too).
-  const touched = () =>
-    [...workload.pods.values()].filter(
-      (p, i) => i >= firstPod - 20 && (p.createdAt ?? 0) <= endedAt && (p.deletedAt ?? 0) <= endedAt,
-    );
+  // Every pod alive at some time of the fault, or asked for during it (the burst's too), held to
+  // its desired state as it is when checked (a pod deleted since must be gone).
+  const alive = POD_LIFETIME_MS / CREATE_EVERY_MS;
+  const snapshot = [...workload.pods.values()].filter(
+    (p, i) => i >= firstPod - alive && (p.createdAt === undefined || p.createdAt <= endedAt),
+  );
+  const touched = () => snapshot;
   let convergeS: number | undefined;
   let last = { notRunning: [] as string[], notGone: [] as string[], leaked: [] as string[] };
   while (Date.now() - endedAt < CONVERGE_DEADLINE_MS) {
