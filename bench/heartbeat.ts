@@ -1,5 +1,5 @@
 /**
- * Heartbeat benchmark (issue 3, "Measure"): lease renewal gaps and Kubernetes
+ * Heartbeat benchmark: lease renewal gaps and Kubernetes
  * API requests per node-minute for 1, 100 and 1000 virtual nodes served by
  * one deployment, on a real local control plane and DynamoDB Local.
  *

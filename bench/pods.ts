@@ -1,50 +1,55 @@
 /**
- * Pod pipeline benchmark (issue 4, "Measure"): bursts of N pods through the
- * whole deployment (pod-watch → local event bus → pod-sync → mock provider in
- * DynamoDB Local → pod-status → API server), at production cadence, on a real
- * local control plane.
+ * Pod pipeline benchmark: bursts of N pods through the whole deployment
+ * (pod-watch → local event bus → pod-sync → mock provider in DynamoDB Local →
+ * pod-status → API server), at production cadence, on a real local control
+ * plane, from bound to Running and through deletion until every trace is gone.
  *
  * Usage: npx tsx bench/pods.ts [--pods 100,1000,10000] [--cap-minutes 20]
  *          [--delete-cap-minutes 10] [--concurrency 32]
- *          [--pod-sync-concurrency 10|unlimited]
+ *          [--pod-sync-concurrency 10|unlimited] [--skip-baseline]
+ * With a CPU profile of the deployment (and one of the load generator):
+ *        node --cpu-prof --cpu-prof-dir=.local/bench-pods/profiles --import tsx bench/pods.ts ...
+ *        npx tsx bench/cpu-profile.ts .local/bench-pods/profiles/<file>.cpuprofile
  *
  * One LocalDeployment (schedules every 60 s, timeout 130 s, pod-sync's
- * reserved concurrency `--pod-sync-concurrency`, as in serverless.yml) serves one virtual node for the whole run. Per burst: a
- * fresh namespace, N pods created with `spec.nodeName` already set (so the
- * scheduler is not measured, only our pipeline), `--concurrency` creates in
- * flight, until every pod is Running in the API server or `--cap-minutes`
- * passes; then the namespace is deleted and the benchmark waits until the
- * provider and the known-pod records have none of its pods left (or
- * `--delete-cap-minutes` passes) before the next burst.
+ * reserved concurrency `--pod-sync-concurrency`, as in serverless.yml) serves
+ * one virtual node for the whole run. Per burst: a fresh namespace, N pods
+ * created with `spec.nodeName` already set (so the scheduler is not measured,
+ * only our pipeline), `--concurrency` creates in flight, until every pod is
+ * Running in the API server or `--cap-minutes` passes; then the namespace is
+ * deleted and the benchmark waits until the provider and the known-pod
+ * records have none of its pods left (or `--delete-cap-minutes` passes)
+ * before the next burst.
+ *
+ * The load (creates, the watch that sees pods Running, the deletion polling,
+ * the baseline) runs in a worker thread (bench/pod-load.ts), so that the
+ * deployment's CPU is this process's minus the worker's.
  *
  * Everything is measured from outside the code under test:
- * - bound = when our create call returned; provider create = the mock
+ * - bound = when the create call returned; provider create = the mock
  *   record's `createdAt`; Running = when a watch on the namespace first saw
  *   phase Running;
- * - requests: every HTTP request of this process, through
+ * - requests: every HTTP request of the main thread, through
  *   node:diagnostics_channel, attributed to the function whose invocation
- *   sent it (the local runtime's AsyncLocalStorage scope) or to the benchmark
- *   itself; cross-checked with kube-apiserver's `apiserver_request_total`,
- *   which also counts the controller-manager and scheduler;
- * - events: a second rule on the deployment's bus (the bus keeps only the
- *   newest 10,000 in `published`); pod-sync invocations: the runtime's
- *   onResult.
+ *   sent it (the local runtime's AsyncLocalStorage scope), and DynamoDB
+ *   requests made inside the mock provider's methods to the mock; new
+ *   connections from each answered request's `reusedSocket`; cross-checked
+ *   with kube-apiserver's `apiserver_request_total` minus the load's own
+ *   requests (which also leaves the controller-manager's);
+ * - events: a second rule on the deployment's bus; pod-sync invocations and
+ *   their requests by outcome: the runtime's onResult and the request id of
+ *   the invocation scope.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import type { V1Pod } from '@kubernetes/client-node';
-import { systemClock } from '../lib/clock.ts';
+import { Worker } from 'node:worker_threads';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../lib/events/pod-event.ts';
-import {
-  apiStatusCode,
-  createKubeClients,
-  isNotFound,
-  type KubeClients,
-  loadKubeConfig,
-} from '../lib/kube/client.ts';
+import { createKubeClients, isNotFound, type KubeClients, loadKubeConfig } from '../lib/kube/client.ts';
 import { currentInvocation } from '../lib/local/invocation-scope.ts';
 import type { InvocationResult } from '../lib/local/lambda-function.ts';
 import {
@@ -53,11 +58,18 @@ import {
   type PodSyncConcurrency,
   parsePodSyncConcurrency,
 } from '../lib/local/local-deployment.ts';
-import { KnownPodStore } from '../lib/pod/known-pods.ts';
 import { mockPodKey } from '../lib/provider/mock/mock-pod-record.ts';
 import { MockPodProvider } from '../lib/provider/mock/mock-pods.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
+import type {
+  BaselineLoad,
+  BurstLoad,
+  DeletionLoad,
+  LoadCommand,
+  LoadReply,
+  LoadWorkerData,
+} from './pod-load.ts';
 import {
   type BenchEnvironment,
   benchLog,
@@ -76,7 +88,6 @@ import {
   markdownTable,
   processCpuSeconds,
   type RequestLatency,
-  resumingWatch,
   scrapeApiserverRequests,
   startBenchEnvironment,
   sumCounts,
@@ -92,14 +103,22 @@ const CAPACITY = 'cpu=2000,memory=8Ti,pods=20000,ephemeral-storage=8Ti';
 const QUIET_MS = 5_000;
 const QUIET_TIMEOUT_MS = 5 * 60_000;
 const PROGRESS_MS = 15_000;
-/** The deployment's functions; anything else in this process is the benchmark. */
-const FUNCTIONS = ['pod-watch', 'pod-sync', 'pod-status', 'heartbeat'] as const;
+/** The functions a pod costs requests in: all but the heartbeat, whose requests are per node. */
+const POD_FUNCTIONS = ['pod-watch', 'pod-sync', 'pod-status', 'reconcile'] as const;
 const BENCH = 'bench';
+/** Marks DynamoDB requests the mock provider sends for its own state: `<function> mock <Operation>`. */
+const MOCK = 'mock';
 /** The whole machine's busy CPU time, beside the processes'. */
 const MACHINE = 'machine';
+/** CPU of this process's load-generator thread, and of the whole process minus it (the deployment). */
+const LOAD = 'load';
+const DEPLOYMENT = 'deployment';
 /** Progress is recorded this often during a burst, to show stalls. */
 const TIMELINE_MS = 5_000;
 const STOP_WAIT_MS = 30_000;
+/** The targets a pod's whole life is measured against (issue "cost and speed", target 3). */
+const TARGET_API_PER_POD = 8;
+const TARGET_DYNAMODB_PER_POD = 8;
 
 const root = new URL('..', import.meta.url).pathname;
 const benchDir = join(root, '.local', 'bench-pods');
@@ -115,6 +134,8 @@ interface Options {
   concurrency: number;
   podSyncConcurrency: PodSyncConcurrency;
   baseline: boolean;
+  /** How long the deployment is watched with no pod before the bursts, for its fixed request rate. */
+  idleMs: number;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -127,6 +148,7 @@ function parseOptions(argv: string[]): Options {
       concurrency: { type: 'string', default: '32' },
       'pod-sync-concurrency': { type: 'string', default: String(DEFAULT_POD_SYNC_CONCURRENCY) },
       'skip-baseline': { type: 'boolean', default: false },
+      'idle-seconds': { type: 'string', default: '60' },
     },
   });
   const bursts = values.pods.split(',').map((part) => Number(part.trim()));
@@ -155,8 +177,60 @@ function parseOptions(argv: string[]): Options {
     concurrency,
     podSyncConcurrency,
     baseline: !values['skip-baseline'],
+    idleMs: Math.max(0, Number(values['idle-seconds'])) * 1000,
   };
 }
+
+// ---------------------------------------------------------------------------
+// The load generator (a worker thread)
+
+class LoadWorker {
+  private readonly worker: Worker;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve: (reply: LoadReply) => void }>();
+  /** The newest progress of the burst under way. */
+  progress = { namespace: '', bound: 0, running: 0 };
+  /** From the newest reply: the worker thread's CPU seconds and Kubernetes requests by kind. */
+  cpuSeconds = 0;
+  kube: Record<string, number> = {};
+
+  constructor(data: LoadWorkerData) {
+    this.worker = new Worker(new URL('./pod-load.ts', import.meta.url), { workerData: data });
+    this.worker.on('message', (reply: LoadReply) => {
+      if ('progress' in reply) {
+        this.progress = reply.progress;
+        return;
+      }
+      this.cpuSeconds = reply.cpuSeconds;
+      this.kube = reply.kube;
+      this.waiting.get(reply.id)?.resolve(reply);
+      this.waiting.delete(reply.id);
+    });
+    this.worker.on('error', (err) => log(`load worker failed: ${err.stack ?? err.message}`));
+  }
+
+  async run<T>(command: DistributiveOmit<LoadCommand, 'id'>): Promise<T> {
+    const id = this.nextId++;
+    const reply = await new Promise<LoadReply>((resolve) => {
+      this.waiting.set(id, { resolve });
+      this.worker.postMessage({ ...command, id });
+    });
+    if ('error' in reply) throw new Error(`load worker: ${reply.error}`);
+    if (!('result' in reply)) throw new Error('load worker: no result');
+    return reply.result as T;
+  }
+
+  /** Refreshes `cpuSeconds` and `kube`. */
+  async sample(): Promise<void> {
+    await this.run<undefined>({ cmd: 'cpu' });
+  }
+
+  async stop(): Promise<void> {
+    await this.worker.terminate();
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 // ---------------------------------------------------------------------------
 // What the deployment does, counted from outside
@@ -166,20 +240,45 @@ function requester(): string {
   return currentInvocation()?.functionName ?? BENCH;
 }
 
+/** Set while a mock provider method runs: its DynamoDB requests are the provider's own state. */
+const providerScope = new AsyncLocalStorage<true>();
+
+/** Runs every MockPodProvider method inside `providerScope` (the class is shared with the deployment's registry). */
+function markMockRequests(): void {
+  const methods = ['createPod', 'updatePod', 'deletePod', 'getPod', 'listPods'] as const;
+  for (const method of methods) {
+    const original: unknown = MockPodProvider.prototype[method];
+    if (typeof original !== 'function') continue;
+    Object.defineProperty(MockPodProvider.prototype, method, {
+      configurable: true,
+      writable: true,
+      value(this: MockPodProvider, ...args: unknown[]) {
+        return providerScope.run(true, () => original.apply(this, args));
+      },
+    });
+  }
+}
+
 /** Every counter the benchmark reads before and after a window. */
 interface Counters {
   /** `<requester> <VERB resource>` of Kubernetes API requests. */
   kube: Map<string, number>;
-  /** `<requester> <Operation>` of DynamoDB requests. */
+  /** `<requester> [mock ]<Operation>` of DynamoDB requests. */
   dynamo: Map<string, number>;
+  /** Requests that opened a new connection, by the keys of `kube` and `dynamo`. */
+  connections: Map<string, number>;
   /** `<namespace> <type>` of events accepted by the bus. */
   events: Map<string, number>;
   /** `<function> <status>[ <outcome>]` of finished invocations. */
   invocations: Map<string, number>;
+  /** `<outcome> <api|dynamodb|mock> <kind>` of the requests of finished pod-sync invocations. */
+  syncRequests: Map<string, number>;
   deadLetters: number;
   /** apiserver_request_total by `VERB resource[/subresource]`, all clients. */
   apiserver: Map<string, number>;
-  /** CPU seconds: this process and each component. */
+  /** Kubernetes requests of the load generator, by `VERB resource[/subresource]`. */
+  load: Map<string, number>;
+  /** CPU seconds: this process, its load thread, the deployment (the rest of it), each component, the machine. */
   cpu: Map<string, number>;
   /** Answer times by the same keys as `kube` and `dynamo`. */
   latencies: Map<string, RequestLatency>;
@@ -187,14 +286,22 @@ interface Counters {
 }
 
 class Observer {
+  /** Requests of the pod-sync invocations under way, by request id, until their result comes. */
+  private readonly inFlight = new Map<string, Map<string, number>>();
+  readonly syncRequests = new Map<string, number>();
   readonly kube = new HttpRequestCounter((request) => {
     // DynamoDB's requests go to "/" and have no Kubernetes kind.
     const kind = kubeRequestKind(request.method, request.path);
-    return kind === undefined ? undefined : `${requester()} ${kind}`;
+    if (kind === undefined) return undefined;
+    this.perInvocation(`api ${kind}`);
+    return `${requester()} ${kind}`;
   });
   readonly dynamo = new HttpRequestCounter((request) => {
     const operation = dynamoDbOperation(request);
-    return operation === undefined ? undefined : `${requester()} ${operation}`;
+    if (operation === undefined) return undefined;
+    const kind = `${providerScope.getStore() ? `${MOCK} ` : ''}${operation}`;
+    this.perInvocation(`${providerScope.getStore() ? MOCK : 'dynamodb'} ${operation}`);
+    return `${requester()} ${kind}`;
   });
   readonly events = new Map<string, number>();
   readonly invocations = new Map<string, number>();
@@ -204,12 +311,23 @@ class Observer {
   rssPeak = 0;
   heapPeak = 0;
 
+  private perInvocation(kind: string): void {
+    const scope = currentInvocation();
+    if (scope?.functionName !== 'pod-sync') return;
+    let counts = this.inFlight.get(scope.requestId);
+    if (!counts) {
+      counts = new Map();
+      this.inFlight.set(scope.requestId, counts);
+    }
+    bump(counts, kind);
+  }
+
   onEvent(namespace: string, type: string): void {
     bump(this.events, `${namespace} ${type}`);
     this.lastActivityAt = performance.now();
   }
 
-  onResult(fn: string, outcome: InvocationResult): void {
+  onResult(fn: string, requestId: string, outcome: InvocationResult): void {
     const { status } = outcome;
     const result = status === 'ok' ? outcome.result : undefined;
     let key = `${fn} ${status}`;
@@ -221,7 +339,16 @@ class Observer {
       }
     }
     bump(this.invocations, key);
-    if (fn === 'pod-sync') this.lastActivityAt = performance.now();
+    if (fn === 'pod-sync') {
+      this.lastActivityAt = performance.now();
+      // `ok:created`, `error:PodSyncRetryError:busy`: one word, the kinds follow it.
+      const outcomeKey = key.slice('pod-sync '.length).replaceAll(' ', ':');
+      bump(this.syncRequests, `${outcomeKey} invocations`);
+      for (const [kind, n] of this.inFlight.get(requestId) ?? []) {
+        bump(this.syncRequests, `${outcomeKey} ${kind}`, n);
+      }
+      this.inFlight.delete(requestId);
+    }
   }
 
   sampleMemory(): void {
@@ -250,29 +377,37 @@ interface Run {
   table: StateTable;
   deployment: LocalDeployment;
   observer: Observer;
+  load: LoadWorker;
   options: Options;
   interrupted: AbortSignal;
 }
 
 async function counters(run: Run): Promise<Counters> {
-  const { env, admin, observer, deployment } = run;
+  const { env, admin, observer, deployment, load } = run;
   const apiserver = await scrapeApiserverRequests(admin.config, env.controlPlane.server).catch(
     (err: unknown) => {
       log(`scraping /metrics failed: ${String(err)}`);
       return new Map<string, number>();
     },
   );
+  await load.sample();
   const cpu = processCpuSeconds(env.pids);
   const usage = process.cpuUsage();
-  cpu.set(BENCH, (usage.user + usage.system) / 1e6);
+  const processSeconds = (usage.user + usage.system) / 1e6;
+  cpu.set(BENCH, processSeconds);
+  cpu.set(LOAD, load.cpuSeconds);
+  cpu.set(DEPLOYMENT, processSeconds - load.cpuSeconds);
   cpu.set(MACHINE, machineBusySeconds());
   return {
     kube: observer.kube.snapshot(),
     dynamo: observer.dynamo.snapshot(),
+    connections: new Map([...observer.kube.connections(), ...observer.dynamo.connections()]),
     events: new Map(observer.events),
     invocations: new Map(observer.invocations),
+    syncRequests: new Map(observer.syncRequests),
     deadLetters: deployment.bus.deadLetters.length,
     apiserver,
+    load: new Map(Object.entries(load.kube)),
     cpu,
     latencies: new Map([...observer.kube.latencies(), ...observer.dynamo.latencies()]),
     at: performance.now(),
@@ -284,11 +419,14 @@ interface WindowFigures {
   seconds: number;
   kube: Record<string, number>;
   dynamo: Record<string, number>;
+  connections: Record<string, number>;
   /** By type, for the burst's namespace only. */
   events: Record<string, number>;
   invocations: Record<string, number>;
+  syncRequests: Record<string, number>;
   deadLetters: number;
   apiserver: Record<string, number>;
+  load: Record<string, number>;
   cpuSeconds: Record<string, number>;
   /** Mean and maximum answer time (ms) by `<requester> <kind>`, for the requests of the window. */
   latencyMs: Record<string, { count: number; mean: number; max: number }>;
@@ -309,10 +447,13 @@ function windowFigures(before: Counters, after: Counters, namespace: string): Wi
     seconds: (after.at - before.at) / 1000,
     kube: Object.fromEntries(diffCounts(after.kube, before.kube)),
     dynamo: Object.fromEntries(diffCounts(after.dynamo, before.dynamo)),
+    connections: Object.fromEntries(diffCounts(after.connections, before.connections)),
     events,
     invocations: Object.fromEntries(diffCounts(after.invocations, before.invocations)),
+    syncRequests: Object.fromEntries(diffCounts(after.syncRequests, before.syncRequests)),
     deadLetters: after.deadLetters - before.deadLetters,
     apiserver: Object.fromEntries(diffCounts(after.apiserver, before.apiserver)),
+    load: Object.fromEntries(diffCounts(after.load, before.load)),
     cpuSeconds,
     latencyMs: Object.fromEntries(
       [...diffLatencies(after.latencies, before.latencies)].map(([key, l]) => [
@@ -323,18 +464,45 @@ function windowFigures(before: Counters, after: Counters, namespace: string): Wi
   };
 }
 
-/** Sum of the entries whose `<requester> ...` key belongs to `who` (a function, `bench`, or `*` for the deployment). */
-function byRequester(counts: Record<string, number>, who: string): number {
+/** `<requester> <kind>` → requester. */
+function ownerOf(key: string): string {
+  return key.slice(0, key.indexOf(' '));
+}
+
+/** `<requester> [mock ]<kind>` → whether it is the mock provider's own state. */
+function isMockKey(key: string): boolean {
+  return key.slice(key.indexOf(' ') + 1).startsWith(`${MOCK} `);
+}
+
+/**
+ * Sum of the entries of `who` (a function, `bench`, `*` for the whole
+ * deployment, `pods` for the functions a pod costs requests in), without the
+ * mock provider's own requests unless `mock` says which to count.
+ */
+function byRequester(
+  counts: Record<string, number>,
+  who: string,
+  mock: 'without' | 'only' | 'with' = 'without',
+): number {
   return sumCounts(new Map(Object.entries(counts)), (key) => {
-    const owner = key.slice(0, key.indexOf(' '));
-    return who === '*' ? owner !== BENCH : owner === who;
+    const owner = ownerOf(key);
+    const mine =
+      who === '*'
+        ? owner !== BENCH
+        : who === 'pods'
+          ? (POD_FUNCTIONS as readonly string[]).includes(owner)
+          : owner === who;
+    if (!mine) return false;
+    return mock === 'with' || (mock === 'only') === isMockKey(key);
   });
 }
 
-// ---------------------------------------------------------------------------
-// Watching the burst's pods
-
-type PodTimes = { runningAt?: number };
+/** Two windows' counts added up (creation and deletion: a pod's whole life). */
+function addCounts(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  const sum: Record<string, number> = { ...a };
+  for (const [key, value] of Object.entries(b)) sum[key] = (sum[key] ?? 0) + value;
+  return sum;
+}
 
 // ---------------------------------------------------------------------------
 // One burst
@@ -360,93 +528,12 @@ interface BurstFigures {
   timeline: Array<[number, number, number, number]>;
   /** Whether the node was seen not Ready during the burst (creation and deletion), and how often. */
   nodeNotReadySamples: number;
+  /** Load average (1 minute) at the start and end of the creation window. */
+  loadAverage: [number, number];
   create: WindowFigures;
   rssPeakMb: number;
   heapPeakMb: number;
-  deletion: {
-    /** Seconds from the namespace delete to no provider pod / no known-pod record / namespace gone; undefined when not reached. */
-    providerEmptyS?: number;
-    knownEmptyS?: number;
-    namespaceGoneS?: number;
-    providerLeft: number;
-    knownLeft: number;
-    window: WindowFigures;
-  };
-}
-
-async function createNamespace(admin: KubeClients, name: string): Promise<void> {
-  await admin.core.createNamespace({ body: { metadata: { name } } });
-  // 1.20's ServiceAccount admission refuses pods until the default account has its token.
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      const sa = await admin.core.readNamespacedServiceAccount({ name: 'default', namespace: name });
-      if ((sa.secrets?.length ?? 0) > 0) return;
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    if (Date.now() > deadline) throw new Error(`the default service account of ${name} got no token in 60 s`);
-    await delay(250);
-  }
-}
-
-function podBody(name: string, node = NODE): V1Pod {
-  return {
-    metadata: { name },
-    spec: {
-      nodeName: node,
-      tolerations: [{ key: 'virtual-kubelet.io/provider', operator: 'Exists', effect: 'NoSchedule' }],
-      containers: [{ name: 'app', image: 'registry.example/app:1' }],
-    },
-  };
-}
-
-/** Retries what may pass on a second try (5xx, 429, no answer); a 409 after a first try means it went through. */
-async function withRetries<T>(call: () => Promise<T>, alreadyDone: () => T | Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      const code = apiStatusCode(err);
-      if (code === 409 && attempt > 1) return await alreadyDone();
-      if (attempt >= 5 || (code !== undefined && code < 500 && code !== 429)) throw err;
-      await delay(500 * attempt);
-    }
-  }
-}
-
-/** Creates pod `name`; the epoch ms when the API server had it. */
-function createPod(admin: KubeClients, namespace: string, name: string, node = NODE): Promise<number> {
-  return withRetries(
-    async () => {
-      await admin.core.createNamespacedPod({ namespace, body: podBody(name, node) });
-      return Date.now();
-    },
-    () => Date.now(),
-  );
-}
-
-/** Runs `work` on every index from 0 to n - 1 with `concurrency` in flight; counts the failures (logged). */
-async function forEachLimited(
-  n: number,
-  concurrency: number,
-  signal: AbortSignal,
-  work: (i: number) => Promise<void>,
-): Promise<number> {
-  let failures = 0;
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < n && !signal.aborted; i = next++) {
-      try {
-        await work(i);
-      } catch (err) {
-        failures++;
-        log(`item ${i} failed: ${String(err)}`);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
-  return failures;
+  deletion: DeletionLoad & { window: WindowFigures };
 }
 
 async function nodeReady(admin: KubeClients): Promise<boolean> {
@@ -489,36 +576,21 @@ function waitQuiet(run: Run): Promise<boolean> {
   );
 }
 
+/** The machine's 1-minute load average: how busy the shared machine is now. */
+function loadAverage(): number {
+  return loadavg()[0] ?? Number.NaN;
+}
+
 async function runBurst(run: Run, n: number): Promise<BurstFigures> {
-  const { admin, table, observer, options, interrupted } = run;
+  const { admin, table, observer, options, interrupted, load } = run;
   const namespace = `burst-${n}-${randomBytes(3).toString('hex')}`;
-  await createNamespace(admin, namespace);
-  const names = Array.from({ length: n }, (_, i) => `p-${String(i).padStart(5, '0')}`);
-  const boundAt = new Map<string, number>();
-  const times = new Map<string, PodTimes>(names.map((name) => [name, {}]));
-  let running = 0;
-  const watch = await resumingWatch(
-    admin.config,
-    `/api/v1/namespaces/${namespace}/pods`,
-    {},
-    (type, object) => {
-      const pod = object as V1Pod;
-      const entry = times.get(pod.metadata?.name ?? '');
-      if (!entry || type === 'DELETED' || entry.runningAt !== undefined) return;
-      if (pod.status?.phase === 'Running') {
-        entry.runningAt = Date.now();
-        running++;
-      }
-    },
-    log,
-  );
 
   let notReady = 0;
   const progress = setInterval(() => {
     const created = observer.createdByNamespace.get(namespace) ?? 0;
     log(
-      `${n}: ${boundAt.size} bound, ${created} created in provider, ${running} Running, ` +
-        `${run.deployment.runtime.runningCount('pod-sync')} pod-sync running`,
+      `${n}: ${load.progress.bound} bound, ${created} created in provider, ${load.progress.running} Running, ` +
+        `${run.deployment.runtime.runningCount('pod-sync')} pod-sync running, load ${fixed(loadAverage())}`,
     );
     nodeReady(admin).then(
       (ready) => {
@@ -536,44 +608,38 @@ async function runBurst(run: Run, n: number): Promise<BurstFigures> {
   const timeline: BurstFigures['timeline'] = [];
   let timelineStart = 0;
   const recorder = setInterval(() => {
-    if (timelineStart === 0) return;
+    if (timelineStart === 0 || load.progress.namespace !== namespace) return;
     timeline.push([
       Math.round((performance.now() - timelineStart) / 1000),
-      boundAt.size,
+      load.progress.bound,
       observer.createdByNamespace.get(namespace) ?? 0,
-      running,
+      load.progress.running,
     ]);
   }, TIMELINE_MS);
 
   try {
     const before = await counters(run);
-    const startedAt = Date.now();
+    const loadAtStart = loadAverage();
     timelineStart = performance.now();
-    const failures = await forEachLimited(n, options.concurrency, interrupted, async (i) => {
-      const name = names[i] ?? '';
-      try {
-        boundAt.set(name, await createPod(admin, namespace, name));
-      } catch (err) {
-        times.delete(name);
-        throw err;
-      }
+    const burst = await load.run<BurstLoad>({
+      cmd: 'burst',
+      namespace,
+      n,
+      concurrency: options.concurrency,
+      capMs: options.capMs,
     });
-    const createdAt = Date.now();
-    log(`${n}: ${boundAt.size} pods created in ${((createdAt - startedAt) / 1000).toFixed(1)} s`);
-
-    const allRunning = await waitUntil('every pod Running', () => running >= boundAt.size, {
-      timeoutMs: Math.max(0, startedAt + options.capMs - Date.now()),
-      intervalMs: 100,
-      signal: interrupted,
-    });
-    const runningTimes = [...times.values()].flatMap((t) => (t.runningAt === undefined ? [] : [t.runningAt]));
-    const lastRunningAt = Math.max(...runningTimes, startedAt);
+    interrupted.throwIfAborted();
+    const boundAt = new Map(Object.entries(burst.boundAt));
+    const runningTimes = Object.values(burst.runningAt);
+    const running = runningTimes.length;
+    const lastRunningAt = Math.max(...runningTimes, burst.startedAt);
     log(
-      `${n}: ${running}/${boundAt.size} Running after ${((lastRunningAt - startedAt) / 1000).toFixed(1)} s`,
+      `${n}: ${running}/${boundAt.size} Running after ${((lastRunningAt - burst.startedAt) / 1000).toFixed(1)} s`,
     );
     // A capped burst is still busy: its window ends now.
-    if (allRunning) await waitQuiet(run);
+    if (burst.allRunning) await waitQuiet(run);
     const after = await counters(run);
+    const loadAtEnd = loadAverage();
 
     // The provider's side: one query of the namespace's partition (tombstones included).
     const records = await table.query(mockPodKey(namespace, '').pk);
@@ -585,39 +651,38 @@ async function runBurst(run: Run, n: number): Promise<BurstFigures> {
         toProvider.push(record.createdAt - bound);
       if (typeof record.creates === 'number' && record.creates > 1) doubleCreates++;
     }
-    const toRunning = [...times].flatMap(([name, t]) => {
+    const toRunning = Object.entries(burst.runningAt).flatMap(([name, at]) => {
       const bound = boundAt.get(name);
-      return t.runningAt === undefined || bound === undefined ? [] : [t.runningAt - bound];
+      return bound === undefined ? [] : [at - bound];
     });
     const create = windowFigures(before, after, namespace);
     clearInterval(recorder);
     const rssPeakMb = observer.rssPeak / 2 ** 20;
     const heapPeakMb = observer.heapPeak / 2 ** 20;
-    watch.stop();
 
     const deletion = await deleteBurst(run, namespace, n);
     return {
       pods: n,
       namespace,
       created: boundAt.size,
-      createFailures: failures,
+      createFailures: burst.failures,
       running,
       providerCreated: records.length,
       doubleCreates,
-      allRunning,
-      createSeconds: (createdAt - startedAt) / 1000,
-      runningSeconds: (lastRunningAt - startedAt) / 1000,
+      allRunning: burst.allRunning,
+      createSeconds: (burst.createdAt - burst.startedAt) / 1000,
+      runningSeconds: (lastRunningAt - burst.startedAt) / 1000,
       toProvider: distribution(toProvider.map((ms) => ms / 1000)),
       toRunning: distribution(toRunning.map((ms) => ms / 1000)),
       timeline,
       nodeNotReadySamples: notReady,
+      loadAverage: [loadAtStart, loadAtEnd],
       create,
       rssPeakMb,
       heapPeakMb,
       deletion,
     };
   } finally {
-    watch.stop();
     clearInterval(progress);
     clearInterval(sampler);
     clearInterval(recorder);
@@ -626,144 +691,12 @@ async function runBurst(run: Run, n: number): Promise<BurstFigures> {
 
 /** Deletes the namespace and waits until the provider, the known-pod records and the API server have none of it. */
 async function deleteBurst(run: Run, namespace: string, n: number): Promise<BurstFigures['deletion']> {
-  const { admin, table, options, interrupted } = run;
-  const provider = new MockPodProvider({ table, clock: systemClock });
-  const knownPods = new KnownPodStore(table);
+  const { options, load } = run;
   const before = await counters(run);
-  const started = performance.now();
-  await admin.core.deleteNamespace({ name: namespace });
-  const since = () => (performance.now() - started) / 1000;
-  let providerEmptyS: number | undefined;
-  let knownEmptyS: number | undefined;
-  let namespaceGoneS: number | undefined;
-  let providerLeft = Number.NaN;
-  let knownLeft = Number.NaN;
-  let lastLog = performance.now();
-  await waitUntil(
-    `${namespace} to be gone`,
-    async () => {
-      const [live, known] = await Promise.all([provider.listPods(NODE), knownPods.list(NODE)]);
-      providerLeft = live.filter((p) => p.metadata?.namespace === namespace).length;
-      knownLeft = known.filter((k) => k.namespace === namespace).length;
-      if (providerLeft === 0) providerEmptyS ??= since();
-      if (knownLeft === 0) knownEmptyS ??= since();
-      if (namespaceGoneS === undefined) {
-        try {
-          await admin.core.readNamespace({ name: namespace });
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-          namespaceGoneS = since();
-        }
-      }
-      if (performance.now() - lastLog > PROGRESS_MS) {
-        lastLog = performance.now();
-        log(`deleting ${namespace}: ${providerLeft} in provider, ${knownLeft} known pods left`);
-      }
-      return providerEmptyS !== undefined && knownEmptyS !== undefined && namespaceGoneS !== undefined;
-    },
-    // Each round lists every pod of the node twice: keep big bursts from polling DynamoDB Local hard.
-    { timeoutMs: options.deleteCapMs, intervalMs: Math.max(2_000, n), signal: interrupted },
-  );
-  if (providerEmptyS !== undefined && knownEmptyS !== undefined) await waitQuiet(run);
+  const result = await load.run<DeletionLoad>({ cmd: 'delete', namespace, n, capMs: options.deleteCapMs });
+  if (result.providerEmptyS !== undefined && result.knownEmptyS !== undefined) await waitQuiet(run);
   const after = await counters(run);
-  return {
-    ...(providerEmptyS === undefined ? {} : { providerEmptyS }),
-    ...(knownEmptyS === undefined ? {} : { knownEmptyS }),
-    ...(namespaceGoneS === undefined ? {} : { namespaceGoneS }),
-    providerLeft,
-    knownLeft,
-    window: windowFigures(before, after, namespace),
-  };
-}
-
-// ---------------------------------------------------------------------------
-// What this box can do without us
-
-const BASELINE_NODE = 'bench-pods-baseline';
-
-interface BaselineFigures {
-  pods: number;
-  /** From the first create to the last status write returning. */
-  seconds: number;
-  failures: number;
-  cpuSeconds: Record<string, number>;
-}
-
-/**
- * kwok's work on this box: create `n` pods bound to a node nobody serves and
- * write each one's status Running once (one create and one status write per
- * pod, nothing persisted elsewhere), `concurrency` pods in flight. Runs before
- * the deployment starts, against a Node object of its own (so the pod garbage
- * collector leaves the pods alone), and removes everything afterwards.
- */
-async function runBaseline(
-  env: BenchEnvironment,
-  admin: KubeClients,
-  n: number,
-  options: Options,
-  interrupted: AbortSignal,
-): Promise<BaselineFigures> {
-  const namespace = `baseline-${n}-${randomBytes(3).toString('hex')}`;
-  await admin.core.createNode({ body: { metadata: { name: BASELINE_NODE } } });
-  await createNamespace(admin, namespace);
-  const cpu = () => {
-    const c = processCpuSeconds(env.pids);
-    const usage = process.cpuUsage();
-    c.set(BENCH, (usage.user + usage.system) / 1e6);
-    c.set(MACHINE, machineBusySeconds());
-    return c;
-  };
-  const cpuBefore = cpu();
-  const started = performance.now();
-  const failures = await forEachLimited(n, options.concurrency, interrupted, async (i) => {
-    const name = `b-${String(i).padStart(5, '0')}`;
-    const pod = await withRetries(
-      () => admin.core.createNamespacedPod({ namespace, body: podBody(name, BASELINE_NODE) }),
-      () => admin.core.readNamespacedPod({ namespace, name }),
-    );
-    const now = new Date();
-    await withRetries(
-      () =>
-        admin.core.replaceNamespacedPodStatus({
-          namespace,
-          name,
-          body: {
-            ...pod,
-            status: {
-              ...pod.status,
-              phase: 'Running',
-              podIP: '10.0.0.2',
-              startTime: now,
-              conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: now }],
-            },
-          },
-        }),
-      () => pod,
-    );
-  });
-  const seconds = (performance.now() - started) / 1000;
-  const cpuAfter = cpu();
-  const cpuSeconds: Record<string, number> = {};
-  for (const [name, value] of cpuAfter) cpuSeconds[name] = value - (cpuBefore.get(name) ?? value);
-  log(`baseline: ${n - failures} pods created and Running in ${seconds.toFixed(1)} s`);
-  // No kubelet: the pods must go at once (grace 0), or they would wait for one forever.
-  await admin.core.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 0 });
-  await admin.core.deleteNamespace({ name: namespace });
-  await admin.core.deleteNode({ name: BASELINE_NODE });
-  await waitUntil(
-    `${namespace} to be gone`,
-    async () => {
-      try {
-        await admin.core.readNamespace({ name: namespace });
-        return false;
-      } catch (err) {
-        if (isNotFound(err)) return true;
-        throw err;
-      }
-    },
-    { timeoutMs: 5 * 60_000, intervalMs: 1_000, signal: interrupted },
-  );
-  return { pods: n, seconds, failures, cpuSeconds };
+  return { ...result, window: windowFigures(before, after, namespace) };
 }
 
 // ---------------------------------------------------------------------------
@@ -812,7 +745,56 @@ function timelineText(timeline: BurstFigures['timeline']): string {
     .join(', ');
 }
 
-function report(bursts: readonly BurstFigures[], baseline: BaselineFigures | undefined): string {
+/**
+ * Requests per pod-sync invocation, by outcome: `created 1000 × (API 3.00: GET
+ * pods 1.00, ...; DynamoDB 3.00: ...; mock 2.00)`.
+ */
+function syncRequestsText(syncRequests: Record<string, number>): string[] {
+  const outcomes = new Map<string, Map<string, number>>();
+  for (const [key, value] of Object.entries(syncRequests)) {
+    const [outcome = '?', ...rest] = key.split(' ');
+    const kinds = outcomes.get(outcome) ?? new Map<string, number>();
+    kinds.set(rest.join(' '), value);
+    outcomes.set(outcome, kinds);
+  }
+  return [...outcomes]
+    .sort((a, b) => (b[1].get('invocations') ?? 0) - (a[1].get('invocations') ?? 0))
+    .map(([outcome, kinds]) => {
+      const n = kinds.get('invocations') ?? 0;
+      const group = (prefix: string, label: string) => {
+        const entries = [...kinds].filter(([k]) => k.startsWith(`${prefix} `));
+        const total = entries.reduce((a, [, v]) => a + v, 0);
+        const parts = entries
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, v]) => `${k.slice(prefix.length + 1)} ${perPod(v, n)}`);
+        return `${label} ${perPod(total, n)}${parts.length > 0 ? ` (${parts.join(', ')})` : ''}`;
+      };
+      return `  - ${outcome}: ${n} × [${group('api', 'API')}; ${group('dynamodb', 'DynamoDB')}; ${group(MOCK, 'mock')}]`;
+    });
+}
+
+/**
+ * The requests per pod of the pod functions in a creation and a deletion
+ * window, less what the deployment sends with no pod at all in as long
+ * (locks, bookmarks, status polls, reconciler passes: per node and minute,
+ * not per pod), measured in the idle window.
+ */
+function netOfIdle(
+  counts: Record<string, number>,
+  seconds: number,
+  idle: WindowFigures | undefined,
+  source: 'kube' | 'dynamo',
+): number {
+  const all = byRequester(counts, 'pods');
+  if (!idle || idle.seconds <= 0) return all;
+  return all - (byRequester(idle[source], 'pods') / idle.seconds) * seconds;
+}
+
+function report(
+  bursts: readonly BurstFigures[],
+  baseline: (BaselineLoad & { cpuSeconds: Record<string, number> }) | undefined,
+  idle: WindowFigures | undefined,
+): string {
   const floorRate = baseline ? (baseline.pods - baseline.failures) / baseline.seconds : Number.NaN;
   const latency = markdownTable(
     [
@@ -825,6 +807,7 @@ function report(bursts: readonly BurstFigures[], baseline: BaselineFigures | und
       'bound → Running p50 / p99 / max (s)',
       'vs kwok (10,000 in 60 s)',
       'vs this box without us',
+      'load average (1 min) at start / end',
     ],
     bursts.map((b) => {
       const rate = b.running / b.runningSeconds;
@@ -838,84 +821,166 @@ function report(bursts: readonly BurstFigures[], baseline: BaselineFigures | und
         seconds(b.toRunning),
         `${fixed(KWOK_PODS / KWOK_SECONDS / rate)}× slower`,
         baseline ? `${fixed(floorRate / rate)}× slower` : 'n/a',
+        `${fixed(b.loadAverage[0])} / ${fixed(b.loadAverage[1])}`,
       ];
+    }),
+  );
+  const life = markdownTable(
+    [
+      'pods',
+      `API req/pod (target ≤ ${TARGET_API_PER_POD}): create + delete = life`,
+      'of which pod-watch / pod-sync / pod-status / reconcile',
+      `DynamoDB req/pod (target ≤ ${TARGET_DYNAMODB_PER_POD}, mock not counted): create + delete = life`,
+      'of which pod-watch / pod-sync / pod-status / reconcile',
+      'net of the idle rate: API / DynamoDB req/pod',
+      'mock provider DynamoDB req/pod (not counted)',
+      'heartbeat API / DynamoDB req in the windows',
+      'events/pod',
+      'pod-sync invocations/pod',
+    ],
+    bursts.map((b) => {
+      const n = b.created;
+      const c = b.create;
+      const d = b.deletion.window;
+      const kube = addCounts(c.kube, d.kube);
+      const dynamo = addCounts(c.dynamo, d.dynamo);
+      const split = (counts: Record<string, number>) =>
+        POD_FUNCTIONS.map((f) => perPod(byRequester(counts, f), n)).join(' / ');
+      const phases = (a: Record<string, number>, z: Record<string, number>) =>
+        `${perPod(byRequester(a, 'pods'), n)} + ${perPod(byRequester(z, 'pods'), n)} = **${perPod(byRequester(addCounts(a, z), 'pods'), n)}**`;
+      const events =
+        sumCounts(new Map(Object.entries(c.events))) + sumCounts(new Map(Object.entries(d.events)));
+      const syncs = sumCounts(new Map(Object.entries(addCounts(c.invocations, d.invocations))), (k) =>
+        k.startsWith('pod-sync '),
+      );
+      return [
+        String(b.pods),
+        phases(c.kube, d.kube),
+        split(kube),
+        phases(c.dynamo, d.dynamo),
+        split(dynamo),
+        `${fixed((netOfIdle(c.kube, c.seconds, idle, 'kube') + netOfIdle(d.kube, d.seconds, idle, 'kube')) / Math.max(1, n), 2)} / ${fixed((netOfIdle(c.dynamo, c.seconds, idle, 'dynamo') + netOfIdle(d.dynamo, d.seconds, idle, 'dynamo')) / Math.max(1, n), 2)}`,
+        perPod(byRequester(dynamo, 'pods', 'only'), n),
+        `${byRequester(kube, 'heartbeat')} / ${byRequester(dynamo, 'heartbeat', 'with')}`,
+        perPod(events, n),
+        perPod(syncs, n),
+      ];
+    }),
+  );
+  const crossCheck = markdownTable(
+    [
+      'pods',
+      'kind',
+      'ours (deployment)',
+      'load generator',
+      'apiserver_request_total',
+      'apiserver − load − ours',
+    ],
+    bursts.flatMap((b) => {
+      const c = b.create;
+      const d = b.deletion.window;
+      const kube = addCounts(c.kube, d.kube);
+      const apiserver = addCounts(c.apiserver, d.apiserver);
+      const load = addCounts(c.load, d.load);
+      const ours = new Map<string, number>();
+      for (const [key, value] of Object.entries(kube)) {
+        if (ownerOf(key) === BENCH || key.includes(' WATCH ')) continue;
+        bump(ours, key.slice(key.indexOf(' ') + 1), value);
+      }
+      const kinds = new Set([
+        ...ours.keys(),
+        ...Object.keys(apiserver).filter((k) => !k.startsWith('WATCH')),
+      ]);
+      return (
+        [...kinds]
+          .map((kind) => ({
+            kind,
+            ours: ours.get(kind) ?? 0,
+            load: load[kind] ?? 0,
+            apiserver: apiserver[kind] ?? 0,
+          }))
+          // Our kinds, and what other clients sent a lot of (the namespace controller's own work is left out).
+          .filter((r) => r.ours > 0 || r.apiserver - r.load >= Math.max(3, b.pods / 2))
+          .sort((x, y) => y.apiserver - x.apiserver)
+          .map((r) => [
+            String(b.pods),
+            r.kind,
+            String(r.ours),
+            String(r.load),
+            String(r.apiserver),
+            String(r.apiserver - r.load - r.ours),
+          ])
+      );
     }),
   );
   const cost = markdownTable(
     [
       'pods',
-      'API req/pod: ours (pod-watch / pod-sync / pod-status / heartbeat)',
-      'API req/pod, apiserver (all clients, no WATCH) − bench',
-      'DynamoDB req/pod (pod-watch / pod-sync / pod-status / heartbeat)',
-      'events/pod (ADDED / MODIFIED)',
-      'pod-sync invocations/pod',
-      'failed invocations, dead letters',
-    ],
-    bursts.map((b) => {
-      const w = b.create;
-      const n = b.created;
-      const split = (counts: Record<string, number>) =>
-        `${perPod(byRequester(counts, '*'), n)} (${FUNCTIONS.map((f) =>
-          perPod(byRequester(counts, f), n),
-        ).join(' / ')})`;
-      const apiserverTotal = sumCounts(new Map(Object.entries(w.apiserver)), (k) => !k.startsWith('WATCH'));
-      const benchKube = sumCounts(
-        new Map(Object.entries(w.kube)),
-        (k) => k.startsWith(`${BENCH} `) && !k.includes(' WATCH '),
-      );
-      const events = sumCounts(new Map(Object.entries(w.events)));
-      const syncs = sumCounts(new Map(Object.entries(w.invocations)), (k) => k.startsWith('pod-sync '));
-      const failed = sumCounts(
-        new Map(Object.entries(w.invocations)),
-        (k) => k.startsWith('pod-sync ') && !k.startsWith('pod-sync ok'),
-      );
-      return [
-        String(b.pods),
-        split(w.kube),
-        perPod(apiserverTotal - benchKube, n),
-        split(w.dynamo),
-        `${perPod(events, n)} (${perPod(w.events.ADDED ?? 0, n)} / ${perPod(w.events.MODIFIED ?? 0, n)})`,
-        perPod(syncs, n),
-        `${failed}, ${w.deadLetters}`,
-      ];
-    }),
-  );
-  const resources = markdownTable(
-    [
-      'pods',
-      'window (s)',
-      'CPU s: this process (deployment + bench)',
+      'window: create / delete (s)',
+      'deployment CPU ms/pod: create + delete',
+      'deployment CPU s: create / delete',
       'kube-apiserver',
       'etcd',
       'controller-manager',
       'DynamoDB Local',
-      'CPU s per pod (all)',
+      'load generator',
+      'CPU ms per pod (all, create)',
       'peak RSS (MB)',
       'peak heap (MB)',
-      'machine busy (CPU s)',
+      'machine busy (CPU s, create)',
       'of which not ours',
       'node not Ready samples',
     ],
     bursts.map((b) => {
       const c = b.create.cpuSeconds;
-      const all = Object.entries(c)
-        .filter(([name]) => name !== MACHINE)
-        .reduce((a, [, v]) => a + v, 0);
+      const d = b.deletion.window.cpuSeconds;
+      const parts = ['kube-apiserver', 'etcd', 'kube-controller-manager', 'kube-scheduler', 'dynamodb-local'];
+      const all = [DEPLOYMENT, LOAD, ...parts].reduce((a, name) => a + (c[name] ?? 0), 0);
       const machine = c[MACHINE] ?? Number.NaN;
+      const n = Math.max(1, b.created);
       return [
         String(b.pods),
-        fixed(b.create.seconds),
-        fixed(c[BENCH] ?? Number.NaN),
+        `${fixed(b.create.seconds)} / ${fixed(b.deletion.window.seconds)}`,
+        `${fixed(((c[DEPLOYMENT] ?? Number.NaN) / n) * 1000, 1)} + ${fixed(((d[DEPLOYMENT] ?? Number.NaN) / n) * 1000, 1)}`,
+        `${fixed(c[DEPLOYMENT] ?? Number.NaN)} / ${fixed(d[DEPLOYMENT] ?? Number.NaN)}`,
         fixed(c['kube-apiserver'] ?? Number.NaN),
         fixed(c.etcd ?? Number.NaN),
         fixed(c['kube-controller-manager'] ?? Number.NaN),
         fixed(c['dynamodb-local'] ?? Number.NaN),
-        `${fixed((all / Math.max(1, b.created)) * 1000, 1)} ms`,
+        fixed(c[LOAD] ?? Number.NaN),
+        `${fixed((all / n) * 1000, 1)} ms`,
         fixed(b.rssPeakMb, 0),
         fixed(b.heapPeakMb, 0),
         fixed(machine),
         fixed(Math.max(0, machine - all)),
         String(b.nodeNotReadySamples),
+      ];
+    }),
+  );
+  const connections = markdownTable(
+    [
+      'pods',
+      'Kubernetes: new connections / requests (deployment, create + delete)',
+      'new Kubernetes connections per minute',
+      'DynamoDB: new connections / requests',
+    ],
+    bursts.map((b) => {
+      const conns = addCounts(b.create.connections, b.deletion.window.connections);
+      const kube = addCounts(b.create.kube, b.deletion.window.kube);
+      const dynamo = addCounts(b.create.dynamo, b.deletion.window.dynamo);
+      const ours = (counts: Record<string, number>, kubeKeys: boolean) =>
+        sumCounts(
+          new Map(Object.entries(counts)),
+          (key) =>
+            ownerOf(key) !== BENCH && !key.includes(' WATCH ') && (kubeKeys ? key in kube : key in dynamo),
+        );
+      const minutes = (b.create.seconds + b.deletion.window.seconds) / 60;
+      const kubeConns = ours(conns, true);
+      return [
+        String(b.pods),
+        `${kubeConns} / ${ours(kube, true)}`,
+        fixed(kubeConns / Math.max(minutes, 1 / 60), 0),
+        `${ours(conns, false)} / ${ours(dynamo, false)}`,
       ];
     }),
   );
@@ -925,8 +990,8 @@ function report(bursts: readonly BurstFigures[], baseline: BaselineFigures | und
       'provider empty after (s)',
       'known pods empty after (s)',
       'namespace gone after (s)',
-      'API req/pod (ours)',
-      'DynamoDB req/pod (ours)',
+      'API req/pod (pod functions)',
+      'DynamoDB req/pod (pod functions, mock not counted)',
       'events/pod',
       'pod-sync invocations/pod',
       'failed, dead letters',
@@ -942,8 +1007,8 @@ function report(bursts: readonly BurstFigures[], baseline: BaselineFigures | und
         gone(d.providerEmptyS, d.providerLeft),
         gone(d.knownEmptyS, d.knownLeft),
         d.namespaceGoneS === undefined ? 'not in cap' : fixed(d.namespaceGoneS),
-        perPod(byRequester(w.kube, '*'), n),
-        perPod(byRequester(w.dynamo, '*'), n),
+        perPod(byRequester(w.kube, 'pods'), n),
+        perPod(byRequester(w.dynamo, 'pods'), n),
         perPod(sumCounts(new Map(Object.entries(w.events))), n),
         perPod(
           sumCounts(new Map(Object.entries(w.invocations)), (k) => k.startsWith('pod-sync ')),
@@ -956,28 +1021,29 @@ function report(bursts: readonly BurstFigures[], baseline: BaselineFigures | und
   const details = bursts.flatMap((b) => {
     const n = b.created;
     const w = b.create;
-    const ours = Object.fromEntries(Object.entries(w.kube).filter(([k]) => !k.startsWith(`${BENCH} `)));
-    const oursDynamo = Object.fromEntries(
-      Object.entries(w.dynamo).filter(([k]) => !k.startsWith(`${BENCH} `)),
+    const ours = (counts: Record<string, number>) =>
+      Object.fromEntries(Object.entries(counts).filter(([k]) => ownerOf(k) !== BENCH));
+    const failed = sumCounts(
+      new Map(Object.entries(w.invocations)),
+      (k) => k.startsWith('pod-sync ') && !k.startsWith('pod-sync ok'),
     );
     return [
       `- ${b.pods} pods (namespace ${b.namespace}; ${b.createFailures} creates failed, ` +
-        `${b.providerCreated} in the provider, ${b.doubleCreates} created twice there):`,
-      `  - API requests/pod by function and kind: ${topEntries(ours, n)}`,
-      `  - apiserver_request_total/pod (all clients): ${topEntries(w.apiserver, n)}`,
-      `  - DynamoDB requests/pod by function and operation: ${topEntries(oursDynamo, n)}`,
-      `  - invocations/pod: ${topEntries(w.invocations, n)}`,
+        `${b.providerCreated} in the provider, ${b.doubleCreates} created twice there; ` +
+        `${failed} failed pod-sync invocations, ${w.deadLetters} dead letters while creating):`,
+      `  - creation, API requests/pod by function and kind: ${topEntries(ours(w.kube), n)}`,
+      `  - creation, DynamoDB requests/pod by function and operation: ${topEntries(ours(w.dynamo), n)}`,
+      `  - creation, invocations/pod: ${topEntries(w.invocations, n)}`,
+      `  - deletion, API requests/pod: ${topEntries(ours(b.deletion.window.kube), n)}`,
+      `  - deletion, DynamoDB requests/pod: ${topEntries(ours(b.deletion.window.dynamo), n)}`,
+      `  - deletion, invocations/pod: ${topEntries(b.deletion.window.invocations, n)}`,
+      `  - events/pod: creation ${JSON.stringify(w.events)}, deletion ${JSON.stringify(b.deletion.window.events)}`,
+      '  - requests per pod-sync invocation by outcome (creation and deletion):',
+      ...syncRequestsText(addCounts(w.syncRequests, b.deletion.window.syncRequests)).map((l) => `  ${l}`),
       `  - answer times, mean / max (ms), busiest kinds first: ${latencyText(w.latencyMs)}`,
       ...(b.runningSeconds >= 30
         ? [`  - bound/created in provider/Running: ${timelineText(b.timeline)}`]
         : []),
-      `  - deletion: API ${topEntries(
-        Object.fromEntries(
-          Object.entries(b.deletion.window.kube).filter(([k]) => !k.startsWith(`${BENCH} `)),
-        ),
-        n,
-        8,
-      )}; invocations ${topEntries(b.deletion.window.invocations, n, 8)}`,
     ];
   });
   return [
@@ -997,13 +1063,37 @@ function report(bursts: readonly BurstFigures[], baseline: BaselineFigures | und
       : []),
     latency,
     '',
-    '### Cost per pod (window: first create until the pipeline is quiet after the last Running)',
+    "### A pod's whole life: requests per pod (creation window + deletion window)",
+    '',
+    ...(idle
+      ? [
+          `Idle rate (no pod, ${fixed(idle.seconds, 0)} s before the bursts), requests per minute of the pod functions: ` +
+            `API ${fixed((byRequester(idle.kube, 'pods') / idle.seconds) * 60)}, DynamoDB ${fixed((byRequester(idle.dynamo, 'pods') / idle.seconds) * 60)} ` +
+            `(${topEntries(
+              Object.fromEntries(
+                Object.entries(addCounts(idle.kube, idle.dynamo)).filter(([k]) =>
+                  (POD_FUNCTIONS as readonly string[]).includes(ownerOf(k)),
+                ),
+              ),
+              idle.seconds / 60,
+              8,
+            )} per minute).`,
+          '',
+        ]
+      : []),
+    life,
+    '',
+    '### Cross-check with kube-apiserver (creation + deletion windows; apiserver counts every client)',
+    '',
+    crossCheck,
+    '',
+    '### CPU (seconds; "deployment" is this process minus its load-generator thread)',
     '',
     cost,
     '',
-    '### Resources (same window; CPU in seconds)',
+    '### Connections (answered requests that opened a new TCP connection)',
     '',
-    resources,
+    connections,
     '',
     '### Deletion (namespace delete until provider, known pods and namespace are empty)',
     '',
@@ -1022,6 +1112,7 @@ async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const interrupted = interruptSignal(log);
   const stops: Array<() => Promise<void>> = [];
+  markMockRequests();
   try {
     mkdirSync(benchDir, { recursive: true });
     const env = await startBenchEnvironment({ dir: join(benchDir, 'control-plane'), log });
@@ -1032,14 +1123,37 @@ async function main(): Promise<void> {
     const { client, doc } = createDynamoDbClient({ endpoint: env.dynamo.endpoint, region: 'local' });
     await createTable(client, tableName);
     const table = new StateTable(doc, tableName);
-    // The benchmark's own requests wait their turn under load; a 5 s bound would fail creates that succeed.
     const admin = createKubeClients(loadKubeConfig({ kubeconfigPath: env.controlPlane.adminKubeconfig }), {
       requestTimeoutMs: 120_000,
     });
+    const load = new LoadWorker({
+      adminKubeconfig: env.controlPlane.adminKubeconfig,
+      dynamoEndpoint: env.dynamo.endpoint,
+      tableName,
+      node: NODE,
+    });
+    stops.push(() => load.stop());
     const largest = Math.max(...options.bursts);
-    const baseline = options.baseline
-      ? await runBaseline(env, admin, largest, options, interrupted)
-      : undefined;
+    let baseline: (BaselineLoad & { cpuSeconds: Record<string, number> }) | undefined;
+    if (options.baseline) {
+      const cpu = () => {
+        const c = processCpuSeconds(env.pids);
+        c.set(LOAD, load.cpuSeconds);
+        c.set(MACHINE, machineBusySeconds());
+        return c;
+      };
+      await load.sample();
+      const cpuBefore = cpu();
+      const result = await load.run<BaselineLoad>({
+        cmd: 'baseline',
+        n: largest,
+        concurrency: options.concurrency,
+      });
+      const cpuAfter = cpu();
+      const cpuSeconds: Record<string, number> = {};
+      for (const [name, value] of cpuAfter) cpuSeconds[name] = value - (cpuBefore.get(name) ?? value);
+      baseline = { ...result, cpuSeconds };
+    }
     const observer = new Observer();
     const deployment = new LocalDeployment({
       env: {
@@ -1057,7 +1171,7 @@ async function main(): Promise<void> {
       timeoutMs: TIMEOUT_MS,
       podSyncConcurrency: options.podSyncConcurrency,
       onResult: (invocation, result) => {
-        observer.onResult(invocation.functionName, result);
+        observer.onResult(invocation.functionName, invocation.requestId, result);
         if (result.status !== 'ok' && invocation.functionName !== 'pod-sync') {
           log(`${invocation.functionName} ${result.status}: ${String(result.error)}`);
         }
@@ -1082,7 +1196,7 @@ async function main(): Promise<void> {
       ]),
     );
     deployment.start();
-    const run: Run = { env, admin, table, deployment, observer, options, interrupted };
+    const run: Run = { env, admin, table, deployment, observer, load, options, interrupted };
     await waitUntil(`${NODE} Ready and schedulable`, () => nodeReady(admin), {
       timeoutMs: 120_000,
       intervalMs: 500,
@@ -1092,6 +1206,13 @@ async function main(): Promise<void> {
       `${NODE} Ready; bursts of ${options.bursts.join(', ')} pods; pod-sync reserved concurrency ${options.podSyncConcurrency}`,
     );
 
+    let idle: WindowFigures | undefined;
+    if (options.idleMs > 0) {
+      log(`${options.idleMs / 1000} s with no pod: the deployment's fixed request rate`);
+      const before = await counters(run);
+      await delay(options.idleMs, undefined, { signal: interrupted });
+      idle = windowFigures(before, await counters(run), '');
+    }
     const results: BurstFigures[] = [];
     const file = join(benchDir, `pods-${new Date().toISOString().replaceAll(':', '-')}.json`);
     for (const n of options.bursts) {
@@ -1101,14 +1222,14 @@ async function main(): Promise<void> {
       writeFileSync(
         file,
         JSON.stringify(
-          { argv: process.argv.slice(2), machine: machineSummary(), baseline, results },
+          { argv: process.argv.slice(2), machine: machineSummary(), baseline, idle, results },
           null,
           2,
         ),
       );
     }
     const peakRss = process.resourceUsage().maxRSS / 1024;
-    const text = `${report(results, baseline)}\n\npod-sync reserved concurrency ${options.podSyncConcurrency}. Process peak RSS ${fixed(peakRss, 0)} MB. Raw figures: ${file}\n`;
+    const text = `${report(results, baseline, idle)}\n\npod-sync reserved concurrency ${options.podSyncConcurrency}. Process peak RSS ${fixed(peakRss, 0)} MB. Raw figures: ${file}\n`;
     // The functions log on stdout too: the report is also kept apart from them.
     writeFileSync(file.replace(/\.json$/, '.md'), text);
     process.stdout.write(`\n${text}`);

@@ -128,6 +128,7 @@ function isRequestMessage(message: unknown): message is { request: ClientRequest
 export class HttpRequestCounter {
   private readonly counts = new Map<string, number>();
   private readonly waits = new Map<string, RequestLatency>();
+  private readonly connects = new Map<string, number>();
   private readonly open = new WeakMap<ClientRequest, { key: string; at: number }>();
 
   constructor(classify: (request: ClientRequest) => string | undefined) {
@@ -144,6 +145,8 @@ export class HttpRequestCounter {
       const started = this.open.get(message.request);
       if (!started) return;
       this.open.delete(message.request);
+      // Known once a socket was assigned: false for a new TCP (and TLS) connection.
+      if (!message.request.reusedSocket) bump(this.connects, started.key);
       const ms = performance.now() - started.at;
       const entry = this.waits.get(started.key) ?? { count: 0, totalMs: 0, maxMs: 0 };
       entry.count++;
@@ -156,6 +159,11 @@ export class HttpRequestCounter {
   /** A copy of the counts so far. */
   snapshot(): Map<string, number> {
     return new Map(this.counts);
+  }
+
+  /** Answered requests that went out on a new connection (not a kept-alive one), by key. */
+  connections(): Map<string, number> {
+    return new Map(this.connects);
   }
 
   /** A copy of the answer times so far, by key. */

@@ -111,6 +111,18 @@ export function wholeNumber(defaultValue: number, min: number, max: number) {
     .default(defaultValue);
 }
 
+/** A Secrets Manager secret, by name or ARN, as an optional variable names one. */
+export function secretsManagerSecret() {
+  return z
+    .string()
+    .trim()
+    .regex(
+      /^([A-Za-z0-9/_+=.@-]{1,512}|arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+)$/,
+      'must be a Secrets Manager secret name or ARN',
+    )
+    .optional();
+}
+
 /** Parses `a=b,c=d` into ordered pairs; empty input is no pairs. */
 export function pairs(raw: string): Array<[string, string]> {
   return raw

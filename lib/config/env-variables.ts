@@ -2,7 +2,7 @@ import { z } from 'zod';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isProviderName, PROVIDER_NAMES, type ProviderName } from '../provider/registry.ts';
 import { isRelease } from '../release/release.ts';
-import { pairs, type Variables, wholeNumber } from './env-parsing.ts';
+import { pairs, secretsManagerSecret, type Variables, wholeNumber } from './env-parsing.ts';
 import { dns1123SubdomainError } from './kube-validation.ts';
 import { KUBELET_API_VARIABLES } from './kubelet-api-config.ts';
 import { capacitySchema, labelsSchema, NODE_RANGES, taintSchema } from './node-settings.ts';
@@ -147,14 +147,7 @@ export const ENV_VARIABLES = {
   SVK_POD_WATCH_BOOKMARK_INTERVAL_MS: wholeNumber(1000, 0, 60000),
   AWS_REGION: z.string().trim().min(1).default('us-east-1'),
   SVK_KUBECONFIG: z.string().trim().min(1, 'must be a path').optional(),
-  SVK_KUBECONFIG_SECRET: z
-    .string()
-    .trim()
-    .regex(
-      /^([A-Za-z0-9/_+=.@-]{1,512}|arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+)$/,
-      'must be a Secrets Manager secret name or ARN',
-    )
-    .optional(),
+  SVK_KUBECONFIG_SECRET: secretsManagerSecret(),
   SVK_KUBECONFIG_PARAMETER: z
     .string()
     .trim()

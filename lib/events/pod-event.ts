@@ -32,6 +32,47 @@ export const podEventDetailSchema = z.strictObject({
 
 export type PodEventDetail = z.infer<typeof podEventDetailSchema>;
 
+/**
+ * What pod-watch saw in the pod at the event's resourceVersion beyond the
+ * detail, so that pod-sync can skip reads or the whole reconcile:
+ *
+ * - `unchanged`: nothing pod-sync decides from (uid, node, spec and
+ *   metadata, deletion, terminal phase, and whether a container runs once the
+ *   pod is terminating) differs from the previous event this watcher sent for
+ *   the uid, whose reconcile (retried until it succeeds) covers this one too:
+ *   a status write, pod-sync's own included.
+ * - `deleted-next`: a graceful delete with grace 0 and no finalizers; the
+ *   API server deletes the pod in the same request, and the DELETED event
+ *   that follows is the one to act on.
+ * - `not-running`: terminating and no container running, so pod-sync
+ *   force-deletes the pod at once (virtual-kubelet's node/podcontroller.go
+ *   does the same on seeing it) without reading it again.
+ *
+ * They travel in the envelope's `resources` as
+ * `serverless-virtual-kubelet:hint/<name>`, which a pod-sync that does not
+ * know them ignores; the detail's schema stays as it is.
+ */
+export const POD_EVENT_HINTS = ['unchanged', 'deleted-next', 'not-running'] as const;
+export type PodEventHint = (typeof POD_EVENT_HINTS)[number];
+
+const HINT_PREFIX = 'serverless-virtual-kubelet:hint/';
+
+export function hintResource(hint: PodEventHint): string {
+  return `${HINT_PREFIX}${hint}`;
+}
+
+function isPodEventHint(value: string): value is PodEventHint {
+  return (POD_EVENT_HINTS as readonly string[]).includes(value);
+}
+
+/** The hints among an event's resources; others (and unknown hints) are ignored. */
+export function hintsOf(resources: readonly string[]): PodEventHint[] {
+  return resources.flatMap((r) => {
+    const name = r.startsWith(HINT_PREFIX) ? r.slice(HINT_PREFIX.length) : '';
+    return isPodEventHint(name) ? [name] : [];
+  });
+}
+
 /** An EventBridge event as delivered to pod-sync: the envelope with a parsed detail. */
 const podEventSchema = z.object({
   version: z.literal('0'),

@@ -25,6 +25,7 @@ export interface PutEventsEntry {
   Source: string;
   DetailType: string;
   Detail: string;
+  Resources?: string[];
   EventBusName?: string;
 }
 
@@ -49,7 +50,7 @@ export interface PutEventsResponse {
 export type PutEventsSender = (entries: PutEventsEntry[]) => Promise<PutEventsResponse>;
 
 /**
- * Publishes pod events. Events are hints (SPEC.md): publishing one twice is
+ * Publishes pod events. Events are hints (pod-sync reads the pod itself): publishing one twice is
  * harmless, losing one is not, so a caller that gets an error must publish
  * the same details again later (the watcher re-watches from its bookmark).
  */
@@ -63,7 +64,13 @@ export interface EventPublisher {
    * @throws PublishError when some entries still failed after the retries (the
    * others were published).
    */
-  publish(details: readonly PodEventDetail[], options?: { signal?: AbortSignal }): Promise<void>;
+  publish(details: readonly PodEventDetail[], options?: PublishOptions): Promise<void>;
+}
+
+export interface PublishOptions {
+  signal?: AbortSignal;
+  /** The event's `resources` (pod-watch's hints, see POD_EVENT_HINTS), by the index of its detail. */
+  resources?: ReadonlyArray<readonly string[] | undefined>;
 }
 
 /** A detail that must never be sent; nothing of the call was published. */
@@ -144,9 +151,12 @@ export class PodEventPublisher implements EventPublisher {
     this.#onPublished = options.onPublished;
   }
 
-  async publish(details: readonly PodEventDetail[], options: { signal?: AbortSignal } = {}): Promise<void> {
+  async publish(details: readonly PodEventDetail[], options: PublishOptions = {}): Promise<void> {
     // Validate everything first, so that a bad detail sends nothing at all.
-    let pending: Pending[] = details.map((detail) => ({ detail, entry: this.#entry(detail) }));
+    let pending: Pending[] = details.map((detail, i) => ({
+      detail,
+      entry: this.#entry(detail, options.resources?.[i]),
+    }));
     const total = pending.length;
     const givenUp: Pending[] = [];
     let lastRequestError: unknown;
@@ -200,7 +210,7 @@ export class PodEventPublisher implements EventPublisher {
     }
   }
 
-  #entry(detail: PodEventDetail): PutEventsEntry {
+  #entry(detail: PodEventDetail, resources: readonly string[] | undefined): PutEventsEntry {
     // Size first: an oversized detail is named as such, whatever else is wrong with it.
     const size = Buffer.byteLength(JSON.stringify(detail) ?? '', 'utf8');
     if (size > MAX_POD_EVENT_DETAIL_BYTES) {
@@ -218,6 +228,7 @@ export class PodEventPublisher implements EventPublisher {
       Source: POD_EVENT_SOURCE,
       DetailType: POD_EVENT_DETAIL_TYPE,
       Detail: json,
+      ...(resources && resources.length > 0 ? { Resources: [...resources] } : {}),
       ...(this.#busName ? { EventBusName: this.#busName } : {}),
     };
   }

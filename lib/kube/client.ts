@@ -16,6 +16,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { errorMessage } from '../util/error-message.ts';
+import { keepAliveAuthentication } from './keep-alive.ts';
 import { type KubeRetryOptions, retryingHttpLibrary } from './retrying-http.ts';
 
 /** Default bound on one API request: a hung connection must not stall a heartbeat. */
@@ -80,7 +81,8 @@ export interface KubeClients {
 
 /**
  * Builds the API clients for one kubeconfig. Cheap; build once per cold start
- * and reuse. Every attempt is aborted after `requestTimeoutMs` (without it, a
+ * and reuse: their requests share kept-alive connections. Every attempt is
+ * aborted after `requestTimeoutMs` (without it, a
  * connection to an API server that stopped answering hangs until the
  * invocation's deadline) or at the invocation's deadline, and 429 and 5xx
  * answers are retried with bounded backoff (see retrying-http.ts).
@@ -123,7 +125,11 @@ function configurationFor(
   const server = kc.getCurrentCluster()?.server;
   if (!server)
     throw new KubeConfigError(`current context "${kc.getCurrentContext()}" names no cluster server`);
-  const base = { baseServer: new ServerConfiguration(server, {}), authMethods: { default: kc } };
+  const base = {
+    baseServer: new ServerConfiguration(server, {}),
+    // Reuses connections (client-node would open a new one per request): see keep-alive.ts.
+    authMethods: { default: keepAliveAuthentication(kc) },
+  };
   // The client's own fetch library, under per-attempt timeouts, the invocation's deadline and retries.
   const fetchLibrary = createConfiguration(base).httpApi;
   return createConfiguration({

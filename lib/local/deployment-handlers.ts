@@ -1,3 +1,4 @@
+import { createEcsTaskStateHandler } from '../../functions/ecs-task-state.ts';
 import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
 import { createPodStatusHandler } from '../../functions/pod-status.ts';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
@@ -7,10 +8,16 @@ import type { EventPublisher } from '../events/publisher.ts';
 import type { LambdaHandler } from './lambda-function.ts';
 
 /** The functions of serverless.yml, by name. */
-export type DeploymentFunction = 'heartbeat' | 'pod-watch' | 'pod-status' | 'reconcile' | 'pod-sync';
+export type DeploymentFunction =
+  | 'heartbeat'
+  | 'pod-watch'
+  | 'pod-status'
+  | 'reconcile'
+  | 'pod-sync'
+  | 'ecs-task-state';
 
 /**
- * The real handlers of the five functions, configured by `env`, with
+ * The real handlers of the functions, configured by `env`, with
  * pod-watch publishing through `publisher` instead of EventBridge. Shared by
  * the in-process deployment and the function host's sandbox process, so both
  * run exactly what a Lambda bundle runs.
@@ -25,5 +32,7 @@ export function createDeploymentHandlers(
     'pod-status': createPodStatusHandler(env),
     reconcile: createReconcileHandler(env),
     'pod-sync': createPodSyncHandler(env),
+    // Built for every deployment, invoked only by ECS task-state events (provider ecs-fargate).
+    'ecs-task-state': createEcsTaskStateHandler(env),
   };
 }

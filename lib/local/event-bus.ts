@@ -156,6 +156,16 @@ export class LocalEventBus {
     return { FailedEntryCount: results.filter((r) => r.ErrorCode).length, Entries: results };
   }
 
+  /**
+   * An event an AWS service puts on the account's default bus itself (an
+   * "ECS Task State Change", say): not through PutEvents, whose `aws.`
+   * sources are reserved, but delivered to matching rules the same way.
+   */
+  deliverServiceEvent(event: BusEvent): void {
+    this.#log(this.published, event);
+    this.#dispatch([event]);
+  }
+
   /** Makes `putEvents` fail the entries `predicate` picks, as AWS does now and then. `undefined` stops it. */
   failEntries(
     predicate: ((entry: PutEventsRequestEntry) => boolean) | undefined,

@@ -1,5 +1,6 @@
 import { ConfigError } from '../config/config.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts';
+import { TASK_STATE_DETAIL_TYPE, TASK_STATE_SOURCE } from '../provider/ecs/task-state-event.ts';
 import { createDeploymentHandlers, type DeploymentFunction } from './deployment-handlers.ts';
 import { LocalEventBus } from './event-bus.ts';
 import { FunctionHost } from './function-host.ts';
@@ -79,6 +80,12 @@ export interface LocalDeploymentOptions {
 export class LocalDeployment {
   readonly runtime: LocalLambdaRuntime;
   readonly bus: LocalEventBus;
+  /**
+   * The account's default bus, where AWS services put their events (ECS's
+   * task state changes: {@link LocalEventBus.deliverServiceEvent}); its rule
+   * delivers them to ecs-task-state, as serverless.yml's rule does.
+   */
+  readonly awsBus: LocalEventBus;
   /** The process the handlers run in, with `sandboxes: 'host-process'`. */
   readonly host: FunctionHost | undefined;
   private readonly schedules: Array<{ stop(): void }> = [];
@@ -119,6 +126,18 @@ export class LocalDeployment {
       pattern: { source: [POD_EVENT_SOURCE], 'detail-type': [POD_EVENT_DETAIL_TYPE] },
       target: this.runtime.asTarget('pod-sync'),
     });
+    this.runtime.register({
+      name: 'ecs-task-state',
+      handler: handler('ecs-task-state'),
+      timeoutMs: 30_000,
+      reservedConcurrency: 10,
+    });
+    this.awsBus = new LocalEventBus({ retries: 2, retryDelayMs: options.syncRetryDelayMs ?? 2_000 });
+    this.awsBus.addRule({
+      name: 'ecs-task-state',
+      pattern: { source: [TASK_STATE_SOURCE], 'detail-type': [TASK_STATE_DETAIL_TYPE] },
+      target: this.runtime.asTarget('ecs-task-state'),
+    });
   }
 
   /** Starts the schedules, each firing at once and then every rate. */
@@ -144,6 +163,7 @@ export class LocalDeployment {
     for (const s of this.schedules.splice(0)) s.stop();
     await this.runtime.stopAll(options);
     await this.bus.whenIdle();
+    await this.awsBus.whenIdle();
     await this.host?.stop();
   }
 }

@@ -78,44 +78,64 @@ export function decide(input: DecisionInput): Decision {
     };
   }
   const readError = fetched.kind === 'error' ? `${where} could not be read (${fetched.message})` : undefined;
+  if (assigned?.config.ok)
+    return useAssigned(input, { ...assigned, config: assigned.config }, where, readError);
+  return fallBack(input, where, readError);
+}
 
-  if (assigned?.config.ok) {
-    const isNew = !sameRef(state?.current, assigned.ref);
-    const since = isNew || !state?.current ? input.now : state.current.since;
-    const lkg = sameRef(state?.lastKnownGood, assigned.ref) || input.now - since >= input.trialMs;
-    const next: CheckpointState = {
-      version: (state?.version ?? 0) + 1,
-      current: { ...assigned.ref, since },
-      ...(lkg
-        ? { lastKnownGood: { ...assigned.ref } }
-        : state?.lastKnownGood
-          ? { lastKnownGood: state.lastKnownGood }
-          : {}),
-    };
-    const changed = isNew || !sameRef(state?.lastKnownGood, next.lastKnownGood);
-    const trial = lkg ? 'last-known-good' : `on trial until ${new Date(since + input.trialMs).toISOString()}`;
-    return {
-      settings: assigned.config.settings,
-      using: 'assigned',
-      ref: assigned.ref,
-      condition: {
-        type: CONFIG_OK,
-        status: 'True',
-        reason: 'AssignedConfig',
-        message: truncate(
-          `using assigned config: ${where} ${describeRef(assigned.ref)} (${trial})${
-            readError ? `; ${readError}, using its checkpoint` : ''
-          }`,
-        ),
-      },
-      ...(isNew && !assigned.fromCheckpoint
-        ? { checkpoint: { ref: assigned.ref, document: assigned.config.document } }
+/**
+ * The assigned config loaded and validated: use it, starting its trial when
+ * it is new, and make it the last-known-good once the trial period is over.
+ */
+function useAssigned(
+  input: DecisionInput,
+  assigned: Candidate & { config: Extract<AssignedConfig, { ok: true }> },
+  where: string,
+  readError: string | undefined,
+): Decision {
+  const { state } = input;
+  const isNew = !sameRef(state?.current, assigned.ref);
+  const since = isNew || !state?.current ? input.now : state.current.since;
+  const lkg = sameRef(state?.lastKnownGood, assigned.ref) || input.now - since >= input.trialMs;
+  const next: CheckpointState = {
+    version: (state?.version ?? 0) + 1,
+    current: { ...assigned.ref, since },
+    ...(lkg
+      ? { lastKnownGood: { ...assigned.ref } }
+      : state?.lastKnownGood
+        ? { lastKnownGood: state.lastKnownGood }
         : {}),
-      ...(changed ? { nextState: next } : {}),
-    };
-  }
+  };
+  const changed = isNew || !sameRef(state?.lastKnownGood, next.lastKnownGood);
+  const trial = lkg ? 'last-known-good' : `on trial until ${new Date(since + input.trialMs).toISOString()}`;
+  return {
+    settings: assigned.config.settings,
+    using: 'assigned',
+    ref: assigned.ref,
+    condition: {
+      type: CONFIG_OK,
+      status: 'True',
+      reason: 'AssignedConfig',
+      message: truncate(
+        `using assigned config: ${where} ${describeRef(assigned.ref)} (${trial})${
+          readError ? `; ${readError}, using its checkpoint` : ''
+        }`,
+      ),
+    },
+    ...(isNew && !assigned.fromCheckpoint
+      ? { checkpoint: { ref: assigned.ref, document: assigned.config.document } }
+      : {}),
+    ...(changed ? { nextState: next } : {}),
+  };
+}
 
-  // The assigned config is not usable: say why, and fall back.
+/**
+ * The assigned config is not usable (unreadable, rejected, its checkpoint
+ * corrupt): say why, and fall back to the last-known-good, or to the local
+ * config when there is none that loads.
+ */
+function fallBack(input: DecisionInput, where: string, readError: string | undefined): Decision {
+  const { assigned, local } = input;
   let reason: string;
   let why: string;
   if (assigned && !assigned.config.ok) {

@@ -69,7 +69,7 @@ function readApplied(node: V1Node): Applied {
         : [],
     };
   } catch {
-    // A Node registered before this annotation existed: nothing of ours to remove.
+    // A Node without this annotation (or with one that does not parse): nothing of ours to remove.
     return { labels: [], taints: [] };
   }
 }

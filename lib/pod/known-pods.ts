@@ -1,5 +1,12 @@
 import { podKey } from '../kube/pod-key.ts';
 import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
+import {
+  FORCE_DELETE_INDEX_PARTITION,
+  forceDeleteSortKey,
+  fromItem,
+  knownPodKey,
+  toItem,
+} from './known-pod-item.ts';
 
 /**
  * What virtual-kubelet keeps in its knownPods map, in DynamoDB: one record per
@@ -27,10 +34,13 @@ export interface KnownPod {
   /** Hash of the pod status we last wrote to the API server. */
   statusHash?: string;
   /**
-   * ISO wall-clock time until which the pod-sync invocation that just applied
-   * the pod is writing the status the provider reported with it (status at
-   * once); pod-status leaves the pod alone meanwhile. Removed when that
-   * status is recorded or given up; a crashed writer's mark simply expires.
+   * ISO wall-clock time until which a pod-sync invocation that completed its
+   * claim before writing the status the provider reported (release 0.1.0's
+   * order) is still writing it; pod-status leaves the pod alone meanwhile.
+   * This release writes that status under the claim and records it with the
+   * completion, so it never sets the mark; pod-status still honours it while
+   * both releases run, every status write removes it, and a crashed writer's
+   * mark expires.
    */
   pushUntil?: string;
   /**
@@ -69,70 +79,9 @@ export class KnownPodConflictError extends Error {
   override readonly name = 'KnownPodConflictError';
 }
 
-export function knownPodKey(node: string, namespace: string, name: string): { pk: string; sk: string } {
-  return { pk: `pods#${node}`, sk: `${namespace}/${name}` };
-}
-
-/** gsi1 partition of records with a force-delete due, sorted by due time. */
-export const FORCE_DELETE_INDEX_PARTITION = 'force-delete';
-
-function forceDeleteSortKey(pod: KnownPodIdentity, forceDeleteAt: string): string {
-  return `${forceDeleteAt}#${pod.node}#${pod.namespace}/${pod.name}`;
-}
-
 /** True while another invocation's claim keeps everyone else from calling the provider. */
 export function isClaimLive(claim: KnownPodClaim | undefined, nowMs: number): claim is KnownPodClaim {
   return claim !== undefined && Date.parse(claim.until) > nowMs;
-}
-
-function toItem(pod: KnownPod): StoredItem {
-  return {
-    ...knownPodKey(pod.node, pod.namespace, pod.name),
-    ...pod,
-    ...(pod.forceDeleteAt
-      ? { gsi1pk: FORCE_DELETE_INDEX_PARTITION, gsi1sk: forceDeleteSortKey(pod, pod.forceDeleteAt) }
-      : {}),
-  };
-}
-
-function isClaim(value: unknown): value is KnownPodClaim {
-  if (typeof value !== 'object' || value === null) return false;
-  const c = value as Record<string, unknown>;
-  return (
-    typeof c.token === 'string' &&
-    typeof c.owner === 'string' &&
-    typeof c.hash === 'string' &&
-    typeof c.until === 'string'
-  );
-}
-
-function fromItem(item: StoredItem): KnownPod {
-  const { node, namespace, name, uid, appliedHash, claim, statusHash, pushUntil, forceDeleteAt, version } =
-    item;
-  if (
-    typeof node !== 'string' ||
-    typeof namespace !== 'string' ||
-    typeof name !== 'string' ||
-    typeof uid !== 'string' ||
-    typeof version !== 'number' ||
-    (claim !== undefined && !isClaim(claim))
-  ) {
-    throw new Error(`known-pod record ${item.pk} ${item.sk} is malformed`);
-  }
-  return {
-    node,
-    namespace,
-    name,
-    uid,
-    version,
-    ...(typeof appliedHash === 'string' ? { appliedHash } : {}),
-    ...(claim
-      ? { claim: { token: claim.token, owner: claim.owner, hash: claim.hash, until: claim.until } }
-      : {}),
-    ...(typeof statusHash === 'string' ? { statusHash } : {}),
-    ...(typeof pushUntil === 'string' ? { pushUntil } : {}),
-    ...(typeof forceDeleteAt === 'string' ? { forceDeleteAt } : {}),
-  };
 }
 
 const VERSION = { '#v': 'version' };
@@ -202,28 +151,49 @@ export class KnownPodStore {
 
   /**
    * Records that the claim's hash is now applied in the provider and drops the
-   * claim, if `token` still holds it. `pushUntil`: the caller is about to
-   * write the status the provider reported (see {@link KnownPod.pushUntil}).
+   * claim, if `token` still holds it. `status`: the status just written to the
+   * API server under the claim, recorded in the same write as a
+   * compare-and-set on the hash the writer decided from (as
+   * {@link recordStatus}); when that part fails (pod-status recorded another
+   * status meanwhile), the claim is completed without it and the status hash
+   * forgotten, so that the next poll writes the provider's status again.
    * @throws KnownPodConflictError when the claim was taken over or the record forgotten.
    */
-  completeClaim(
+  async completeClaim(
     pod: KnownPod,
     token: string,
     appliedHash: string,
-    options: { pushUntil?: string } = {},
+    options: { status?: { seen: string | undefined; hash: string } } = {},
   ): Promise<KnownPod> {
-    const push = options.pushUntil;
+    const names = { '#applied': 'appliedHash', '#claim': 'claim', '#push': 'pushUntil', ...VERSION };
+    const values = { ':applied': appliedHash, ':one': 1 };
+    const applied = 'SET #applied = :applied, #v = #v + :one';
+    const status = options.status;
+    if (status) {
+      try {
+        return await this.update(
+          pod,
+          {
+            expression: `${applied}, #status = :status REMOVE #claim, #push`,
+            names: { ...names, '#status': 'statusHash' },
+            values: { ...values, ':status': status.hash },
+          },
+          {
+            expression: `${HELD_BY} AND ${status.seen === undefined ? 'attribute_not_exists(#status)' : '#status = :seen'}`,
+            names: { '#claim': 'claim', '#token': 'token', '#status': 'statusHash' },
+            values: { ':token': token, ...(status.seen === undefined ? {} : { ':seen': status.seen }) },
+          },
+        );
+      } catch (err) {
+        if (!(err instanceof KnownPodConflictError)) throw err;
+      }
+    }
     return this.update(
       pod,
       {
-        expression: `SET #applied = :applied, #v = #v + :one${push ? ', #push = :push' : ''} REMOVE #claim`,
-        names: {
-          '#applied': 'appliedHash',
-          '#claim': 'claim',
-          ...VERSION,
-          ...(push ? { '#push': 'pushUntil' } : {}),
-        },
-        values: { ':applied': appliedHash, ':one': 1, ...(push ? { ':push': push } : {}) },
+        expression: `${applied} REMOVE #claim, #push${status ? ', #status' : ''}`,
+        names: { ...names, ...(status ? { '#status': 'statusHash' } : {}) },
+        values,
       },
       heldBy(token),
     );
@@ -342,6 +312,29 @@ export class KnownPodStore {
   }
 
   /**
+   * Forgets the record of this uid without reading it, unless another
+   * invocation's claim on it is live at `now` (ISO): for a pod already
+   * force-deleted from the API server. Whether it was forgotten; a record
+   * that is claimed, gone or about another uid stays (the pod's DELETED
+   * event deals with it).
+   */
+  async forgetDone(pod: KnownPodIdentity, now: string): Promise<boolean> {
+    try {
+      await this.table.delete(knownPodKey(pod.node, pod.namespace, pod.name), {
+        condition: {
+          expression: '#uid = :uid AND (attribute_not_exists(#claim) OR #claim.#until < :now)',
+          names: { '#uid': 'uid', '#claim': 'claim', '#until': 'until' },
+          values: { ':uid': pod.uid, ':now': now },
+        },
+      });
+      return true;
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
+    }
+  }
+
+  /**
    * Records whose force-delete is due at or before `now` (ISO), oldest first,
    * across all nodes. Read from an index, so possibly a moment stale: act on
    * them with conditional writes only.
@@ -389,9 +382,11 @@ function identityValues(identity: KnownPodIdentity): Record<string, string> {
   return { ':node': identity.node, ':ns': identity.namespace, ':name': identity.name, ':uid': identity.uid };
 }
 
+const HELD_BY = '#claim.#token = :token';
+
 function heldBy(token: string) {
   return {
-    expression: '#claim.#token = :token',
+    expression: HELD_BY,
     names: { '#claim': 'claim', '#token': 'token' },
     values: { ':token': token },
   };

@@ -17,7 +17,7 @@ import type { KnownPod, KnownPodStore } from './known-pods.ts';
 import { resolvePodEnv } from './pod-env.ts';
 import { POD_EVENT_REASONS, type PodEventRecorder } from './pod-events.ts';
 import { isTerminalPhase, providerFailedStatus, reportedStatusToWrite } from './pod-status-builders.ts';
-import { podRef, writePodStatus, writeReportedStatus } from './pod-status-writes.ts';
+import { podRef, writePodStatus, writeProviderStatus } from './pod-status-writes.ts';
 import type { SyncStep } from './pod-sync-decision.ts';
 import { PodSyncRetryError, type SyncOutcome } from './pod-sync-result.ts';
 
@@ -28,13 +28,13 @@ import { PodSyncRetryError, type SyncOutcome } from './pod-sync-result.ts';
  *
  * ## The first status (status at once)
  *
- * When the provider resolves createPod/updatePod with the pod's status, the
- * claim is completed with a `pushUntil` mark and the status is then written
- * through pod-status's write path (writeReportedStatus), which records its
- * hash and drops the mark. pod-status leaves marked (and claimed) pods alone,
- * so the status is written once; the delivery our own status write triggers
- * finds the claim gone and skips at once. A failed write is logged and drops
- * the mark, and pod-status's poll writes the status: it never fails the
+ * When the provider resolves createPod/updatePod with the pod's status, that
+ * status is written to the API server (as pod-status writes it, against the
+ * pod this reconcile read, so without reading it again) while the claim is
+ * still held, together with the Event, and its hash is recorded by the same
+ * write that completes the claim. pod-status leaves claimed pods alone, so
+ * the status is written once. A failed write is logged and nothing is
+ * recorded, so pod-status's poll writes the status: it never fails the
  * reconcile, whose provider call is done and recorded.
  */
 
@@ -84,23 +84,24 @@ export class PodApplier {
     const called = await this.callProvider(step, resolved, claimed, token, log);
     if ('outcome' in called) return called.outcome;
     const { create, reported } = called;
-    await events.record(
-      pod,
-      'Normal',
-      create ? POD_EVENT_REASONS.createSuccess : POD_EVENT_REASONS.updateSuccess,
-      create ? 'Create pod in provider successfully' : 'Update pod in provider successfully',
-    );
-    // The mark keeps pod-status off the pod until the status below is
-    // recorded, so it is written once. Dropping the claim first lets the
-    // delivery our own status write triggers skip at once instead of waiting.
+    // Still under the claim, which keeps pod-status and other deliveries off
+    // the pod: the Event and the status the provider reported, at once.
     const push = reportedStatusToWrite(claimed, reported);
-    const completed = await knownPods.completeClaim(
+    const [, pushed] = await Promise.all([
+      events.record(
+        pod,
+        'Normal',
+        create ? POD_EVENT_REASONS.createSuccess : POD_EVENT_REASONS.updateSuccess,
+        create ? 'Create pod in provider successfully' : 'Update pod in provider successfully',
+      ),
+      push ? this.pushStatus(pod, push.status, log) : false,
+    ]);
+    await knownPods.completeClaim(
       claimed,
       token,
       step.hash,
-      push ? { pushUntil: new Date(clock.now() + claimMs).toISOString() } : {},
+      push && pushed ? { status: { seen: claimed.statusHash, hash: push.hash } } : {},
     );
-    if (push) await this.pushStatus(completed, pod, push.status, log);
     return create ? 'created' : 'updated';
   }
 
@@ -149,21 +150,19 @@ export class PodApplier {
 
   /**
    * Writes the status the provider reported with the create or update
-   * (status at once, see AppliedPodStatus), through pod-status's own write
-   * path, against the pod read for this reconcile. Best effort: the pod is
-   * in the provider and recorded whatever happens here; on failure the push
-   * mark is dropped so that pod-status's next poll writes the status.
+   * (status at once, see AppliedPodStatus) as pod-status would, against the
+   * pod read for this reconcile. Whether it is now the pod's status, to be
+   * recorded with the claim's completion. Best effort: on failure nothing is
+   * recorded, so that pod-status's next poll writes the status.
    */
-  private async pushStatus(record: KnownPod, pod: V1Pod, reported: V1PodStatus, log: Logger): Promise<void> {
-    const { core, knownPods } = this.options;
+  private async pushStatus(pod: V1Pod, reported: V1PodStatus, log: Logger): Promise<boolean> {
     try {
-      const written = await writeReportedStatus({ core, knownPods }, record, reported, { pod });
+      const written = await writeProviderStatus(this.options.core, podRef(pod), reported, { pod });
       log.debug({ written, phase: reported.phase }, 'pod status written after apply');
+      return written !== 'gone';
     } catch (err) {
       log.warn({ err }, 'could not write the pod status after applying it; pod-status polls it');
-      await knownPods.forgetStatus(record).catch((e: unknown) => {
-        log.warn({ err: e }, 'could not drop the status push mark; it expires');
-      });
+      return false;
     }
   }
 

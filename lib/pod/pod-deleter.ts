@@ -1,4 +1,5 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
 import { isNotFound } from '../kube/client.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
@@ -26,6 +27,7 @@ export interface PodDeleterOptions {
   events: PodEventRecorder;
   /** Our virtual nodes: only pods bound to one of them are touched. */
   nodes: readonly string[];
+  clock: Clock;
   signal?: AbortSignal;
 }
 
@@ -79,6 +81,38 @@ export class PodDeleter {
   }
 
   /**
+   * A terminating pod known not to run any more (decideFromRecords, or
+   * pod-watch's `not-running`): deleted from the API server by uid without
+   * reading it, then its provider pod of that uid, then its record: the one
+   * given, or without reading it unless a create holds it (the DELETED event
+   * that follows deals with what is left).
+   */
+  async forceDeleteKnown(
+    step: Extract<SyncStep, { kind: 'force-delete-known' }>,
+    log: Logger,
+  ): Promise<SyncOutcome> {
+    const { core, knownPods, provider, signal } = this.options;
+    const result = await forceDeletePod(core, step.pod);
+    log.info({ result }, 'terminating and not running: force-deleted from the API server');
+    try {
+      await deleteUidInProvider(provider, step.pod, signal);
+    } catch (err) {
+      log.warn({ err }, 'provider delete after force delete failed');
+    }
+    if (step.record) await knownPods.delete(step.record);
+    else await knownPods.forgetDone(step.pod, new Date(this.options.clock.now()).toISOString());
+    return 'force-deleted';
+  }
+
+  /** The pod of this uid is gone for good and nothing of ours remembers it: its provider pod, if any, is deleted. */
+  async deleteGone(step: Extract<SyncStep, { kind: 'delete-gone' }>, log: Logger): Promise<SyncOutcome> {
+    const { provider, signal } = this.options;
+    if (!(await deleteUidInProvider(provider, step.pod, signal))) return 'absent';
+    log.info({ orphanUid: step.pod.uid }, 'pod gone from the API server: deleted in provider');
+    return 'orphan-deleted';
+  }
+
+  /**
    * A terminating pod that still runs: deleted in the provider, with an event
    * either way, and the grace period's end recorded so that pod-status
    * force-deletes it then.
@@ -88,16 +122,9 @@ export class PodDeleter {
     log: Logger,
   ): Promise<SyncOutcome> {
     const { knownPods, events, provider, signal } = this.options;
+    let result: 'deleted' | 'not-found';
     try {
-      const result = await deleteInProvider(provider, step.pod, signal);
-      if (result === 'deleted') {
-        await events.record(
-          step.pod,
-          'Normal',
-          POD_EVENT_REASONS.deleteSuccess,
-          'Delete pod in provider successfully',
-        );
-      }
+      result = await deleteInProvider(provider, step.pod, signal);
     } catch (err) {
       const message = errorMessage(err);
       await events.record(step.pod, 'Warning', POD_EVENT_REASONS.deleteFailed, message);
@@ -107,11 +134,19 @@ export class PodDeleter {
         { cause: err },
       );
     }
-    await knownPods.markTerminating(
-      step.record,
-      { ...podRef(step.pod), node: step.node },
-      step.forceDeleteAt,
-    );
+    // Recorded at once, beside the Event: until then pod-status, finding the
+    // pod gone from the provider, would take it for lost.
+    await Promise.all([
+      knownPods.markTerminating(step.record, { ...podRef(step.pod), node: step.node }, step.forceDeleteAt),
+      result === 'deleted'
+        ? events.record(
+            step.pod,
+            'Normal',
+            POD_EVENT_REASONS.deleteSuccess,
+            'Delete pod in provider successfully',
+          )
+        : undefined,
+    ]);
     log.info(
       { forceDeleteAt: step.forceDeleteAt },
       'terminating: deleted in provider, force delete scheduled',

@@ -7,7 +7,14 @@ import { type EnvSources, lookupEnvObject, memoizeEnvSources } from './env-sourc
  * Env resolution before a pod goes to the provider, as the kubelet does it
  * (pkg/kubelet/kubelet_pods.go makeEnvironmentVariables) and as the provider
  * contract expects it (PodProvider.createPod): every container's `envFrom` and
- * `env` become one plain `env` list of name/value pairs.
+ * `env` become one `env` list in which every variable has its `value`.
+ *
+ * A variable that came from a reference keeps it in `valueFrom` beside the
+ * resolved `value`, so a provider can tell where a value came from: a
+ * Secret's value must stay secret, a pod field is specific to this pod. A
+ * variable from `envFrom` gets the `configMapKeyRef` or `secretKeyRef` it
+ * stands for; a literal whose `$(VAR)` expansion used such a variable takes
+ * that variable's `valueFrom` (a Secret's first), since its value carries it.
  *
  * - envFrom ConfigMaps and Secrets first, in order (later ones win), keys
  *   prefixed and skipped (with a warning) when not valid variable names;
@@ -109,7 +116,7 @@ export function expandEnv(input: string, lookup: (name: string) => string | unde
 
 async function containerEnv(ctx: PodEnvContext, container: V1Container): Promise<V1EnvVar[]> {
   const { namespace, sources, warnings } = ctx;
-  const env = new Map<string, string>();
+  const env = new Map<string, V1EnvVar>();
   for (const from of container.envFrom ?? []) {
     const ref = from.configMapRef ?? from.secretRef;
     if (!ref) continue;
@@ -129,7 +136,9 @@ async function containerEnv(ctx: PodEnvContext, container: V1Container): Promise
     const invalid: string[] = [];
     for (const [key, value] of Object.entries(data)) {
       const name = `${from.prefix ?? ''}${key}`;
-      if (isEnvVarName(name)) env.set(name, value);
+      const selector = { name: ref.name ?? '', key };
+      const valueFrom = from.configMapRef ? { configMapKeyRef: selector } : { secretKeyRef: selector };
+      if (isEnvVarName(name)) env.set(name, { name, value, valueFrom });
       else invalid.push(name);
     }
     if (invalid.length > 0) {
@@ -140,25 +149,49 @@ async function containerEnv(ctx: PodEnvContext, container: V1Container): Promise
     }
   }
   for (const variable of container.env ?? []) {
-    const value = await envValue(ctx, container, variable, env);
-    if (value !== undefined) env.set(variable.name, value);
+    const resolved = await envValue(ctx, container, variable, env);
+    if (resolved !== undefined) env.set(variable.name, resolved);
   }
-  return [...env].map(([name, value]) => ({ name, value }));
+  return [...env.values()];
 }
 
-/** One `env` entry's value; undefined when an optional reference is missing (the variable is left out). */
+/** The reference a value expanded from these variables carries: a Secret's first, else the first one's. */
+function inheritedSource(used: readonly V1EnvVar[]): V1EnvVar['valueFrom'] {
+  return used.find((v) => v.valueFrom?.secretKeyRef)?.valueFrom ?? used.find((v) => v.valueFrom)?.valueFrom;
+}
+
+/** One `env` entry resolved; undefined when an optional reference is missing (the variable is left out). */
 async function envValue(
   ctx: PodEnvContext,
   container: V1Container,
   variable: V1EnvVar,
-  defined: ReadonlyMap<string, string>,
-): Promise<string | undefined> {
-  const { pod, options } = ctx;
+  defined: ReadonlyMap<string, V1EnvVar>,
+): Promise<V1EnvVar | undefined> {
+  const { name } = variable;
   const from = variable.valueFrom;
   if (variable.value !== undefined && variable.value !== '') {
-    return expandEnv(variable.value, (name) => defined.get(name));
+    const used: V1EnvVar[] = [];
+    const value = expandEnv(variable.value, (ref) => {
+      const found = defined.get(ref);
+      if (found) used.push(found);
+      return found?.value;
+    });
+    const valueFrom = inheritedSource(used);
+    return valueFrom ? { name, value, valueFrom } : { name, value };
   }
-  if (!from) return variable.value ?? '';
+  if (!from) return { name, value: variable.value ?? '' };
+  const value = await referencedValue(ctx, container, variable, from);
+  return value === undefined ? undefined : { name, value, valueFrom: from };
+}
+
+/** The value a `valueFrom` reference points at; undefined when optional and missing. */
+async function referencedValue(
+  ctx: PodEnvContext,
+  container: V1Container,
+  variable: V1EnvVar,
+  from: NonNullable<V1EnvVar['valueFrom']>,
+): Promise<string | undefined> {
+  const { pod, options } = ctx;
   const keyRef = from.configMapKeyRef ?? from.secretKeyRef;
   if (keyRef) return keyValue(ctx, from.configMapKeyRef ? 'configmap' : 'secret', keyRef, variable.name);
   if (from.fieldRef) return fieldValue(pod, from.fieldRef.fieldPath, options);

@@ -20,6 +20,16 @@ export const STATUS_REASONS = {
   containerTerminatedMessage: 'Container was terminated. The exit code may not reflect the real exit code',
 } as const;
 
+/**
+ * statusHash values for the statuses we derive ourselves rather than copy
+ * from the provider. A record with TERMINATED_MARK and a force delete
+ * pending says, without reading the pod, that the pod is terminating and no
+ * longer running: pod-status wrote a Succeeded status (which nothing of ours
+ * overwrites) after the provider had deleted it.
+ */
+export const TERMINATED_MARK = 'terminated';
+export const LOST_MARK = 'lost';
+
 /** Exit code virtual-kubelet reports for a container the provider lost. */
 export const CONTAINER_NOT_FOUND_EXIT_CODE = -137;
 
@@ -30,12 +40,19 @@ export const CONTAINER_NOT_FOUND_EXIT_CODE = -137;
  */
 const KUBELET_CONDITIONS = new Set(['Ready', 'Initialized', 'ContainersReady']);
 
+/** The part of a pod status running() reads: a V1PodStatus, or the same as JSON from a watch. */
+export interface ContainerStates {
+  containerStatuses?: ReadonlyArray<{
+    state?: { running?: unknown; terminated?: unknown; waiting?: unknown };
+  }>;
+}
+
 /**
  * virtual-kubelet's running() (node/podcontroller.go): some container is neither
  * terminated nor waiting. No container statuses (never started) counts as not
  * running.
  */
-export function running(status: V1PodStatus | undefined): boolean {
+export function running(status: ContainerStates | undefined): boolean {
   return (status?.containerStatuses ?? []).some((c) => !c.state?.terminated && !c.state?.waiting);
 }
 

@@ -5,7 +5,13 @@ import type { Logger } from '../log/logger.ts';
 import type { PodProvider } from '../provider/provider.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
 import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
-import { isTerminalPhase, lostStatus, terminatedStatus } from './pod-status-builders.ts';
+import {
+  isTerminalPhase,
+  LOST_MARK,
+  lostStatus,
+  TERMINATED_MARK,
+  terminatedStatus,
+} from './pod-status-builders.ts';
 import { forceDeletePod, writeRecordedStatus, writeReportedStatus } from './pod-status-writes.ts';
 
 /**
@@ -126,6 +132,8 @@ export class PodStatusSyncer {
   ): Promise<PodOutcome> {
     const { provider, clock } = this.options;
     if (!shouldPollStatus(record, listed !== undefined, clock.now())) return 'none';
+    // Reported terminated after the provider delete: Succeeded, which no provider status replaces.
+    if (record.forceDeleteAt && record.statusHash === TERMINATED_MARK) return 'unchanged';
     let reported = listed;
     if (!reported) {
       const got = await provider.getPod(record.namespace, record.name, signal);
@@ -204,7 +212,3 @@ export class PodStatusSyncer {
     return handled;
   }
 }
-
-/** statusHash values for the statuses we derive ourselves rather than copy from the provider. */
-const TERMINATED_MARK = 'terminated';
-const LOST_MARK = 'lost';

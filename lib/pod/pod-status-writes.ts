@@ -122,11 +122,30 @@ export async function writeRecordedStatus(
   return written;
 }
 
+/** A status the provider reported, as it is written: merged with the conditions other actors own, never over a finished pod. */
+function providerStatusOver(reported: V1PodStatus): (pod: V1Pod) => V1PodStatus | undefined {
+  return (pod) => (isTerminalPhase(pod.status?.phase) ? undefined : mergeStatus(pod.status, reported));
+}
+
 /**
- * The one path by which a status the provider reported reaches the API
- * server, for pod-status's poll and pod-sync's push alike: skipped when the
- * record says it was written already, else merged with the conditions other
- * actors own (never over a Succeeded or Failed status) and recorded.
+ * Writes a status the provider reported (writePodStatus with the merge of
+ * pod-status's poll) without recording it: for a writer that records the
+ * hash itself, as pod-sync does when it completes its claim.
+ */
+export function writeProviderStatus(
+  core: CoreV1Api,
+  ref: PodRef,
+  reported: V1PodStatus,
+  options: { pod?: V1Pod } = {},
+): Promise<StatusWriteResult> {
+  return writePodStatus(core, ref, providerStatusOver(reported), options);
+}
+
+/**
+ * The path by which pod-status's poll brings a status the provider reported
+ * to the API server: skipped when the record says it was written already,
+ * else merged with the conditions other actors own (never over a Succeeded
+ * or Failed status) and recorded.
  */
 export async function writeReportedStatus(
   targets: StatusTargets,
@@ -136,13 +155,7 @@ export async function writeReportedStatus(
 ): Promise<StatusWriteResult> {
   const change = reportedStatusToWrite(record, reported);
   if (!change) return 'unchanged';
-  return writeRecordedStatus(
-    targets,
-    record,
-    change.hash,
-    (pod) => (isTerminalPhase(pod.status?.phase) ? undefined : mergeStatus(pod.status, change.status)),
-    options,
-  );
+  return writeRecordedStatus(targets, record, change.hash, providerStatusOver(change.status), options);
 }
 
 /**

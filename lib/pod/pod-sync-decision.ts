@@ -1,7 +1,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { isClaimLive, type KnownPod } from './known-pods.ts';
+import type { PodEventDetail, PodEventHint } from '../events/pod-event.ts';
+import { isClaimLive, type KnownPod, type KnownPodIdentity } from './known-pods.ts';
 import { podSpecHash } from './pod-hash.ts';
-import { isTerminalPhase, running } from './pod-status-builders.ts';
+import { isTerminalPhase, running, TERMINATED_MARK } from './pod-status-builders.ts';
 
 /**
  * The pure decision of a pod reconcile: from the key's known-pod records and
@@ -27,10 +28,28 @@ export interface DecideContext {
   ownTokens?: ReadonlySet<string>;
 }
 
+/**
+ * What the event that woke a reconcile says: which node's watch saw the pod,
+ * its uid, the type of change and what pod-watch saw in it (POD_EVENT_HINTS).
+ * A reconcile with a hint looks only at that node's record, and takes the
+ * shortcuts the hints allow; one without (the cluster reconciler's) reads
+ * the records of all its nodes.
+ */
+export interface SyncHint {
+  type: PodEventDetail['type'];
+  node: string;
+  uid: string;
+  seen: readonly PodEventHint[];
+}
+
 /** The one next step for a state; executing it either ends the reconcile or leads to a fresh read. */
 export type SyncStep =
   | { kind: 'wait'; record: KnownPod }
   | { kind: 'forget-stale'; record: KnownPod }
+  /** A terminating pod known not to run any more: force-deleted by uid without reading it; the record forgotten if given. */
+  | { kind: 'force-delete-known'; pod: KnownPodIdentity; record?: KnownPod }
+  /** The pod of this uid is gone for good: only its provider pod may be left to delete. */
+  | { kind: 'delete-gone'; pod: KnownPodIdentity }
   | { kind: 'delete-orphan' }
   | { kind: 'ignore' }
   | { kind: 'force-delete'; pod: V1Pod; node: string; record?: KnownPod }
@@ -85,6 +104,42 @@ export function decideSync(state: SyncState, ctx: DecideContext): SyncStep {
   const hash = podSpecHash(pod);
   if (record?.appliedHash === hash) return { kind: 'skip', reason: 'unchanged' };
   return { kind: 'apply', mode: record?.appliedHash ? 'update' : 'create', pod, node, ...withRecord, hash };
+}
+
+/**
+ * The step the records alone decide, before the pod is read (undefined: read
+ * it): a record saying the provider deleted the pod and pod-status then wrote
+ * its terminated status means the pod is terminating and runs no container
+ * (nothing of ours writes a status over a Succeeded one), which is when
+ * decideSync force-deletes it at once. The delete is guarded by the uid.
+ */
+export function decideFromRecords(records: readonly KnownPod[], ctx: DecideContext): SyncStep | undefined {
+  const done = records.find(
+    (r) => r.forceDeleteAt !== undefined && r.statusHash === TERMINATED_MARK && ctx.nodes.includes(r.node),
+  );
+  if (!done) return undefined;
+  if (isClaimLive(done.claim, ctx.now) && !(ctx.ownTokens?.has(done.claim.token) ?? false))
+    return { kind: 'wait', record: done };
+  return { kind: 'force-delete-known', pod: done, record: done };
+}
+
+/**
+ * The next step when the event says its uid is gone for good (DELETED, or
+ * GONE after a relist), from that node's record alone: wait for a claim on
+ * it (a create in flight), else forget it (deleting its provider pod);
+ * without a record of this uid, only its provider pod may be left. A record
+ * of another uid belongs to a newer pod of the same name and is left alone.
+ */
+export function decideGone(
+  gone: KnownPodIdentity,
+  records: readonly KnownPod[],
+  ctx: DecideContext,
+): SyncStep {
+  const record = records.find((r) => r.uid === gone.uid && r.node === gone.node);
+  if (!record) return { kind: 'delete-gone', pod: gone };
+  if (isClaimLive(record.claim, ctx.now) && !(ctx.ownTokens?.has(record.claim.token) ?? false))
+    return { kind: 'wait', record };
+  return { kind: 'forget-stale', record };
 }
 
 /** A step's name in SyncResult.steps, e.g. `apply:create`, `skip:unchanged`, `wait`. */

@@ -12,7 +12,9 @@ export type SyncOutcome =
   | 'not-ours'
   | 'skipped-terminal'
   | 'skipped-unchanged'
-  | 'skipped-deleting';
+  | 'skipped-deleting'
+  /** The event's hints said there was nothing to do (see POD_EVENT_HINTS). */
+  | 'skipped-hinted';
 
 /** What one reconcile did, for logs, metrics and tests. */
 export interface SyncResult {

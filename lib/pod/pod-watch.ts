@@ -10,7 +10,8 @@ import { WatchBookmarkStore } from './watch-bookmark.ts';
 import { type NodeWatchResult, podWatchLockName, watchNode } from './watch-node.ts';
 import { clusterProbe } from './watch-resume.ts';
 
-export { type NodeWatchResult, podWatchLockName, type RelistReason } from './watch-node.ts';
+export { type NodeWatchResult, podWatchLockName } from './watch-node.ts';
+export type { RelistReason } from './watch-resume.ts';
 
 /** A node lock is worth taking only with at least this long left to hold it. */
 export const MIN_HOLD_MS = 5_000;

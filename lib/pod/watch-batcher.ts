@@ -33,6 +33,8 @@ export interface WatchBatcherOptions {
 interface Item {
   /** Absent for a bookmark: it only moves the resourceVersion. */
   detail?: PodEventDetail;
+  /** The event's `resources` (pod-watch's hints). */
+  resources?: readonly string[];
   resourceVersion: string;
 }
 
@@ -71,10 +73,17 @@ export class WatchBatcher {
     return this.#failure;
   }
 
-  /** Queues an event (or, without detail, a bookmark or an event that announces nothing). */
-  push(detail: PodEventDetail | undefined, resourceVersion: string): void {
+  /**
+   * Queues an event (or, without detail, a bookmark or an event that
+   * announces nothing), with the `resources` to send with it.
+   */
+  push(detail: PodEventDetail | undefined, resourceVersion: string, resources?: readonly string[]): void {
     if (this.#closed || this.#failure !== undefined) return;
-    this.#items.push({ ...(detail ? { detail } : {}), resourceVersion });
+    this.#items.push({
+      ...(detail ? { detail } : {}),
+      ...(detail && resources && resources.length > 0 ? { resources } : {}),
+      resourceVersion,
+    });
     if (detail) this.#pendingDetails++;
     if (this.#pendingDetails > this.#maxPending) {
       this.#fail(new WatchBacklogError(`${this.#pendingDetails} pod events waiting to be published`));
@@ -135,12 +144,16 @@ export class WatchBatcher {
         return;
       }
       const taken = this.#take();
-      const details = taken.flatMap((item) => (item.detail ? [item.detail] : []));
+      const events = taken.filter((item) => item.detail);
+      const details = events.flatMap((item) => (item.detail ? [item.detail] : []));
       const last = taken[taken.length - 1];
       if (!last) return;
       try {
         if (details.length > 0)
-          await this.#options.publisher.publish(details, { signal: this.#options.signal });
+          await this.#options.publisher.publish(details, {
+            signal: this.#options.signal,
+            resources: events.map((item) => item.resources),
+          });
         if (this.#closed) return;
         this.#publishedRv = last.resourceVersion;
         await this.#options.onPublished(last.resourceVersion, details.length);

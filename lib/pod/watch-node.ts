@@ -11,10 +11,9 @@ import type { KnownPodStore } from './known-pods.ts';
 import { WatchBatcher } from './watch-batcher.ts';
 import type { WatchBookmarkStore } from './watch-bookmark.ts';
 import { describeStatus, isPodLike, isWatchEventType, podDetail, resourceVersionOf } from './watch-events.ts';
+import { WatchHints } from './watch-hints.ts';
 import { relistNode } from './watch-relist.ts';
 import { type ClusterProbe, type RelistReason, resumePoint } from './watch-resume.ts';
-
-export type { RelistReason } from './watch-resume.ts';
 
 /** Settings of one node's watch loop. */
 export interface NodeWatchSettings {
@@ -116,6 +115,7 @@ class NodeWatcher {
   /** Saves run one after the other, so the stored bookmark never moves back. */
   #saveChain: Promise<void> = Promise.resolve();
   #saveTimer: AbortController | undefined;
+  readonly #hints = new WatchHints(); // what the published events said of each pod
 
   constructor(options: NodeWatchOptions) {
     this.#o = options;
@@ -272,7 +272,7 @@ class NodeWatcher {
       { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
       'pod event received',
     );
-    batcher.push(detail, rv);
+    batcher.push(detail, rv, this.#hints.resourcesFor(type, object));
   }
 
   /** One watch request from `fromRv`, until the server closes it, it fails, or the watcher stops. */
@@ -337,6 +337,7 @@ class NodeWatcher {
     else if (requestError !== undefined) outcome = { end: 'failed', error: requestError };
     else if (this.#stop.aborted) outcome = { end: 'stopped' };
     else outcome = { end: 'closed' };
+    if (outcome.end !== 'closed' && outcome.end !== 'failed') this.#hints.forget();
     return { outcome, publishedRv };
   }
 

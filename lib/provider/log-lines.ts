@@ -1,8 +1,8 @@
 /**
  * Helpers for providers that build a container log themselves (the mock, a
  * provider reading a log service): the kubelet's line format and its
- * `limitBytes` cut. A provider whose backend serves logs in that format (the
- * Docker Engine API) does not need them.
+ * `limitBytes` cut. A provider whose backend serves lines in that format (the
+ * Docker Engine API) needs only the cut.
  */
 
 const encoder = new TextEncoder();

@@ -1,9 +1,9 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 
 /**
- * The provider boundary: what a backend (the mock today, Fargate or an HTTP
- * plugin later) implements so that virtual nodes and their pods run on it.
- * The pod part of the contract is added by the pod pipeline.
+ * The provider boundary: what a backend (the mock, a container runtime, a
+ * cloud service) implements so that virtual nodes and their pods run on it:
+ * a node part (ping, node status) and a pod part (the pods' lifecycle).
  */
 
 /** A node condition as the provider sees it; the node controller adds the timestamps. */
@@ -90,8 +90,12 @@ export function isProviderUnsupported(err: unknown): err is ProviderUnsupportedE
  * process and make every call safe to repeat.
  *
  * Pods passed in are full Kubernetes Pods as read from the API server, with
- * env from ConfigMaps, Secrets and the downward API already resolved.
- * Returned objects must not be mutated by callers.
+ * env from ConfigMaps, Secrets and the downward API already resolved: every
+ * variable has its `value`, no container has `envFrom`, and a variable that
+ * came from a reference keeps it in `valueFrom` beside the value (a
+ * `secretKeyRef` value must be kept secret; a `fieldRef` value is specific to
+ * this pod; see lib/pod/pod-env.ts). Returned objects must not be mutated by
+ * callers.
  */
 export interface PodProvider {
   /**

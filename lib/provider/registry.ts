@@ -5,6 +5,7 @@ import type { KubeClients } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { StateTable } from '../state/dynamodb.ts';
 import { parseDockerSettings } from './docker/settings.ts';
+import { parseEcsSettings } from './ecs/settings.ts';
 import { parseMockSettings } from './mock/settings.ts';
 import type { NodeProvider, PodProvider } from './provider.ts';
 
@@ -81,6 +82,7 @@ function entry<S>(
 const ENTRIES = {
   mock: entry(parseMockSettings, () => import('./mock/factory.ts')),
   docker: entry(parseDockerSettings, () => import('./docker/factory.ts')),
+  'ecs-fargate': entry(parseEcsSettings, () => import('./ecs/factory.ts')),
 };
 
 type SettingsOf<E> = E extends ProviderEntry<infer S> ? S : never;

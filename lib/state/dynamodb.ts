@@ -102,11 +102,10 @@ export interface CancellationReason {
 }
 
 /**
- * A write's condition did not hold, so nothing was written. For a transaction,
- * `reasons` says which operations failed their condition.
+ * A write DynamoDB refused as a whole, so nothing was written. For a
+ * transaction, `reasons` says why for each of its operations.
  */
-export class ConditionFailedError extends Error {
-  override readonly name = 'ConditionFailedError';
+export abstract class RefusedWriteError extends Error {
   constructor(
     message: string,
     readonly reasons: CancellationReason[] = [],
@@ -116,19 +115,17 @@ export class ConditionFailedError extends Error {
   }
 }
 
+/** A write's condition did not hold (for a transaction, the operations whose `reasons` say so). */
+export class ConditionFailedError extends RefusedWriteError {
+  override readonly name = 'ConditionFailedError';
+}
+
 /**
- * Another transaction was writing the same item at the same time, so nothing
- * was written. Not retried by the SDK; safe to retry after re-reading.
+ * Another transaction was writing the same item at the same time. Not
+ * retried by the SDK; safe to retry after re-reading.
  */
-export class TransactionConflictError extends Error {
+export class TransactionConflictError extends RefusedWriteError {
   override readonly name = 'TransactionConflictError';
-  constructor(
-    message: string,
-    readonly reasons: CancellationReason[] = [],
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
 }
 
 export function isConditionFailed(err: unknown): err is ConditionFailedError {

@@ -56,6 +56,8 @@ export interface PipelineHarnessOptions {
   sandboxes?: 'host-process' | 'in-process';
   /** How long to wait for every node Ready and schedulable. Default 90 s. */
   readyTimeoutMs?: number;
+  /** The scheduled functions to start; default all four (a test may leave pod-status out, say). */
+  scheduled?: readonly string[];
   /** Called once per finished invocation, besides the harness's own {@link PipelineHarness.invocations} tally. */
   onResult?: LocalDeploymentOptions['onResult'];
 }
@@ -186,6 +188,7 @@ export class PipelineHarness {
         options.onResult?.(invocation, result);
       },
     });
+    provider.connect?.(deployment);
     const probe = provider.probe({ table, env });
     const harness = new PipelineHarness({
       provider,
@@ -198,7 +201,7 @@ export class PipelineHarness {
       adminKubeconfig: environment.kube.adminKubeconfig,
       invocations,
     });
-    deployment.start();
+    deployment.start(options.scheduled);
     try {
       await harness.#waitReady(options.readyTimeoutMs ?? 90_000);
     } catch (err) {

@@ -1,4 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
+import type { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 
 /**
@@ -83,6 +84,20 @@ export interface ProviderSetup {
   image: string;
   /** Starts what the provider needs (an engine, a simulation). Called once, before the deployment starts. */
   start?(): Promise<void>;
+  /**
+   * How long the backend itself may take to stop a process that ignores
+   * SIGTERM once told to stop at once (a force delete), when it cannot be
+   * told to kill it sooner: ECS sends SIGKILL only after the stopTimeout of
+   * the task's definition (the pod's grace period, at most 120 s on Fargate).
+   * Default 0.
+   */
+  forcedStopSeconds?: number;
+  /**
+   * Called once the deployment exists, before it starts: for a provider whose
+   * backend pushes events into the deployment (ECS's task-state events onto
+   * the account's default bus, `deployment.awsBus`).
+   */
+  connect?(deployment: LocalDeployment): void;
   /** Stops what {@link start} started. Called once, after the deployment stopped. */
   stop?(): Promise<void>;
   /** Function environment for this provider (`SVK_PROVIDER` is set by the harness). */

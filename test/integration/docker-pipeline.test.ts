@@ -7,8 +7,9 @@ import { createLogger } from '../../lib/log/logger.ts';
 import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
-import { PodReconciler } from '../../lib/pod/pod-reconciler.ts';
+import type { PodReconciler } from '../../lib/pod/pod-reconciler.ts';
 import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
+import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
 import {
   containerStatus,
   engineContainers,
@@ -55,7 +56,7 @@ after(async () => {
 });
 
 function reconciler(): PodReconciler {
-  return new PodReconciler({
+  return buildPodReconciler({
     core: kubelet.core,
     provider,
     knownPods,

@@ -1,5 +1,5 @@
 /**
- * Issue 3: a cluster without the Lease API. The heartbeat function must fall
+ * A cluster without the Lease API. The heartbeat function must fall
  * back to writing the node status every renew interval, so that the Ready
  * condition's lastHeartbeatTime (what the node lifecycle controller judges
  * when there is no lease) stays fresh.

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
+import type { ClientRequest } from 'node:http';
 import { after, describe, it } from 'node:test';
-import { V1MicroTime } from '@kubernetes/client-node';
+import { CoreV1Api, createConfiguration, ServerConfiguration, V1MicroTime } from '@kubernetes/client-node';
 import {
   createKubeClients,
   isConflict,
@@ -10,6 +12,7 @@ import {
   isNotFound,
   loadKubeConfig,
 } from '../../lib/kube/client.ts';
+import { keepAliveAuthentication } from '../../lib/kube/keep-alive.ts';
 import { testEnv } from '../support/env.ts';
 
 const LEASE_NAMESPACE = 'kube-node-lease';
@@ -135,6 +138,65 @@ describe('Kubernetes client as the virtual kubelet, against the real API server'
       (err) => isNotFound(err),
     );
     await assert.rejects(admin.core.readNode({ name: nodeName }), (err) => isNotFound(err));
+  });
+});
+
+/**
+ * Counts the answered requests to `pathPrefix` and how many of them opened a
+ * new connection (the client's `reusedSocket`), as node:http reports them.
+ */
+function connectionCounter(pathPrefix: string) {
+  const counts = { requests: 0, newConnections: 0 };
+  const onResponse = (message: unknown) => {
+    if (typeof message !== 'object' || message === null || !('request' in message)) return;
+    const request = message.request as ClientRequest;
+    if (!request.path.startsWith(pathPrefix)) return;
+    counts.requests++;
+    if (!request.reusedSocket) counts.newConnections++;
+  };
+  subscribe('http.client.response.finish', onResponse);
+  return { counts, stop: () => unsubscribe('http.client.response.finish', onResponse) };
+}
+
+describe('Kubernetes client connections', () => {
+  const env = testEnv();
+  const kc = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig });
+
+  it('reuses one kept-alive connection for sequential requests', async () => {
+    const clients = createKubeClients(kc);
+    const counter = connectionCounter('/api/v1/namespaces/kube-system');
+    try {
+      for (let i = 0; i < 20; i++) await clients.core.readNamespace({ name: 'kube-system' });
+    } finally {
+      counter.stop();
+    }
+    assert.deepEqual(counter.counts, { requests: 20, newConnections: 1 });
+  });
+
+  it('opens a new connection instead of reusing one idle for longer than the limit', async () => {
+    let now = 0;
+    const core = new CoreV1Api(
+      createConfiguration({
+        baseServer: new ServerConfiguration(kc.getCurrentCluster()?.server ?? '', {}),
+        authMethods: { default: keepAliveAuthentication(kc, { maxIdleMs: 1_000, now: () => now }) },
+      }),
+    );
+    const counter = connectionCounter('/api/v1/namespaces/default');
+    try {
+      await core.readNamespace({ name: 'default' });
+      now += 1_000;
+      await core.readNamespace({ name: 'default' });
+      assert.deepEqual(
+        counter.counts,
+        { requests: 2, newConnections: 1 },
+        'idle for exactly the limit: reused',
+      );
+      now += 1_001;
+      await core.readNamespace({ name: 'default' });
+      assert.deepEqual(counter.counts, { requests: 3, newConnections: 2 }, 'idle past the limit: a new one');
+    } finally {
+      counter.stop();
+    }
   });
 });
 

@@ -295,6 +295,7 @@ describe('dynamic node configuration', { concurrency: true }, () => {
         n.metadata?.labels?.team === 'blue' &&
         (n.spec?.taints ?? []).some((t) => t.key === 'dedicated') &&
         !(n.spec?.taints ?? []).some((t) => t.key === 'virtual-kubelet.io/provider') &&
+        // Registration writes the labels and taints before the first status write sets ConfigOK.
         new RegExp(`uid=${cm.metadata?.uid}`).test(configOk(n)?.message ?? ''),
       'the assigned labels and taints, and ConfigOK naming the ConfigMap',
     );

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
 import { HEALTHY_CONDITIONS } from '../../lib/provider/mock/mock-node.ts';
 import { toTableDefinition } from '../../lib/state/table-definition.ts';
+import { codeBlocks, readme, section } from '../support/readme.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const KUBELET_API_CERTIFICATE = 'arn:aws:acm:us-east-1:123456789012:certificate/wildcard-nodes';
@@ -19,7 +20,22 @@ const BUNDLES = {
   'podSync.zip': 'functions/pod-sync.mjs',
   'podStatus.zip': 'functions/pod-status.mjs',
   'reconcile.zip': 'functions/reconcile.mjs',
+  'ecsTaskState.zip': 'functions/ecs-task-state.mjs',
   'kubeletApi.zip': 'functions/kubelet-api.mjs',
+};
+
+/** A string only the ECS provider's code holds (lib/provider/ecs/ecs-node.ts). */
+const ECS_MARKER = 'AWS Fargate (serverless-virtual-kubelet ecs-fargate provider)';
+
+/** Packaged as an ECS Fargate deployment, so that the template carries the provider's IAM and event rule with real values. */
+const ECS_PARAMS = {
+  provider: 'ecs-fargate',
+  ecsCluster: 'pods',
+  ecsSubnets: 'subnet-0123456789abcdef0',
+  ecsExecutionRoleArn: 'arn:aws:iam::123456789012:role/svk-task-execution',
+  ecsTaskRoleArn: 'arn:aws:iam::123456789012:role/svk-pods',
+  ecsLogGroup: '/svk/ci/pods',
+  ecsPodTaskRoleArns: 'arn:aws:iam::123456789012:role/payments-api',
 };
 
 /** The files of a zip archive by name, as text (stored or deflated entries, read from the central directory). */
@@ -73,6 +89,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
         'ci',
         '--package',
         out,
+        ...Object.entries(ECS_PARAMS).map(([k, v]) => `--param=${k}=${v}`),
         // The kubelet API is created only with its domain (infra/kubelet-api.yml).
         '--param',
         'kubeletApiDomain=nodes.example.com',
@@ -84,7 +101,8 @@ describe('serverless package (offline, no AWS credentials)', () => {
       {
         cwd: root,
         env: { ...env, AWS_SHARED_CREDENTIALS_FILE: '/nonexistent', AWS_CONFIG_FILE: '/nonexistent' },
-        timeout: 180_000,
+        // Bundling every function takes about a minute on a quiet 2-core machine, several when it is busy.
+        timeout: 600_000,
       },
     );
     const template = JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
@@ -98,6 +116,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
     PodWatchLambdaFunction: { role: 'PodWatchRole', logGroup: 'PodWatchLogGroup' },
     PodSyncLambdaFunction: { role: 'PodSyncRole', logGroup: 'PodSyncLogGroup' },
     PodStatusLambdaFunction: { role: 'PodStatusRole', logGroup: 'PodStatusLogGroup' },
+    EcsTaskStateLambdaFunction: { role: 'EcsTaskStateRole', logGroup: 'EcsTaskStateLogGroup' },
   };
 
   after(() => rmSync(out, { recursive: true, force: true }));
@@ -215,6 +234,11 @@ describe('serverless package (offline, no AWS credentials)', () => {
         assert.match(action, /^[a-z0-9-]+:[A-Za-z]+$/, `${owner}: action ${action}`);
       const resourcesOf = Array.isArray(st.Resource) ? st.Resource : [st.Resource];
       assert.ok(resourcesOf.length > 0, owner);
+      // The one exception: RegisterTaskDefinition supports no resource-level permissions.
+      if (owner === 'EcsTasksPolicy' && actions.join() === 'ecs:RegisterTaskDefinition') {
+        assert.deepEqual(st.Resource, '*');
+        continue;
+      }
       for (const resource of resourcesOf) {
         const text = JSON.stringify(resource);
         assert.notEqual(resource, '*', `${owner}: resource *`);
@@ -280,6 +304,131 @@ describe('serverless package (offline, no AWS credentials)', () => {
       'HasDockerTlsSecret',
     );
     assert.ok(conditions.HasDockerTlsSecret);
+  });
+
+  it('scopes the ECS provider to its cluster, its task families, its roles and its SSM path; one Resource "*"', () => {
+    const policy = (name: string) => {
+      const r = resources[name] as unknown as {
+        Condition?: string;
+        Properties: { PolicyDocument: { Statement: unknown[] } };
+      };
+      assert.equal(r.Condition, 'IsEcsFargate', `${name} exists only for the ecs-fargate provider`);
+      return r.Properties.PolicyDocument.Statement.map((st) => {
+        const s = st as Record<string, unknown>;
+        return (s['Fn::If'] ? (s['Fn::If'] as unknown[])[1] : s) as {
+          Sid: string;
+          Action: string[];
+          Resource: unknown;
+          Condition?: unknown;
+        };
+      });
+    };
+    const sub = (text: string) => ({ 'Fn::Sub': `arn:$\{AWS::Partition}:${text}` });
+    const cluster = sub(`ecs:$\{AWS::Region}:$\{AWS::AccountId}:cluster/pods`);
+    const tasks = policy('EcsTasksPolicy');
+    const bySid = Object.fromEntries(tasks.map((st) => [st.Sid, st]));
+    const wildcards = tasks.filter((st) => JSON.stringify(st.Resource) === '"*"');
+    assert.deepEqual(
+      wildcards.map((st) => st.Action),
+      [['ecs:RegisterTaskDefinition']],
+      'the one Resource "*"',
+    );
+    assert.deepEqual(bySid.RunOurTaskDefinitionsInOurCluster, {
+      Sid: 'RunOurTaskDefinitionsInOurCluster',
+      Effect: 'Allow',
+      Action: ['ecs:RunTask'],
+      Resource: [
+        sub(`ecs:$\{AWS::Region}:$\{AWS::AccountId}:task-definition/serverless-virtual-kubelet-ci-*`),
+      ],
+      Condition: { ArnEquals: { 'ecs:cluster': cluster } },
+    });
+    assert.deepEqual(bySid.TagTasksAsTheyStart?.Condition, {
+      StringEquals: { 'ecs:CreateAction': 'RunTask' },
+    });
+    assert.deepEqual(bySid.OurClusterTasks?.Resource, [
+      sub(`ecs:$\{AWS::Region}:$\{AWS::AccountId}:task/pods/*`),
+    ]);
+    assert.deepEqual(bySid.ListOurClusterTasks?.Condition, { ArnEquals: { 'ecs:cluster': cluster } });
+    const passedToEcsTasks = { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } };
+    assert.deepEqual(bySid.PassTheTaskRoles?.Condition, passedToEcsTasks);
+    assert.deepEqual(bySid.PassTheTaskRoles?.Resource, [
+      'arn:aws:iam::123456789012:role/svk-task-execution',
+      { 'Fn::If': ['HasEcsTaskRole', 'arn:aws:iam::123456789012:role/svk-pods', { Ref: 'AWS::NoValue' }] },
+    ]);
+    assert.deepEqual(bySid.PassAllowlistedPodTaskRoles?.Condition, passedToEcsTasks);
+    assert.deepEqual(bySid.PassAllowlistedPodTaskRoles?.Resource, {
+      'Fn::Split': [',', 'arn:aws:iam::123456789012:role/payments-api'],
+    });
+    assert.deepEqual(bySid.PodSecretParameters?.Resource, [
+      sub(`ssm:$\{AWS::Region}:$\{AWS::AccountId}:parameter/serverless-virtual-kubelet/ci/pod-secrets/*`),
+    ]);
+    assert.deepEqual(policy('EcsClusterPolicy')[0]?.Resource, [cluster]);
+    // Who gets which: the provider's callers the tasks policy, the heartbeat only the cluster's status.
+    const managed = (role: string) => JSON.stringify(resources[role]?.Properties.ManagedPolicyArns);
+    for (const role of ['PodSyncRole', 'PodStatusRole', 'ReconcileRole', 'EcsTaskStateRole'])
+      assert.ok(managed(role).includes('EcsTasksPolicy'), role);
+    for (const role of ['HeartbeatRole', 'PodWatchRole'])
+      assert.ok(!managed(role).includes('EcsTasksPolicy'), role);
+    assert.ok(managed('HeartbeatRole').includes('EcsClusterPolicy'));
+  });
+
+  it("delivers our cluster's task-state events from the default bus to ecs-task-state", () => {
+    const rule = Object.values(resources).find(
+      (r) =>
+        r.Type === 'AWS::Events::Rule' &&
+        JSON.stringify(r.Properties.Targets).includes('EcsTaskStateLambdaFunction'),
+    );
+    assert.ok(rule, 'a rule targets ecs-task-state');
+    assert.equal(rule.Properties.EventBusName, undefined, 'the default bus, where ECS puts its events');
+    assert.deepEqual(rule.Properties.EventPattern, {
+      source: ['aws.ecs'],
+      'detail-type': ['ECS Task State Change'],
+      detail: {
+        clusterArn: [
+          { 'Fn::Sub': `arn:$\{AWS::Partition}:ecs:$\{AWS::Region}:$\{AWS::AccountId}:cluster/pods` },
+        ],
+        taskDefinitionArn: [
+          {
+            prefix: {
+              'Fn::Sub': `arn:$\{AWS::Partition}:ecs:$\{AWS::Region}:$\{AWS::AccountId}:task-definition/serverless-virtual-kubelet-ci-`,
+            },
+          },
+        ],
+      },
+    });
+    const fn = resources.EcsTaskStateLambdaFunction ?? assert.fail('no ecs-task-state function');
+    const env = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    assert.equal(env.SVK_PROVIDER, 'ecs-fargate');
+    assert.equal(env.SVK_ECS_FAMILY_PREFIX, 'serverless-virtual-kubelet-ci');
+    assert.equal(env.SVK_ECS_SECRETS_PATH, '/serverless-virtual-kubelet/ci/pod-secrets');
+  });
+
+  it("maps, in the README's EKS access-entry loop, exactly the roles of the functions that reach the cluster", () => {
+    // A role reaches the cluster when it carries the cluster-access policy (kubeconfig secret,
+    // parameter or EKS cluster): with EKS IAM authentication each such role needs an access entry.
+    const reachesCluster = (role: string) =>
+      JSON.stringify(resources[role]?.Properties.ManagedPolicyArns ?? []).includes(
+        '{"Ref":"ClusterAccessPolicy"}',
+      );
+    const roles = ofType('AWS::Lambda::Function').map(([fn, r]) => {
+      const role = (r.Properties.Role as { 'Fn::GetAtt'?: [string, string] })['Fn::GetAtt']?.[0];
+      return role ?? assert.fail(`${fn} has a role of its own`);
+    });
+    const expected = [...new Set(roles.filter(reachesCluster))].sort();
+    assert.ok(expected.includes('HeartbeatRole') && expected.includes('ReconcileRole'), expected.join());
+
+    const block = codeBlocks(section(readme(), 'Cluster access: choose one')).find((b) =>
+      b.includes('aws eks create-access-entry'),
+    );
+    assert.ok(block, 'the README has the access-entry loop');
+    const loop = /for (\w+) in ([^;\n]+); do/.exec(block);
+    const logicalId = /--logical-resource-id \$\{(\w+)\}(\w*)/.exec(block);
+    assert.ok(loop && logicalId && loop[1] === logicalId[1], 'the loop names each role by its logical id');
+    const named = (loop[2] ?? '')
+      .trim()
+      .split(/\s+/)
+      .map((fn) => `${fn}${logicalId[2]}`);
+    assert.deepEqual(named.sort(), expected, 'README "Cluster access": the roles in the for loop');
   });
 
   it('lets only the event rules of this deployment write to the dead-letter queue', () => {
@@ -397,11 +546,12 @@ describe('serverless package (offline, no AWS credentials)', () => {
     );
   });
 
-  it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access, the docker engine secret', () => {
+  it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access, the docker engine secret, the ECS container logs', () => {
     const role = resources.KubeletApiRole?.Properties;
     assert.deepEqual(role?.ManagedPolicyArns, [
       { 'Fn::If': ['HasClusterAccess', { Ref: 'ClusterAccessPolicy' }, { Ref: 'AWS::NoValue' }] },
       { 'Fn::If': ['HasDockerTlsSecret', { Ref: 'DockerEngineTlsPolicy' }, { Ref: 'AWS::NoValue' }] },
+      { 'Fn::If': ['IsEcsFargate', { Ref: 'EcsLogsPolicy' }, { Ref: 'AWS::NoValue' }] },
     ]);
     const [policy] = (role?.Policies ?? []) as Array<{
       PolicyDocument: { Statement: Array<Record<string, unknown>> };
@@ -417,6 +567,23 @@ describe('serverless package (offline, no AWS credentials)', () => {
         ],
       ],
     );
+  });
+
+  it('puts in each zip its own handler and chunks only, and no source map', () => {
+    for (const [zip, entry] of Object.entries(BUNDLES)) {
+      const own = entry.replace(/\.mjs$/, '.');
+      const files = [...readZip(join(out, zip)).keys()];
+      assert.deepEqual(
+        files.filter((name) => name.endsWith('.map')),
+        [],
+        `${zip}: the source maps stay outside`,
+      );
+      assert.deepEqual(
+        files.filter((name) => name.endsWith('.mjs') && name !== entry && !name.startsWith(own)),
+        [],
+        `${zip}: every chunk is ${entry}'s (named ${own}*)`,
+      );
+    }
   });
 
   it('bundles every function as ESM, the provider factory in a chunk of its own loaded by import()', () => {
@@ -437,13 +604,23 @@ describe('serverless package (offline, no AWS credentials)', () => {
         for (const imported of relativeImports(source(name)))
           if (!imported.dynamic) eager.add(join('functions', imported.path));
       }
-      for (const name of eager)
-        assert.ok(!source(name).includes(mockMarker), `${zip}: ${name} holds no provider`);
+      for (const name of eager) {
+        assert.ok(!source(name).includes(mockMarker), `${zip}: ${name} holds no mock provider`);
+        // The ECS provider is ecs-task-state's own code; every other function loads it only when chosen.
+        if (zip !== 'ecsTaskState.zip')
+          assert.ok(!source(name).includes(ECS_MARKER), `${zip}: ${name} holds no ECS provider`);
+      }
       const lazy = relativeImports(source(entry)).filter((i) => i.dynamic);
-      assert.ok(
-        lazy.some(({ path }) => source(join('functions', path)).includes(mockMarker)),
-        `${zip}: the mock provider is a chunk the handler imports dynamically`,
-      );
+      for (const [marker, provider] of [
+        [mockMarker, 'mock'],
+        [ECS_MARKER, 'ecs-fargate'],
+      ] as const) {
+        if (zip === 'ecsTaskState.zip' && provider === 'ecs-fargate') continue;
+        assert.ok(
+          lazy.some(({ path }) => source(join('functions', path)).includes(marker)),
+          `${zip}: the ${provider} provider is a chunk the handler imports dynamically`,
+        );
+      }
     }
   });
 });

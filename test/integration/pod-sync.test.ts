@@ -9,11 +9,19 @@
  * it runs one round of the real pod-status code with the kubelet's identity.
  */
 import assert from 'node:assert/strict';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { CoreV1Event, V1Container, V1Pod } from '@kubernetes/client-node';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
 import { systemClock } from '../../lib/clock.ts';
-import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE, type PodEventDetail } from '../../lib/events/pod-event.ts';
+import {
+  hintResource,
+  POD_EVENT_DETAIL_TYPE,
+  POD_EVENT_SOURCE,
+  type PodEventDetail,
+  type PodEventHint,
+} from '../../lib/events/pod-event.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
 import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { type InvocationResult, LocalLambdaRuntime } from '../../lib/local/lambda-runtime.ts';
@@ -22,8 +30,8 @@ import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
 import { podSpecHash, podStatusHash } from '../../lib/pod/pod-hash.ts';
-import { PodReconciler } from '../../lib/pod/pod-reconciler.ts';
 import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
+import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
 import { PodSyncRetryError, type SyncResult } from '../../lib/pod/pod-sync-result.ts';
 import { MOCK_FAIL_CREATE_ANNOTATION } from '../../lib/provider/mock/mock-pod-plan.ts';
 import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
@@ -475,6 +483,136 @@ describe('pod-sync', () => {
   });
 });
 
+/** Publishes one detail with pod-watch's hints in its resources, and waits for its deliveries. */
+async function publishHinted(
+  d: PodEventDetail,
+  hints: PodEventHint[],
+): Promise<Array<{ key?: string; result: InvocationResult }>> {
+  const from = results.length;
+  await bus.putEvents([
+    {
+      Source: POD_EVENT_SOURCE,
+      DetailType: POD_EVENT_DETAIL_TYPE,
+      Detail: JSON.stringify(d),
+      Resources: hints.map(hintResource),
+    },
+  ]);
+  await bus.whenIdle();
+  return results.slice(from);
+}
+
+/** Runs `work` and returns the Kubernetes requests this process sent for the pod `name` meanwhile (`GET`, `DELETE`...). */
+async function podRequests(name: string, work: () => Promise<void>): Promise<string[]> {
+  const seen: string[] = [];
+  const prefix = `/api/v1/namespaces/${namespace}/pods/${name}`;
+  const onRequest = (message: unknown) => {
+    if (typeof message !== 'object' || message === null || !('request' in message)) return;
+    const { method, path } = message.request as ClientRequest;
+    if (path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}?`)) seen.push(method);
+  };
+  subscribe('http.client.request.start', onRequest);
+  try {
+    await work();
+  } finally {
+    unsubscribe('http.client.request.start', onRequest);
+  }
+  return seen;
+}
+
+function steps(delivered: Array<{ result: InvocationResult }>): string[][] {
+  return delivered.map((d) => (d.result.status === 'ok' ? (d.result.result as SyncResult).steps : []));
+}
+
+describe('pod-sync with what the event says (the node, the uid gone, pod-watch’s hints)', () => {
+  it('an event marked unchanged or deleted-next does nothing at all', async () => {
+    const pod = await createPod('hinted-skip');
+    await publish(detail(pod));
+    const version = (await readPod('hinted-skip'))?.metadata?.resourceVersion;
+    const requests = await podRequests('hinted-skip', async () => {
+      for (const hint of ['unchanged', 'deleted-next'] as const) {
+        const delivered = await publishHinted(detail(pod, 'MODIFIED'), [hint]);
+        assert.deepEqual(outcomes(delivered), ['skipped-hinted']);
+        assert.deepEqual(steps(delivered), [[`hint:${hint}`]]);
+      }
+    });
+    assert.deepEqual(requests, []);
+    assert.equal((await readPod('hinted-skip'))?.metadata?.resourceVersion, version);
+  });
+
+  it('not-running force-deletes by uid without reading the pod; the DELETED event then forgets the record without reading it either', async () => {
+    const pod = await createPod('hinted-gone');
+    await publish(detail(pod));
+    await admin.core.deleteNamespacedPod({ namespace, name: 'hinted-gone', gracePeriodSeconds: 30 });
+    const terminating = (await readPod('hinted-gone')) ?? pod;
+    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['deleted-in-provider']);
+    await statusRound();
+    const stopped = (await readPod('hinted-gone')) ?? terminating;
+    assert.equal(stopped.status?.phase, 'Succeeded');
+
+    const forced = await podRequests('hinted-gone', async () => {
+      const delivered = await publishHinted(detail(stopped, 'MODIFIED'), ['not-running']);
+      assert.deepEqual(outcomes(delivered), ['force-deleted']);
+      assert.deepEqual(steps(delivered), [['hint:not-running']]);
+    });
+    assert.deepEqual(forced, ['DELETE'], 'the force delete only');
+    assert.equal(await readPod('hinted-gone'), undefined);
+    assert.equal(await knownPods.get(node, namespace, 'hinted-gone'), undefined, 'forgotten, unclaimed');
+
+    const cleaned = await podRequests('hinted-gone', async () => {
+      const delivered = await publish(detail(stopped, 'DELETED'));
+      assert.deepEqual(outcomes(delivered), ['absent']);
+      assert.deepEqual(steps(delivered), [['delete-gone']]);
+    });
+    assert.deepEqual(cleaned, [], 'the pod is not read');
+    assert.equal((await mockPodRecord(table, namespace, 'hinted-gone'))?.deletes, 1);
+  });
+
+  it('a pod deleted at once (grace 0): its DELETED event forgets the record and deletes the provider pod without reading the pod', async () => {
+    const pod = await createPod('gone-claimed');
+    await publish(detail(pod));
+    const record = await knownPods.get(node, namespace, 'gone-claimed');
+    assert.ok(record);
+    await admin.core.deleteNamespacedPod({ namespace, name: 'gone-claimed', gracePeriodSeconds: 0 });
+    const requests = await podRequests('gone-claimed', async () => {
+      const delivered = await publish(detail(pod, 'DELETED'));
+      assert.deepEqual(outcomes(delivered), ['absent']);
+      assert.deepEqual(steps(delivered), [['forget-stale']]);
+    });
+    assert.deepEqual(requests, [], 'the pod is not read');
+    assert.equal(await knownPods.get(node, namespace, 'gone-claimed'), undefined);
+    assert.ok((await mockPodRecord(table, namespace, 'gone-claimed'))?.deletedAt !== undefined);
+  });
+
+  it('a record saying the terminated status was written force-deletes without reading the pod', async () => {
+    const pod = await createPod('known-done');
+    await publish(detail(pod));
+    await admin.core.deleteNamespacedPod({ namespace, name: 'known-done', gracePeriodSeconds: 30 });
+    const terminating = (await readPod('known-done')) ?? pod;
+    await publish(detail(terminating, 'MODIFIED'));
+    await statusRound();
+    const requests = await podRequests('known-done', async () => {
+      const delivered = await publish(detail(terminating, 'MODIFIED'));
+      assert.deepEqual(outcomes(delivered), ['force-deleted']);
+      assert.deepEqual(steps(delivered), [['force-delete-known']]);
+    });
+    assert.deepEqual(requests, ['DELETE']);
+    assert.equal(await knownPods.get(node, namespace, 'known-done'), undefined);
+  });
+
+  it('an ADDED event creates with the pod read once and no record read; a record that exists after all makes it read in order', async () => {
+    const pod = await createPod('added-once');
+    const requests = await podRequests('added-once', async () => {
+      assert.deepEqual(outcomes(await publish(detail(pod))), ['created']);
+    });
+    assert.deepEqual(requests.sort(), ['GET', 'PUT'], 'one read, one status write');
+    // Delivered again: the pod is read, the claim on "no record" fails, and the record decides.
+    const again = await publish(detail(pod));
+    assert.deepEqual(outcomes(again), ['skipped-unchanged']);
+    assert.deepEqual(steps(again), [['apply:create', 'skip:unchanged']]);
+    assert.equal((await mockPodRecord(table, namespace, 'added-once'))?.creates, 1);
+  });
+});
+
 describe('pod-sync rejects malformed events, writing nothing', () => {
   let target: V1Pod;
   before(async () => {
@@ -604,7 +742,7 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
     p: PodProvider,
     options: { claimMs?: number; store?: KnownPodStore; core?: typeof kubelet.core } = {},
   ) {
-    return new PodReconciler({
+    return buildPodReconciler({
       core: options.core ?? kubelet.core,
       provider: p,
       knownPods: options.store ?? knownPods,

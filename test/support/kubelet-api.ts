@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
@@ -38,6 +38,49 @@ export function kubectl(
       },
     );
   });
+}
+
+/** A kubectl still running: what it printed so far, and how it ends. */
+export interface RunningKubectl {
+  /** Everything written to stdout so far. */
+  stdout(): string;
+  /** Resolves when kubectl exits on its own, or is killed at `timeoutMs` (code -1). */
+  ended: Promise<KubectlResult>;
+}
+
+/**
+ * Starts the real kubectl as cluster admin and lets the caller watch its
+ * output as it arrives (`kubectl logs -f`). It is killed at `timeoutMs`, so a
+ * stream that never ends fails the test instead of hanging it.
+ */
+export function kubectlStreaming(
+  args: readonly string[],
+  timeoutMs = 60_000,
+  env: TestEnv = testEnv(),
+): RunningKubectl {
+  const child = spawn(KUBECTL, ['--kubeconfig', env.kube.adminKubeconfig, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString('utf8');
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString('utf8');
+  });
+  let killed = false;
+  const timer = setTimeout(() => {
+    killed = true;
+    child.kill('SIGKILL');
+  }, timeoutMs);
+  const ended = new Promise<KubectlResult>((resolve) => {
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: killed ? -1 : (code ?? -1), stdout, stderr });
+    });
+  });
+  return { stdout: () => stdout, ended };
 }
 
 export interface FrontAnswer {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { pullDelayMs, restartDelayMs } from '../../lib/provider/docker/backoff.ts';
 import type { Instance, ObservedPod } from '../../lib/provider/docker/observed-pod.ts';
 import { type PodPlan, podPlan } from '../../lib/provider/docker/pod-plan.ts';
 import { podProgress } from '../../lib/provider/docker/pod-progress.ts';
 import { type ImageView, podStatus } from '../../lib/provider/docker/pod-status.ts';
+import { pullDelayMs, restartDelayMs } from '../../lib/provider/kubelet-backoff.ts';
 
 const T0 = Date.parse('2026-03-01T10:00:00.300Z');
 const at = (seconds: number) => T0 + seconds * 1000;

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { nanoStamp } from '../../lib/provider/docker/container-logs.ts';
 import { EngineTlsError, parseTlsSecret } from '../../lib/provider/docker/engine-client.ts';
 import { pullPolicy } from '../../lib/provider/docker/pod-plan.ts';
 import { unsupportedFields } from '../../lib/provider/docker/pod-support.ts';
@@ -197,14 +196,5 @@ describe('docker provider registry credentials', () => {
       serveraddress: 'registry.example.com',
     });
     assert.equal(findAuth(data, 'other.example.com'), undefined);
-  });
-});
-
-describe('docker provider log timestamps', () => {
-  it('writes nine fractional digits, as the kubelet does, whatever the engine gave', () => {
-    assert.equal(nanoStamp('2026-11-23T01:34:41Z'), '2026-11-23T01:34:41.000000000Z');
-    assert.equal(nanoStamp('2026-11-23T01:34:41.123456789Z'), '2026-11-23T01:34:41.123456789Z');
-    assert.equal(nanoStamp('2026-11-23T01:34:41.5+01:00'), '2026-11-23T01:34:41.500000000+01:00');
-    assert.equal(nanoStamp('not-a-time'), 'not-a-time');
   });
 });

@@ -233,7 +233,34 @@ describe('env resolution', () => {
     if (input.spec)
       input.spec.initContainers = [{ name: 'init', envFrom: [{ configMapRef: { name: 'cfg' } }] }];
     const { pod: resolved } = await resolvePodEnv(input, sources({ cfg: { K: 'v' } }));
-    assert.deepEqual(resolved.spec?.initContainers?.[0]?.env, [{ name: 'K', value: 'v' }]);
+    assert.deepEqual(resolved.spec?.initContainers?.[0]?.env, [
+      { name: 'K', value: 'v', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'K' } } },
+    ]);
+  });
+
+  it('keeps where each value came from beside it, and a literal expanded from a Secret is a Secret value', async () => {
+    const input = pod({
+      envFrom: [{ secretRef: { name: 'sec' }, prefix: 'S_' }],
+      env: [
+        { name: 'PASS', valueFrom: { secretKeyRef: { name: 'sec', key: 'password' } } },
+        { name: 'NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+        { name: 'PLAIN', value: 'x' },
+        { name: 'URL', value: 'db://$(NAME):$(PASS)@host' },
+        { name: 'GREETING', value: 'hello $(NAME)' },
+        { name: 'ECHO', value: '$(PLAIN)-y' },
+      ],
+    });
+    const { pod: resolved } = await resolvePodEnv(input, sources({}, { sec: { password: 'hunter2' } }));
+    const passRef = { secretKeyRef: { name: 'sec', key: 'password' } };
+    assert.deepEqual(resolved.spec?.containers[0]?.env, [
+      { name: 'S_password', value: 'hunter2', valueFrom: passRef },
+      { name: 'PASS', value: 'hunter2', valueFrom: passRef },
+      { name: 'NAME', value: 'web-1', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      { name: 'PLAIN', value: 'x' },
+      { name: 'URL', value: 'db://web-1:hunter2@host', valueFrom: passRef },
+      { name: 'GREETING', value: 'hello web-1', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      { name: 'ECHO', value: 'x-y' },
+    ]);
   });
 
   it('knows valid variable names', () => {

@@ -41,7 +41,7 @@ const terminated = (name: string): V1ContainerStatus => ({
   state: { terminated: { exitCode: 0 } },
 });
 
-describe('running() (seed 001)', () => {
+describe("running() (virtual-kubelet's node/podcontroller.go, after the kubelet's)", () => {
   it('is false without container statuses', () => {
     assert.equal(running(undefined), false);
     assert.equal(running({}), false);
@@ -49,7 +49,7 @@ describe('running() (seed 001)', () => {
   });
   it('is true when some container is neither waiting nor terminated', () => {
     assert.equal(running({ containerStatuses: [terminated('a'), runningContainer('b')] }), true);
-    // A state with none of the three set counts as running, as in the seed.
+    // A state with none of the three set counts as running, as virtual-kubelet's running() has it.
     assert.equal(running({ containerStatuses: [{ ...waiting('a'), state: {} }] }), true);
   });
   it('is false when every container waits or terminated', () => {

@@ -3,7 +3,14 @@ import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KnownPod } from '../../lib/pod/known-pods.ts';
 import { podSpecHash } from '../../lib/pod/pod-hash.ts';
-import { type DecideContext, decideSync, type SyncState } from '../../lib/pod/pod-sync-decision.ts';
+import { TERMINATED_MARK } from '../../lib/pod/pod-status-builders.ts';
+import {
+  type DecideContext,
+  decideFromRecords,
+  decideGone,
+  decideSync,
+  type SyncState,
+} from '../../lib/pod/pod-sync-decision.ts';
 
 const NOW = Date.parse('2024-05-01T12:00:00Z');
 const ctx: DecideContext = { nodes: ['vk-a', 'vk-b'], now: NOW };
@@ -65,7 +72,7 @@ function decide(p: V1Pod | undefined, records: KnownPod[], context: DecideContex
   return decideSync(state, context);
 }
 
-describe('pod-sync decisions (SPEC.md "Pods", in order)', () => {
+describe('pod-sync decisions (in the order decideSync checks them)', () => {
   it('pod gone: forget the record (after a provider delete), or look for an orphan when there is none', () => {
     assert.equal(decide(undefined, [record()]).kind, 'forget-stale');
     assert.equal(decide(undefined, []).kind, 'delete-orphan');
@@ -153,5 +160,43 @@ describe('pod-sync decisions (SPEC.md "Pods", in order)', () => {
     assert.equal(retried.kind === 'apply' && retried.mode, 'create');
     const update = decide(pod({ image: 'nginx:2' }), [record({ appliedHash: podSpecHash(pod()) })]);
     assert.equal(update.kind === 'apply' && update.mode, 'update');
+  });
+});
+
+describe('pod-sync decisions that need no pod read', () => {
+  const terminated = (overrides: Partial<KnownPod> = {}) =>
+    record({ forceDeleteAt: '2024-05-01T12:00:30.000Z', statusHash: TERMINATED_MARK, ...overrides });
+
+  it('a record whose terminated status was written after the provider delete: force delete by uid', () => {
+    const step = decideFromRecords([terminated()], ctx);
+    assert.equal(step?.kind, 'force-delete-known');
+    assert.equal(step?.kind === 'force-delete-known' && step.pod.uid, 'u1');
+    assert.equal(step?.kind === 'force-delete-known' && step.record?.version, 3);
+  });
+
+  it('anything else needs the pod: no terminated status, no provider delete, or another node', () => {
+    assert.equal(decideFromRecords([], ctx), undefined);
+    assert.equal(decideFromRecords([record({ forceDeleteAt: '2024-05-01T12:00:30.000Z' })], ctx), undefined);
+    assert.equal(decideFromRecords([record({ statusHash: TERMINATED_MARK })], ctx), undefined);
+    assert.equal(decideFromRecords([terminated({ node: 'vk-c' })], ctx), undefined);
+  });
+
+  it('waits for another invocation’s live claim, not for its own', () => {
+    const claimed = terminated({ claim: claim(NOW + 10_000) });
+    assert.equal(decideFromRecords([claimed], ctx)?.kind, 'wait');
+    assert.equal(
+      decideFromRecords([claimed], { ...ctx, ownTokens: new Set(['other']) })?.kind,
+      'force-delete-known',
+    );
+    assert.equal(decideFromRecords([terminated({ claim: claim(NOW - 1) })], ctx)?.kind, 'force-delete-known');
+  });
+
+  it('a uid gone for good: forget its record, wait while it is claimed, else only its provider pod is left', () => {
+    const gone = { node: 'vk-a', namespace: 'ns', name: 'p', uid: 'u1' };
+    assert.equal(decideGone(gone, [record()], ctx).kind, 'forget-stale');
+    assert.equal(decideGone(gone, [record({ claim: claim(NOW + 10_000) })], ctx).kind, 'wait');
+    assert.deepEqual(decideGone(gone, [], ctx), { kind: 'delete-gone', pod: gone });
+    // A record of another uid is a newer pod's: left alone.
+    assert.deepEqual(decideGone(gone, [record({ uid: 'u2' })], ctx), { kind: 'delete-gone', pod: gone });
   });
 });

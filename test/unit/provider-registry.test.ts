@@ -18,10 +18,11 @@ import {
 import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
 
 describe('provider registry', () => {
-  it('knows the mock and docker providers by name, and nothing else by accident', () => {
-    assert.deepEqual(PROVIDER_NAMES, ['mock', 'docker']);
+  it('knows the mock, docker and ecs-fargate providers by name, and nothing else by accident', () => {
+    assert.deepEqual(PROVIDER_NAMES, ['mock', 'docker', 'ecs-fargate']);
     assert.equal(isProviderName('mock'), true);
     assert.equal(isProviderName('docker'), true);
+    assert.equal(isProviderName('ecs-fargate'), true);
     for (const name of ['fargate', 'toString', '__proto__', ''])
       assert.equal(isProviderName(name), false, name);
   });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import {
+  hintResource,
   MAX_POD_EVENT_DETAIL_BYTES,
   POD_EVENT_DETAIL_TYPE,
   POD_EVENT_SOURCE,
@@ -61,6 +62,16 @@ const nameOf = (entry: PutEventsRequestEntry | PutEventsEntry) =>
   (JSON.parse(entry.Detail ?? '{}') as PodEventDetail).name;
 
 describe('pod event publisher', () => {
+  it('sends each detail’s resources (pod-watch’s hints) with it, and none when there are none', async () => {
+    const { bus, publisher } = onBus();
+    const hint = hintResource('unchanged');
+    await publisher.publish(details(3), { resources: [[hint], undefined, []] });
+    assert.deepEqual(
+      bus.published.map((e) => e.resources),
+      [[hint], [], []],
+    );
+  });
+
   it('publishes 25 details in 3 PutEvents calls of at most 10 entries, with our source and detail-type', async () => {
     const { bus, calls, publisher } = onBus({ busName: 'svk-bus' });
     await publisher.publish(details(25));

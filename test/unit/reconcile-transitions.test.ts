@@ -21,7 +21,7 @@ describe('release numbers', () => {
   });
 });
 
-describe('reconciler transitions (seed 004)', () => {
+describe("reconciler transitions (the lead() of Monogon's reconciler)", () => {
   it('no status: reconcile, then create the done status', () => {
     assert.deepEqual(decideTransition(undefined, own), { kind: 'none', done });
   });

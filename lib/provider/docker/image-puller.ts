@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
-import { pullDelayMs } from './backoff.ts';
+import { pullDelayMs } from '../kubelet-backoff.ts';
 import { engineErrorMessage, isEngineNotFound } from './engine-errors.ts';
 import type { PullPolicy } from './pod-plan.ts';
 import type { ImageView } from './pod-status.ts';

@@ -1,7 +1,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { parseQuantity } from '../../kube/quantity.ts';
+import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
 import type { PodIdentity } from './names.ts';
-import { isServiceAccountTokenVolume } from './pod-support.ts';
 
 /**
  * A pod as the Docker provider runs it: everything needed to create its

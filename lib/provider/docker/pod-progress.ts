@@ -1,4 +1,4 @@
-import { restartDelayMs } from './backoff.ts';
+import { restartDelayMs } from '../kubelet-backoff.ts';
 import { type Instance, instancesOf, type ObservedPod } from './observed-pod.ts';
 import type { ContainerPlan, PodPlan, RestartPolicy } from './pod-plan.ts';
 

@@ -6,6 +6,8 @@ import type {
   V1PodCondition,
   V1PodStatus,
 } from '@kubernetes/client-node';
+import { readinessConditions, seconds } from '../kubelet-pod-conditions.ts';
+import { kubeletPodPhase } from '../kubelet-pod-phase.ts';
 import type { Instance, ObservedPod } from './observed-pod.ts';
 import type { PodPlan } from './pod-plan.ts';
 import type { ContainerView, PodProgress } from './pod-progress.ts';
@@ -179,29 +181,7 @@ function podPhase(
 ): string {
   if (progress.initFailed) return 'Failed';
   if (!progress.initialized || inits.some((s) => s.state?.running)) return 'Pending';
-  let running = 0;
-  let waiting = 0;
-  let stopped = 0;
-  let succeeded = 0;
-  for (const s of containers) {
-    if (s.state?.running) running++;
-    else if (s.state?.terminated) {
-      stopped++;
-      if (s.state.terminated.exitCode === 0) succeeded++;
-    } else if (s.state?.waiting) {
-      if (s.lastState?.terminated) stopped++;
-      else waiting++;
-    }
-  }
-  if (waiting > 0) return 'Pending';
-  if (running > 0) return 'Running';
-  if (stopped > 0) {
-    if (plan.restartPolicy === 'Always') return 'Running';
-    if (stopped === succeeded) return 'Succeeded';
-    if (plan.restartPolicy === 'OnFailure') return 'Running';
-    return 'Failed';
-  }
-  return 'Pending';
+  return kubeletPodPhase(plan.restartPolicy, [], containers, false);
 }
 
 function conditions(input: StatusInput, statuses: V1ContainerStatus[], phase: string): V1PodCondition[] {
@@ -233,28 +213,13 @@ function conditions(input: StatusInput, statuses: V1ContainerStatus[], phase: st
     : Math.max(created, ...exitTimes);
   const terminal = phase === 'Succeeded' || phase === 'Failed';
   const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
-  const readiness = (type: string): V1PodCondition =>
-    ready
-      ? { type, status: 'True', lastTransitionTime: seconds(since) }
-      : {
-          type,
-          status: 'False',
-          reason: terminal ? 'PodCompleted' : 'ContainersNotReady',
-          ...(terminal ? {} : { message: `containers with unready status: [${unready.join(' ')}]` }),
-          lastTransitionTime: seconds(since),
-        };
   return [
     { type: 'PodScheduled', status: 'True', lastTransitionTime: seconds(created) },
     initialized,
-    readiness('ContainersReady'),
-    readiness('Ready'),
+    ...readinessConditions({ ready, unready, terminal, since }),
   ];
 }
 
 function containerId(instance: Instance): string {
   return `docker://${instance.id}`;
-}
-
-function seconds(epochMs: number): Date {
-  return new Date(Math.floor(epochMs / 1000) * 1000);
 }

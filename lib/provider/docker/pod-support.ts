@@ -1,4 +1,5 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
 
 /**
  * What of a pod spec the Docker provider cannot honour. A pod asking for any
@@ -13,25 +14,6 @@ import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
  * terminationMessagePath/Policy (no termination message is read),
  * enableServiceLinks.
  */
-
-/** Where Kubernetes mounts a pod's service account token. */
-export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-/**
- * The service-account token volume the API server's ServiceAccount admission
- * adds to every pod (a `<sa>-token-*` secret, or a projected
- * `kube-api-access-*` volume with a serviceAccountToken source). It is not
- * mounted: the pod did not ask for it, and its token would otherwise sit on
- * the Docker host.
- */
-export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boolean {
-  const mountedAt = allContainers(pod).flatMap((c) =>
-    (c.volumeMounts ?? []).filter((m) => m.name === volume.name).map((m) => m.mountPath),
-  );
-  if (mountedAt.some((path) => path !== SERVICE_ACCOUNT_MOUNT)) return false;
-  if (volume.secret?.secretName?.includes('-token-')) return true;
-  return volume.projected?.sources?.some((s) => s.serviceAccountToken !== undefined) ?? false;
-}
 
 /** Every reason the pod cannot run here, naming the field; empty when it can. */
 export function unsupportedFields(pod: V1Pod): string[] {
@@ -71,7 +53,7 @@ function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
   const reasons: string[] = [];
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
   if (!c.image) refuse('image', 'is required');
-  if (c.env?.some((e) => e.valueFrom !== undefined)) refuse('env', 'valueFrom was not resolved');
+  if (c.env?.some((e) => e.value === undefined)) refuse('env', 'valueFrom was not resolved');
   if (c.envFrom?.length) refuse('envFrom', 'was not resolved');
   if (c.livenessProbe) refuse('livenessProbe', 'probes are not run by this provider');
   if (c.readinessProbe) refuse('readinessProbe', 'probes are not run by this provider');
@@ -104,10 +86,6 @@ function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
     refuse('securityContext.runAsNonRoot', 'needs runAsUser on this provider');
   if (nonRoot && user === 0) refuse('securityContext.runAsUser', 'is 0 while runAsNonRoot is set');
   return reasons;
-}
-
-export function allContainers(pod: V1Pod): V1Container[] {
-  return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
 }
 
 function volumeKind(volume: V1Volume): string {

@@ -4,6 +4,7 @@ import {
   type Env,
   parseSettings,
   type SettingsResult,
+  secretsManagerSecret,
   type Variables,
   whenParsed,
   wholeNumber,
@@ -53,14 +54,7 @@ const DOCKER_VARIABLES = {
   SVK_DOCKER_HOST: hostRule,
   /** The docker CLI's variable, used when SVK_DOCKER_HOST is not set. */
   DOCKER_HOST: hostRule,
-  SVK_DOCKER_TLS_SECRET: z
-    .string()
-    .trim()
-    .regex(
-      /^([A-Za-z0-9/_+=.@-]{1,512}|arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+)$/,
-      'must be a Secrets Manager secret name or ARN',
-    )
-    .optional(),
+  SVK_DOCKER_TLS_SECRET: secretsManagerSecret(),
   SVK_DOCKER_CERT_PATH: z.string().trim().min(1, 'must be a directory').optional(),
   SVK_DOCKER_NETWORK: z
     .string()

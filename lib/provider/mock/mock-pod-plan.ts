@@ -1,7 +1,8 @@
 /**
  * How a test steers a pod in the mock provider: annotations on the pod, read
  * when the provider creates (or updates) it. Without them a pod starts at once
- * and runs until it is deleted.
+ * and runs until it is deleted, or as its containers' commands say
+ * (mock-command.ts).
  */
 
 const PREFIX = 'mock.serverless-virtual-kubelet.io/';
@@ -13,8 +14,9 @@ export const MOCK_START_DELAY_ANNOTATION = `${PREFIX}start-delay-seconds`;
 /**
  * `"N"` (seconds, decimals allowed): N seconds after its containers started,
  * every container terminates with the exit code of {@link MOCK_EXIT_CODE_ANNOTATION};
- * the pod is then Succeeded (exit code 0) or Failed. The mock never restarts
- * a container, whatever the pod's restartPolicy.
+ * the pod is then Succeeded (exit code 0) or Failed. It overrides what the
+ * containers' commands would do, and such a container is never restarted,
+ * whatever the pod's restartPolicy.
  */
 export const MOCK_FINISH_AFTER_ANNOTATION = `${PREFIX}finish-after-seconds`;
 /** `"C"` (0-255, default 0): the exit code of a finishing pod; needs {@link MOCK_FINISH_AFTER_ANNOTATION}. */

@@ -168,9 +168,11 @@ function startOf(state: MockPodState): number {
 }
 
 /**
- * Where every container stands at `t`, and the pod's phase. A container
- * with a modelled command follows the pod's restartPolicy; one without
- * follows the annotations' plan, which never restarts it.
+ * Where every container stands at `t`, and the pod's phase. A planned
+ * finish (the finish-after annotation) ends every app container, whatever
+ * its command, and is never restarted; otherwise a container with a
+ * modelled command follows it and the pod's restartPolicy, and one without
+ * runs until stopped.
  */
 function containersAt(
   state: MockPodState,
@@ -192,16 +194,19 @@ function containersAt(
     ...(state.plan.finishAfterSeconds !== undefined ? { seconds: state.plan.finishAfterSeconds } : {}),
     exitCode: state.plan.exitCode,
   };
+  const byCommand = (c: MockContainer) => state.plan.finishAfterSeconds === undefined && c.run !== undefined;
   const apps: MockContainerView[] = state.containers.map((c) => ({
     name: c.name,
     image: c.image,
     at:
       init.doneAt === undefined
         ? undefined
-        : mockContainerAt(c.run ?? planned, c.run ? policy : 'Never', init.doneAt, t, c.name),
+        : byCommand(c) && c.run
+          ? mockContainerAt(c.run, policy, init.doneAt, t, c.name)
+          : mockContainerAt(planned, 'Never', init.doneAt, t, c.name),
     waitingReason: inits.length > 0 ? 'PodInitializing' : 'ContainerCreating',
   }));
-  const anyModelled = state.containers.some((c) => c.run);
+  const anyModelled = state.containers.some(byCommand);
   const phase =
     t < startAt
       ? 'Pending'

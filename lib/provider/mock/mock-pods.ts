@@ -104,9 +104,11 @@ export class MockPodProvider implements PodProvider {
     const intent = mockCreateIntent(pod.metadata?.annotations);
     if ('fail' in intent) throw new Error(intent.fail);
     const key = mockPodKey(state.namespace, state.name);
+    // Most creates are of a name never used: try that first, one write and no read.
+    let current: MockPodRecord | undefined;
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
-      const current = await this.read(key);
+      if (attempt > 1) current = await this.read(key);
       if (current && current.uid === state.uid && mockPodHeld(current, this.clock.now()))
         return this.status(current);
       const again = current?.uid === state.uid ? current : undefined;

@@ -1,0 +1,410 @@
+/**
+ * The pod benchmark's load generator, run in a worker thread of bench/pods.ts
+ * so that its CPU (creating pods, watching them, polling for their deletion)
+ * is measured apart from the deployment's: the worker reports its own thread's
+ * CPU time, and the benchmark subtracts it from the process's.
+ *
+ * Commands arrive as messages ({@link LoadCommand}); each is answered with one
+ * {@link LoadReply} carrying its result, the worker's CPU so far and the
+ * Kubernetes requests the worker sent by kind (for the cross-check with
+ * kube-apiserver's counters). Bursts also send progress messages.
+ */
+import { subscribe } from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
+import { parentPort, workerData } from 'node:worker_threads';
+import type { V1Pod } from '@kubernetes/client-node';
+import { systemClock } from '../lib/clock.ts';
+import {
+  apiStatusCode,
+  createKubeClients,
+  isNotFound,
+  type KubeClients,
+  loadKubeConfig,
+} from '../lib/kube/client.ts';
+import { KnownPodStore } from '../lib/pod/known-pods.ts';
+import { MockPodProvider } from '../lib/provider/mock/mock-pods.ts';
+import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
+import { benchLog, bump, kubeRequestKind, resumingWatch } from './support.ts';
+
+/** What the worker needs to reach the cluster and the table. */
+export interface LoadWorkerData {
+  adminKubeconfig: string;
+  dynamoEndpoint: string;
+  tableName: string;
+  /** The virtual node the burst's pods are bound to. */
+  node: string;
+}
+
+export type LoadCommand =
+  | { id: number; cmd: 'burst'; namespace: string; n: number; concurrency: number; capMs: number }
+  | { id: number; cmd: 'delete'; namespace: string; n: number; capMs: number }
+  | { id: number; cmd: 'baseline'; n: number; concurrency: number }
+  /** Answers at once: the reply carries the CPU and request figures. */
+  | { id: number; cmd: 'cpu' }
+  | { id: number; cmd: 'stop' };
+
+export interface BurstLoad {
+  /** Epoch ms when each pod's create call returned (bound), and when a watch first saw it Running. */
+  boundAt: Record<string, number>;
+  runningAt: Record<string, number>;
+  failures: number;
+  startedAt: number;
+  createdAt: number;
+  allRunning: boolean;
+}
+
+export interface DeletionLoad {
+  /** Seconds from the namespace delete to no provider pod / no known-pod record / namespace gone. */
+  providerEmptyS?: number;
+  knownEmptyS?: number;
+  namespaceGoneS?: number;
+  providerLeft: number;
+  knownLeft: number;
+}
+
+export interface BaselineLoad {
+  pods: number;
+  seconds: number;
+  failures: number;
+}
+
+export type LoadReply =
+  | {
+      id: number;
+      result: BurstLoad | DeletionLoad | BaselineLoad | undefined;
+      /** This thread's CPU seconds so far. */
+      cpuSeconds: number;
+      /** Kubernetes requests this thread sent so far, by `VERB resource`. */
+      kube: Record<string, number>;
+    }
+  | { id: number; error: string; cpuSeconds: number; kube: Record<string, number> }
+  | { progress: { namespace: string; bound: number; running: number } };
+
+const log = benchLog('bench pods load');
+const PROGRESS_MS = 1_000;
+
+function isRequestMessage(message: unknown): message is { request: ClientRequest } {
+  return typeof message === 'object' && message !== null && 'request' in message;
+}
+
+/** The worker's own Kubernetes requests, by kind (this thread's diagnostics channel only). */
+const kubeCounts = new Map<string, number>();
+subscribe('http.client.request.start', (message) => {
+  if (!isRequestMessage(message)) return;
+  const kind = kubeRequestKind(message.request.method, message.request.path);
+  if (kind !== undefined) bump(kubeCounts, kind);
+});
+
+function cpuSeconds(): number {
+  const usage = process.threadCpuUsage();
+  return (usage.user + usage.system) / 1e6;
+}
+
+export function podBody(name: string, node: string): V1Pod {
+  return {
+    metadata: { name },
+    spec: {
+      nodeName: node,
+      tolerations: [{ key: 'virtual-kubelet.io/provider', operator: 'Exists', effect: 'NoSchedule' }],
+      containers: [{ name: 'app', image: 'registry.example/app:1' }],
+    },
+  };
+}
+
+/** Retries what may pass on a second try (5xx, 429, no answer); a 409 after a first try means it went through. */
+async function withRetries<T>(call: () => Promise<T>, alreadyDone: () => T | Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      const code = apiStatusCode(err);
+      if (code === 409 && attempt > 1) return await alreadyDone();
+      if (attempt >= 5 || (code !== undefined && code < 500 && code !== 429)) throw err;
+      await delay(500 * attempt);
+    }
+  }
+}
+
+/** Runs `work` on every index from 0 to n - 1 with `concurrency` in flight; counts the failures (logged). */
+async function forEachLimited(
+  n: number,
+  concurrency: number,
+  work: (i: number) => Promise<void>,
+): Promise<number> {
+  let failures = 0;
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < n; i = next++) {
+      try {
+        await work(i);
+      } catch (err) {
+        failures++;
+        log(`item ${i} failed: ${String(err)}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  return failures;
+}
+
+async function waitUntil(
+  what: string,
+  probe: () => Promise<boolean> | boolean,
+  options: { timeoutMs: number; intervalMs: number },
+): Promise<boolean> {
+  const deadline = performance.now() + options.timeoutMs;
+  for (;;) {
+    if (await probe()) return true;
+    if (performance.now() > deadline) {
+      log(`gave up waiting for ${what} after ${(options.timeoutMs / 1000).toFixed(0)} s`);
+      return false;
+    }
+    await delay(options.intervalMs);
+  }
+}
+
+export async function createNamespace(admin: KubeClients, name: string): Promise<void> {
+  await admin.core.createNamespace({ body: { metadata: { name } } });
+  // 1.20's ServiceAccount admission refuses pods until the default account has its token.
+  await waitUntil(
+    `the default service account of ${name}`,
+    async () => {
+      try {
+        const sa = await admin.core.readNamespacedServiceAccount({ name: 'default', namespace: name });
+        return (sa.secrets?.length ?? 0) > 0;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        return false;
+      }
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+}
+
+class LoadGenerator {
+  private readonly admin: KubeClients;
+  private readonly provider: MockPodProvider;
+  private readonly knownPods: KnownPodStore;
+
+  constructor(private readonly data: LoadWorkerData) {
+    // The load's own requests wait their turn under load; a 5 s bound would fail creates that succeed.
+    this.admin = createKubeClients(loadKubeConfig({ kubeconfigPath: data.adminKubeconfig }), {
+      requestTimeoutMs: 120_000,
+    });
+    const { doc } = createDynamoDbClient({ endpoint: data.dynamoEndpoint, region: 'local' });
+    const table = new StateTable(doc, data.tableName);
+    this.provider = new MockPodProvider({ table, clock: systemClock });
+    this.knownPods = new KnownPodStore(table);
+  }
+
+  /** Creates the namespace and `n` pods bound to the node, and waits until a watch saw each Running. */
+  async burst(command: Extract<LoadCommand, { cmd: 'burst' }>): Promise<BurstLoad> {
+    const { namespace, n, concurrency, capMs } = command;
+    await createNamespace(this.admin, namespace);
+    const names = Array.from({ length: n }, (_, i) => `p-${String(i).padStart(5, '0')}`);
+    const boundAt: Record<string, number> = {};
+    const runningAt: Record<string, number> = {};
+    const wanted = new Set(names);
+    let bound = 0;
+    let running = 0;
+    const watch = await resumingWatch(
+      this.admin.config,
+      `/api/v1/namespaces/${namespace}/pods`,
+      {},
+      (type, object) => {
+        const pod = object as V1Pod;
+        const name = pod.metadata?.name ?? '';
+        if (!wanted.has(name) || type === 'DELETED' || runningAt[name] !== undefined) return;
+        if (pod.status?.phase === 'Running') {
+          runningAt[name] = Date.now();
+          running++;
+        }
+      },
+      log,
+    );
+    const progress = setInterval(
+      () => parentPort?.postMessage({ progress: { namespace, bound, running } } satisfies LoadReply),
+      PROGRESS_MS,
+    );
+    try {
+      const startedAt = Date.now();
+      const failures = await forEachLimited(n, concurrency, async (i) => {
+        const name = names[i] ?? '';
+        try {
+          await withRetries(
+            () => this.admin.core.createNamespacedPod({ namespace, body: podBody(name, this.data.node) }),
+            () => undefined,
+          );
+          boundAt[name] = Date.now();
+          bound++;
+        } catch (err) {
+          wanted.delete(name);
+          throw err;
+        }
+      });
+      const createdAt = Date.now();
+      log(`${n}: ${bound} pods created in ${((createdAt - startedAt) / 1000).toFixed(1)} s`);
+      const allRunning = await waitUntil('every pod Running', () => running >= bound, {
+        timeoutMs: Math.max(0, startedAt + capMs - Date.now()),
+        intervalMs: 100,
+      });
+      return { boundAt, runningAt, failures, startedAt, createdAt, allRunning };
+    } finally {
+      clearInterval(progress);
+      watch.stop();
+    }
+  }
+
+  /** Deletes the namespace and waits until the provider, the known-pod records and the API server have none of it. */
+  async deleteNamespace(command: Extract<LoadCommand, { cmd: 'delete' }>): Promise<DeletionLoad> {
+    const { namespace, n, capMs } = command;
+    const node = this.data.node;
+    const started = performance.now();
+    await this.admin.core.deleteNamespace({ name: namespace });
+    const since = () => (performance.now() - started) / 1000;
+    const result: DeletionLoad = { providerLeft: Number.NaN, knownLeft: Number.NaN };
+    let lastLog = performance.now();
+    await waitUntil(
+      `${namespace} to be gone`,
+      async () => {
+        const [live, known] = await Promise.all([this.provider.listPods(node), this.knownPods.list(node)]);
+        result.providerLeft = live.filter((p) => p.metadata?.namespace === namespace).length;
+        result.knownLeft = known.filter((k) => k.namespace === namespace).length;
+        if (result.providerLeft === 0) result.providerEmptyS ??= since();
+        if (result.knownLeft === 0) result.knownEmptyS ??= since();
+        if (result.namespaceGoneS === undefined) {
+          try {
+            await this.admin.core.readNamespace({ name: namespace });
+          } catch (err) {
+            if (!isNotFound(err)) throw err;
+            result.namespaceGoneS = since();
+          }
+        }
+        if (performance.now() - lastLog > 15_000) {
+          lastLog = performance.now();
+          log(
+            `deleting ${namespace}: ${result.providerLeft} in provider, ${result.knownLeft} known pods left`,
+          );
+        }
+        return (
+          result.providerEmptyS !== undefined &&
+          result.knownEmptyS !== undefined &&
+          result.namespaceGoneS !== undefined
+        );
+      },
+      // Each round lists every pod of the node twice: keep big bursts from polling DynamoDB Local hard.
+      { timeoutMs: capMs, intervalMs: Math.min(2_000, Math.max(500, n / 5)) },
+    );
+    return result;
+  }
+
+  /**
+   * kwok's work on this box: create `n` pods bound to a node nobody serves and
+   * write each one's status Running once (one create and one status write per
+   * pod, nothing persisted elsewhere), `concurrency` pods in flight. Runs
+   * before the deployment starts, against a Node object of its own (so the pod
+   * garbage collector leaves the pods alone), and removes everything afterwards.
+   */
+  async baseline(command: Extract<LoadCommand, { cmd: 'baseline' }>): Promise<BaselineLoad> {
+    const { n, concurrency } = command;
+    const admin = this.admin;
+    const node = `${this.data.node}-baseline`;
+    const namespace = `baseline-${n}-${Date.now().toString(36)}`;
+    await admin.core.createNode({ body: { metadata: { name: node } } });
+    await createNamespace(admin, namespace);
+    const started = performance.now();
+    const failures = await forEachLimited(n, concurrency, async (i) => {
+      const name = `b-${String(i).padStart(5, '0')}`;
+      const pod = await withRetries(
+        () => admin.core.createNamespacedPod({ namespace, body: podBody(name, node) }),
+        () => admin.core.readNamespacedPod({ namespace, name }),
+      );
+      const now = new Date();
+      await withRetries(
+        () =>
+          admin.core.replaceNamespacedPodStatus({
+            namespace,
+            name,
+            body: {
+              ...pod,
+              status: {
+                ...pod.status,
+                phase: 'Running',
+                podIP: '10.0.0.2',
+                startTime: now,
+                conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: now }],
+              },
+            },
+          }),
+        () => pod,
+      );
+    });
+    const seconds = (performance.now() - started) / 1000;
+    log(`baseline: ${n - failures} pods created and Running in ${seconds.toFixed(1)} s`);
+    // No kubelet: the pods must go at once (grace 0), or they would wait for one forever.
+    await admin.core.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 0 });
+    await admin.core.deleteNamespace({ name: namespace });
+    await admin.core.deleteNode({ name: node });
+    await waitUntil(
+      `${namespace} to be gone`,
+      async () => {
+        try {
+          await admin.core.readNamespace({ name: namespace });
+          return false;
+        } catch (err) {
+          if (isNotFound(err)) return true;
+          throw err;
+        }
+      },
+      { timeoutMs: 5 * 60_000, intervalMs: 1_000 },
+    );
+    return { pods: n, seconds, failures };
+  }
+}
+
+function isLoadWorkerData(value: unknown): value is LoadWorkerData {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return (
+    typeof v.adminKubeconfig === 'string' &&
+    typeof v.dynamoEndpoint === 'string' &&
+    typeof v.tableName === 'string' &&
+    typeof v.node === 'string'
+  );
+}
+
+if (parentPort && isLoadWorkerData(workerData)) {
+  const port = parentPort;
+  const load = new LoadGenerator(workerData);
+  port.on('message', (command: LoadCommand) => {
+    if (command.cmd === 'stop') {
+      port.close();
+      return;
+    }
+    const run =
+      command.cmd === 'burst'
+        ? load.burst(command)
+        : command.cmd === 'delete'
+          ? load.deleteNamespace(command)
+          : command.cmd === 'baseline'
+            ? load.baseline(command)
+            : Promise.resolve(undefined);
+    run.then(
+      (result) =>
+        port.postMessage({
+          id: command.id,
+          result,
+          cpuSeconds: cpuSeconds(),
+          kube: Object.fromEntries(kubeCounts),
+        } satisfies LoadReply),
+      (err: unknown) =>
+        port.postMessage({
+          id: command.id,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+          cpuSeconds: cpuSeconds(),
+          kube: Object.fromEntries(kubeCounts),
+        } satisfies LoadReply),
+    );
+  });
+}

@@ -1,0 +1,65 @@
+import type { StoredItem } from '../state/dynamodb.ts';
+import type { KnownPod, KnownPodClaim, KnownPodIdentity } from './known-pods.ts';
+
+/** A known-pod record as an item of the state table, and back (see KnownPod). */
+
+export function knownPodKey(node: string, namespace: string, name: string): { pk: string; sk: string } {
+  return { pk: `pods#${node}`, sk: `${namespace}/${name}` };
+}
+
+/** gsi1 partition of records with a force-delete due, sorted by due time. */
+export const FORCE_DELETE_INDEX_PARTITION = 'force-delete';
+
+export function forceDeleteSortKey(pod: KnownPodIdentity, forceDeleteAt: string): string {
+  return `${forceDeleteAt}#${pod.node}#${pod.namespace}/${pod.name}`;
+}
+
+export function toItem(pod: KnownPod): StoredItem {
+  return {
+    ...knownPodKey(pod.node, pod.namespace, pod.name),
+    ...pod,
+    ...(pod.forceDeleteAt
+      ? { gsi1pk: FORCE_DELETE_INDEX_PARTITION, gsi1sk: forceDeleteSortKey(pod, pod.forceDeleteAt) }
+      : {}),
+  };
+}
+
+function isClaim(value: unknown): value is KnownPodClaim {
+  if (typeof value !== 'object' || value === null) return false;
+  const c = value as Record<string, unknown>;
+  return (
+    typeof c.token === 'string' &&
+    typeof c.owner === 'string' &&
+    typeof c.hash === 'string' &&
+    typeof c.until === 'string'
+  );
+}
+
+export function fromItem(item: StoredItem): KnownPod {
+  const { node, namespace, name, uid, appliedHash, claim, statusHash, pushUntil, forceDeleteAt, version } =
+    item;
+  if (
+    typeof node !== 'string' ||
+    typeof namespace !== 'string' ||
+    typeof name !== 'string' ||
+    typeof uid !== 'string' ||
+    typeof version !== 'number' ||
+    (claim !== undefined && !isClaim(claim))
+  ) {
+    throw new Error(`known-pod record ${item.pk} ${item.sk} is malformed`);
+  }
+  return {
+    node,
+    namespace,
+    name,
+    uid,
+    version,
+    ...(typeof appliedHash === 'string' ? { appliedHash } : {}),
+    ...(claim
+      ? { claim: { token: claim.token, owner: claim.owner, hash: claim.hash, until: claim.until } }
+      : {}),
+    ...(typeof statusHash === 'string' ? { statusHash } : {}),
+    ...(typeof pushUntil === 'string' ? { pushUntil } : {}),
+    ...(typeof forceDeleteAt === 'string' ? { forceDeleteAt } : {}),
+  };
+}

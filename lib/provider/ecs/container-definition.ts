@@ -1,0 +1,146 @@
+import type { ContainerDefinition } from '@aws-sdk/client-ecs';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { cpuUnits, memoryMiB } from './fargate-size.ts';
+
+/** Fargate's longest stopTimeout: a container is killed at most this long after StopTask. */
+export const FARGATE_MAX_STOP_TIMEOUT_SECONDS = 120;
+
+/** What a container definition needs besides the container itself. */
+export interface ContainerContext {
+  pod: V1Pod;
+  role: 'init' | 'app';
+  /** Containers this one waits for (with condition SUCCESS): the init container before it, or the last one. */
+  after?: string;
+  environment: Array<{ name: string; value: string }>;
+  /** Variable name → SSM parameter name. */
+  secrets: Array<{ name: string; valueFrom: string }>;
+  logGroup: string;
+  region: string;
+  /** Repository credentials by registry host. */
+  registryCredentials: Readonly<Record<string, string>>;
+}
+
+/**
+ * One container as ECS runs it: the pod's `command` is the image's
+ * ENTRYPOINT (ECS's `entryPoint`) and `args` its CMD (ECS's `command`), as
+ * Kubernetes documents; an init container is not essential and each waits
+ * for the one before it to exit 0 (dependsOn SUCCESS), app containers wait
+ * for the last one, and all app containers are essential (ECS stops the
+ * task when one of them exits). CPU and memory requests become the
+ * container's cpu and memoryReservation, a memory limit its hard `memory`;
+ * init containers get none, as they run alone within the task's size.
+ */
+export function containerDefinition(c: V1Container, ctx: ContainerContext): ContainerDefinition {
+  const { pod, role } = ctx;
+  const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
+  const credentials = ctx.registryCredentials[registryHost(c.image ?? '')];
+  const mounts = (c.volumeMounts ?? []).filter((m) => isTaskVolume(pod, m.name));
+  return {
+    name: c.name,
+    image: c.image,
+    essential: role === 'app',
+    ...(c.command ? { entryPoint: [...c.command] } : {}),
+    ...(c.args ? { command: [...c.args] } : {}),
+    ...(c.workingDir ? { workingDirectory: c.workingDir } : {}),
+    ...(ctx.environment.length > 0 ? { environment: ctx.environment } : {}),
+    ...(ctx.secrets.length > 0 ? { secrets: ctx.secrets } : {}),
+    ...(c.ports?.length
+      ? {
+          portMappings: c.ports.map((p) => ({
+            containerPort: p.containerPort,
+            hostPort: p.containerPort,
+            protocol: p.protocol === 'UDP' ? ('udp' as const) : ('tcp' as const),
+          })),
+        }
+      : {}),
+    ...(mounts.length > 0
+      ? {
+          mountPoints: mounts.map((m) => ({
+            sourceVolume: m.name,
+            containerPath: m.mountPath,
+            readOnly: m.readOnly === true,
+          })),
+        }
+      : {}),
+    ...(ctx.after ? { dependsOn: [{ containerName: ctx.after, condition: 'SUCCESS' as const }] } : {}),
+    ...(role === 'app' ? resources(c) : {}),
+    ...security(c, pod),
+    ...(c.stdin ? { interactive: true } : {}),
+    ...(c.tty ? { pseudoTerminal: true } : {}),
+    stopTimeout: Math.min(Math.max(grace, 0), FARGATE_MAX_STOP_TIMEOUT_SECONDS),
+    ...(credentials ? { repositoryCredentials: { credentialsParameter: credentials } } : {}),
+    logConfiguration: {
+      logDriver: 'awslogs',
+      options: {
+        'awslogs-group': ctx.logGroup,
+        'awslogs-region': ctx.region,
+        'awslogs-stream-prefix': logStreamPrefix(pod.metadata?.namespace ?? 'default'),
+      },
+    },
+  };
+}
+
+/**
+ * The awslogs stream prefix of a pod's containers: its namespace. awslogs
+ * names each stream `<prefix>/<container>/<task id>`, which is how the logs
+ * endpoint finds a container's stream from the task it ran in.
+ */
+export function logStreamPrefix(namespace: string): string {
+  return namespace;
+}
+
+/** The log stream of one container of one task (awslogs' naming). */
+export function logStreamName(namespace: string, container: string, taskArn: string): string {
+  return `${logStreamPrefix(namespace)}/${container}/${taskArn.split('/').pop() ?? taskArn}`;
+}
+
+function resources(c: V1Container): Pick<ContainerDefinition, 'cpu' | 'memory' | 'memoryReservation'> {
+  const { requests = {}, limits = {} } = c.resources ?? {};
+  const cpu = cpuUnits(requests.cpu);
+  const reservation = memoryMiB(requests.memory);
+  const limit = memoryMiB(limits.memory);
+  return {
+    ...(cpu > 0 ? { cpu } : {}),
+    ...(reservation > 0 ? { memoryReservation: reservation } : {}),
+    ...(limit > 0 ? { memory: limit } : {}),
+  };
+}
+
+function security(
+  c: V1Container,
+  pod: V1Pod,
+): Pick<ContainerDefinition, 'user' | 'readonlyRootFilesystem' | 'linuxParameters'> {
+  const sc = c.securityContext;
+  const podSc = pod.spec?.securityContext;
+  const user = sc?.runAsUser ?? podSc?.runAsUser;
+  const group = sc?.runAsGroup ?? podSc?.runAsGroup;
+  const add = sc?.capabilities?.add ?? [];
+  const drop = sc?.capabilities?.drop ?? [];
+  return {
+    ...(user !== undefined ? { user: group !== undefined ? `${user}:${group}` : String(user) } : {}),
+    ...(sc?.readOnlyRootFilesystem ? { readonlyRootFilesystem: true } : {}),
+    ...(add.length > 0 || drop.length > 0
+      ? {
+          linuxParameters: {
+            capabilities: {
+              ...(add.length > 0 ? { add: [...add] } : {}),
+              ...(drop.length > 0 ? { drop: [...drop] } : {}),
+            },
+          },
+        }
+      : {}),
+  };
+}
+
+/** Volumes that become task volumes: emptyDirs (the service-account token volume is not mounted). */
+export function isTaskVolume(pod: V1Pod, name: string): boolean {
+  return (pod.spec?.volumes ?? []).some((v) => v.name === name && v.emptyDir !== undefined);
+}
+
+/** The registry host of an image reference (`docker.io` for short names, as Docker resolves them). */
+export function registryHost(image: string): string {
+  const first = image.split('/')[0] ?? '';
+  const hasHost =
+    image.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost');
+  return hasHost ? first : 'docker.io';
+}

@@ -1,0 +1,260 @@
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log/logger.ts';
+import { ProviderNotFoundError } from '../provider.ts';
+import type { EcsPodAdvancer } from './ecs-pod-advance.ts';
+import type { EcsPodRecord, RestartPolicy, RunSpec } from './ecs-pod-record.ts';
+import { type EcsPodStore, isRecordConflict } from './ecs-pod-store.ts';
+import type { EcsTasks } from './ecs-tasks.ts';
+import { type OverrideRule, podOverrides } from './override-allowlist.ts';
+import type { SecretParameters } from './secret-parameters.ts';
+import type { TaskDefinitions } from './task-definitions.ts';
+import { isStopped } from './task-snapshot.ts';
+import {
+  type TaskTranslation,
+  TaskTranslationError,
+  type TranslationSettings,
+  translatePod,
+} from './task-translation.ts';
+
+/**
+ * createPod and updatePod of the ECS provider: translate the pod, register
+ * its task definition (once per shape), store its Secret values, write its
+ * record, then let the advancer start its task. Every step is safe to
+ * repeat, so a create retried after a crash at any point finishes the same
+ * pod with the same task.
+ */
+
+export interface PodCreatorOptions {
+  store: EcsPodStore;
+  advancer: EcsPodAdvancer;
+  secrets: SecretParameters;
+  definitions: TaskDefinitions;
+  tasks: EcsTasks;
+  clock: Clock;
+  log: Logger;
+  translation: Omit<TranslationSettings, 'secretParameterName'>;
+  allowlist: readonly OverrideRule[];
+}
+
+const MAX_ATTEMPTS = 5;
+
+/** A pod translated for this provider: what its record needs besides its tasks. */
+interface Prepared {
+  translation: TaskTranslation;
+  run: RunSpec;
+}
+
+export class PodCreator {
+  constructor(private readonly options: PodCreatorOptions) {}
+
+  async create(pod: V1Pod, signal?: AbortSignal): Promise<EcsPodRecord | undefined> {
+    const { namespace, name, uid } = identity(pod, true);
+    const prepared = await this.prepare(pod);
+    for (let attempt = 1; ; attempt++) {
+      const existing = await this.options.store.get(namespace, name);
+      try {
+        if (existing?.uid === uid && existing.goneAt === undefined)
+          return await this.resume(existing, prepared, signal);
+        if (existing && existing.uid !== uid && existing.goneAt === undefined)
+          await this.retire(existing, signal);
+        return await this.start(pod, prepared, existing, signal);
+      } catch (err) {
+        if (!isRecordConflict(err) || attempt >= MAX_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  /**
+   * Applies a changed spec: a new task shape replaces the running task (it
+   * is stopped and followed at once by one of the new shape, restartCount + 1),
+   * as the kubelet restarts a container whose image changed.
+   * @throws ProviderNotFoundError when this uid is not held.
+   */
+  async update(pod: V1Pod, signal?: AbortSignal): Promise<EcsPodRecord> {
+    const { namespace, name, uid } = identity(pod, false);
+    const prepared = await this.prepare(pod);
+    const record = await this.options.store.get(namespace, name);
+    if (
+      !record ||
+      record.uid !== uid ||
+      record.goneAt !== undefined ||
+      record.deleteRequestedAt !== undefined
+    )
+      throw new ProviderNotFoundError(`ECS provider has no pod ${namespace}/${name} (uid ${uid})`);
+    if (record.family === prepared.translation.family && sameRun(record.run, prepared.run))
+      return (await this.options.advancer.advance(record, signal)) ?? record;
+    const arn = await this.options.definitions.ensure(
+      prepared.translation.family,
+      prepared.translation.definition,
+      signal,
+    );
+    await this.options.secrets.acquire(uid, prepared.translation.secrets, signal);
+    const running = record.current.arn !== undefined && !isStopped(record.current.snapshot);
+    const next = await this.options.advancer.write(
+      record,
+      (r) => ({
+        ...r,
+        ...containerRefs(pod),
+        family: prepared.translation.family,
+        taskDefinitionArn: arn,
+        run: prepared.run,
+        secretParameters: prepared.translation.secrets.map((s) => s.parameter),
+        current: running ? { ...r.current, replaced: true } : r.current,
+      }),
+      signal,
+    );
+    const stale = record.secretParameters.filter(
+      (p) => !prepared.translation.secrets.some((s) => s.parameter === p),
+    );
+    await this.options.secrets.release(uid, stale, signal);
+    this.options.log.info(
+      { pod: `${namespace}/${name}`, uid, family: prepared.translation.family },
+      'pod spec changed: replacing its task',
+    );
+    return next ?? record;
+  }
+
+  /** Translation and overrides; throws before anything is written. */
+  private async prepare(pod: V1Pod): Promise<Prepared> {
+    const overrides = podOverrides(pod, this.options.allowlist);
+    if (!overrides.ok) throw new TaskTranslationError(overrides.reasons);
+    const secretParameterName = await this.options.secrets.namer();
+    const translation = translatePod(pod, { ...this.options.translation, secretParameterName });
+    const { taskRoleArn, subnets, securityGroups, spot } = overrides.overrides;
+    const run: RunSpec = {
+      containerOverrides: translation.containerOverrides,
+      ...(taskRoleArn ? { taskRoleArn } : {}),
+      ...(subnets ? { subnets: [...subnets] } : {}),
+      ...(securityGroups ? { securityGroups: [...securityGroups] } : {}),
+      ...(spot !== undefined ? { spot } : {}),
+    };
+    return { translation, run };
+  }
+
+  /** The same uid again (a retried create): finishes what the first one started. */
+  private async resume(
+    record: EcsPodRecord,
+    prepared: Prepared,
+    signal?: AbortSignal,
+  ): Promise<EcsPodRecord | undefined> {
+    const { advancer, secrets, clock } = this.options;
+    const notStarted = record.current.arn === undefined;
+    if (!notStarted && record.current.launchFailure === undefined) return advancer.advance(record, signal);
+    // Nothing runs yet: start with the pod as it is now (its Secret values may have changed).
+    const arn = await this.options.definitions.ensure(
+      prepared.translation.family,
+      prepared.translation.definition,
+      signal,
+    );
+    await secrets.acquire(record.uid, prepared.translation.secrets, signal);
+    const retry = record.current.launchFailure !== undefined;
+    return advancer.write(
+      record,
+      (r) => ({
+        ...r,
+        family: prepared.translation.family,
+        taskDefinitionArn: arn,
+        run: prepared.run,
+        secretParameters: [
+          ...new Set([...r.secretParameters, ...prepared.translation.secrets.map((s) => s.parameter)]),
+        ],
+        ...(retry && r.current.launchFailure !== undefined
+          ? { current: { seq: r.current.seq + 1, requestedAt: clock.now() } }
+          : {}),
+      }),
+      signal,
+    );
+  }
+
+  /** Another pod (uid) under this name: its task is stopped, its Secret values released; the new pod takes the name. */
+  private async retire(old: EcsPodRecord, signal?: AbortSignal): Promise<void> {
+    if (old.current.arn && !isStopped(old.current.snapshot)) {
+      await this.options.tasks.stop(
+        old.current.arn,
+        `pod ${old.namespace}/${old.name} replaced by a new pod`,
+        signal,
+      );
+    }
+    await this.options.secrets.release(old.uid, old.secretParameters, signal);
+    this.options.log.info(
+      { pod: `${old.namespace}/${old.name}`, oldUid: old.uid },
+      'pod replaced by a new uid: its task stopped',
+    );
+  }
+
+  private async start(
+    pod: V1Pod,
+    prepared: Prepared,
+    existing: EcsPodRecord | undefined,
+    signal?: AbortSignal,
+  ): Promise<EcsPodRecord | undefined> {
+    const { definitions, secrets, store, clock, advancer } = this.options;
+    const { namespace, name, uid, node } = identity(pod, true);
+    const arn = await definitions.ensure(
+      prepared.translation.family,
+      prepared.translation.definition,
+      signal,
+    );
+    const now = clock.now();
+    const again = existing?.uid === uid ? existing : undefined;
+    const record: EcsPodRecord = {
+      namespace,
+      name,
+      uid,
+      node,
+      restartPolicy: restartPolicy(pod.spec?.restartPolicy),
+      ...containerRefs(pod),
+      gracePeriodSeconds: pod.spec?.terminationGracePeriodSeconds ?? 30,
+      family: prepared.translation.family,
+      taskDefinitionArn: arn,
+      run: prepared.run,
+      secretParameters: prepared.translation.secrets.map((s) => s.parameter),
+      createdAt: now,
+      restarts: 0,
+      current: { seq: again ? again.current.seq + 1 : 0, requestedAt: now },
+      observedAt: now,
+      creates: (again?.creates ?? 0) + 1,
+      deletes: again?.deletes ?? 0,
+      version: (existing?.version ?? 0) + 1,
+    };
+    await store.create(record, existing);
+    await secrets.acquire(uid, prepared.translation.secrets, signal);
+    return advancer.advance(record, signal);
+  }
+}
+
+function identity(
+  pod: V1Pod,
+  needsNode: boolean,
+): { namespace: string; name: string; uid: string; node: string } {
+  const namespace = pod.metadata?.namespace ?? '';
+  const name = pod.metadata?.name ?? '';
+  const uid = pod.metadata?.uid ?? '';
+  const node = pod.spec?.nodeName ?? '';
+  const missing = [
+    ...(namespace ? [] : ['metadata.namespace']),
+    ...(name ? [] : ['metadata.name']),
+    ...(uid ? [] : ['metadata.uid']),
+    ...(node || !needsNode ? [] : ['spec.nodeName']),
+  ];
+  if (missing.length > 0)
+    throw new Error(`ECS provider: pod ${namespace || '?'}/${name || '?'} lacks ${missing.join(', ')}`);
+  return { namespace, name, uid, node };
+}
+
+function containerRefs(pod: V1Pod): Pick<EcsPodRecord, 'initContainers' | 'containers'> {
+  const refs = (list: readonly V1Container[]) => list.map((c) => ({ name: c.name, image: c.image ?? '' }));
+  return {
+    initContainers: refs(pod.spec?.initContainers ?? []),
+    containers: refs(pod.spec?.containers ?? []),
+  };
+}
+
+function restartPolicy(policy: string | undefined): RestartPolicy {
+  return policy === 'Never' || policy === 'OnFailure' ? policy : 'Always';
+}
+
+function sameRun(a: RunSpec, b: RunSpec): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

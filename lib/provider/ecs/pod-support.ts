@@ -1,0 +1,123 @@
+import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
+
+/**
+ * What of a pod spec a Fargate task cannot honour. A pod asking for any of
+ * it is refused as a whole, every reason named, rather than run without it:
+ * a pod without its hostPath volume, its probes or its privileges would be
+ * another pod. Fields that are the scheduler's or the API server's business
+ * (nodeSelector, affinity, tolerations, priority...) and the API server's
+ * defaults that change nothing here (dnsPolicy ClusterFirst: a task uses the
+ * VPC's resolver; terminationMessagePath/Policy; enableServiceLinks) are
+ * accepted; README, "ECS Fargate provider", lists what each field becomes.
+ */
+
+/** Every reason the pod cannot run as a Fargate task, naming the field; empty when it can. */
+export function unsupportedFields(pod: V1Pod): string[] {
+  const spec = pod.spec;
+  if (!spec) return ['spec is missing'];
+  const reasons: string[] = [];
+  const refuse = (field: string, why: string) => reasons.push(`spec.${field}: ${why}`);
+  if (spec.hostNetwork)
+    refuse('hostNetwork', 'a Fargate task has its own network interface, never a host network');
+  if (spec.hostPID) refuse('hostPID', 'a Fargate task has no host PID namespace to share');
+  if (spec.hostIPC) refuse('hostIPC', 'a Fargate task has no host IPC namespace to share');
+  if (spec.hostAliases?.length) refuse('hostAliases', 'not supported with awsvpc networking');
+  if (spec.hostname || spec.subdomain) refuse('hostname', 'a Fargate task cannot set its hostname');
+  if (spec.dnsConfig) refuse('dnsConfig', 'a Fargate task uses the VPC resolver');
+  if (spec.dnsPolicy === 'None') refuse('dnsPolicy', 'None needs dnsConfig, which Fargate cannot honour');
+  if ((spec.ephemeralContainers ?? []).length > 0) refuse('ephemeralContainers', 'not supported');
+  if (spec.activeDeadlineSeconds !== undefined) refuse('activeDeadlineSeconds', 'not supported');
+  if (spec.readinessGates?.length) refuse('readinessGates', 'not supported');
+  if (spec.runtimeClassName) refuse('runtimeClassName', 'Fargate has one runtime');
+  const podSc = spec.securityContext;
+  if (podSc?.sysctls?.length) refuse('securityContext.sysctls', 'not supported');
+  if (podSc?.seLinuxOptions) refuse('securityContext.seLinuxOptions', 'not supported');
+  if (podSc?.fsGroup !== undefined)
+    refuse('securityContext.fsGroup', 'Fargate volumes have no group ownership');
+  if (podSc?.supplementalGroups?.length) refuse('securityContext.supplementalGroups', 'not supported');
+  if (podSc?.windowsOptions) refuse('securityContext.windowsOptions', 'Linux tasks only');
+  for (const volume of spec.volumes ?? []) reasons.push(...volumeReasons(volume, pod));
+  for (const [kind, list] of [
+    ['initContainers', spec.initContainers ?? []],
+    ['containers', spec.containers ?? []],
+  ] as const) {
+    for (const container of list)
+      reasons.push(...containerReasons(`spec.${kind}[${container.name}]`, container, pod));
+  }
+  return reasons;
+}
+
+function volumeReasons(volume: V1Volume, pod: V1Pod): string[] {
+  const at = `spec.volumes[${volume.name}]`;
+  if (volume.emptyDir) {
+    if (volume.emptyDir.medium === 'Memory') return [`${at}.emptyDir.medium: Fargate has no tmpfs volumes`];
+    if (volume.emptyDir.sizeLimit !== undefined)
+      return [`${at}.emptyDir.sizeLimit: Fargate task volumes have no size limit of their own`];
+    return [];
+  }
+  if (isServiceAccountTokenVolume(volume, pod)) return [];
+  const kind = Object.keys(volume).find((k) => k !== 'name') ?? 'an empty volume source';
+  return [`${at}: only emptyDir volumes are supported on Fargate, not ${kind}`];
+}
+
+function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
+  const reasons: string[] = [];
+  const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
+  if (!c.image) refuse('image', 'is required');
+  if (c.imagePullPolicy === 'Never') refuse('imagePullPolicy', 'Never: a Fargate task has no local images');
+  if (c.env?.some((e) => e.value === undefined)) refuse('env', 'valueFrom was not resolved');
+  if (c.envFrom?.length) refuse('envFrom', 'was not resolved');
+  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const)
+    if (c[probe]) refuse(probe, 'probes are not run by this provider');
+  if (c.lifecycle?.postStart || c.lifecycle?.preStop)
+    refuse('lifecycle', 'hooks are not run by this provider');
+  if (c.volumeDevices?.length) refuse('volumeDevices', 'not supported');
+  for (const mount of c.volumeMounts ?? []) {
+    if (mount.subPath || mount.subPathExpr) refuse(`volumeMounts[${mount.name}].subPath`, 'not supported');
+    if (mount.mountPropagation && mount.mountPropagation !== 'None')
+      refuse(`volumeMounts[${mount.name}].mountPropagation`, 'not supported');
+  }
+  for (const port of c.ports ?? []) {
+    const name = `ports[${port.containerPort}]`;
+    if (port.protocol === 'SCTP') refuse(`${name}.protocol`, 'Fargate maps tcp and udp ports only');
+    if (port.hostPort !== undefined && port.hostPort !== port.containerPort)
+      refuse(`${name}.hostPort`, 'must equal containerPort with awsvpc networking');
+    if (port.hostIP) refuse(`${name}.hostIP`, 'not supported');
+  }
+  const extra = [
+    ...Object.keys(c.resources?.limits ?? {}),
+    ...Object.keys(c.resources?.requests ?? {}),
+  ].filter((r) => r !== 'cpu' && r !== 'memory');
+  if (extra.length > 0)
+    refuse('resources', `only cpu and memory are supported, not ${[...new Set(extra)].join(', ')}`);
+  reasons.push(...securityReasons(at, c, pod));
+  return reasons;
+}
+
+function securityReasons(at: string, c: V1Container, pod: V1Pod): string[] {
+  const reasons: string[] = [];
+  const refuse = (field: string, why: string) => reasons.push(`${at}.securityContext.${field}: ${why}`);
+  const sc = c.securityContext;
+  const podSc = pod.spec?.securityContext;
+  if (sc?.privileged) refuse('privileged', 'Fargate does not run privileged containers');
+  const added = (sc?.capabilities?.add ?? []).filter((cap) => cap !== 'SYS_PTRACE');
+  if (added.length > 0)
+    refuse('capabilities.add', `Fargate can add SYS_PTRACE only, not ${added.join(', ')}`);
+  if (sc?.allowPrivilegeEscalation === false)
+    refuse('allowPrivilegeEscalation', 'Fargate cannot set no_new_privs on a container');
+  if (sc?.seLinuxOptions) refuse('seLinuxOptions', 'not supported');
+  if (sc?.windowsOptions) refuse('windowsOptions', 'Linux tasks only');
+  if (sc?.procMount && sc.procMount !== 'Default') refuse('procMount', 'not supported');
+  const seccomp = sc?.seccompProfile ?? podSc?.seccompProfile;
+  if (seccomp && seccomp.type !== 'RuntimeDefault')
+    refuse('seccompProfile', 'only RuntimeDefault is supported');
+  // The image's user is unknown until it runs, so runAsNonRoot needs an explicit runAsUser to check.
+  const nonRoot = sc?.runAsNonRoot ?? podSc?.runAsNonRoot;
+  const user = sc?.runAsUser ?? podSc?.runAsUser;
+  if (nonRoot && user === undefined) refuse('runAsNonRoot', 'needs runAsUser on this provider');
+  if (nonRoot && user === 0) refuse('runAsUser', 'is 0 while runAsNonRoot is set');
+  const group = sc?.runAsGroup ?? podSc?.runAsGroup;
+  if (group !== undefined && user === undefined) refuse('runAsGroup', 'needs runAsUser on this provider');
+  return reasons;
+}

@@ -1,0 +1,133 @@
+/**
+ * The README's RBAC table lists exactly the rules of infra/rbac.yaml: one
+ * row per rule of each ClusterRole and Role, with the same resources, API
+ * group, resource names, namespace and verbs. A rule added to the manifest
+ * fails this test until the README has its row (the message gives it).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { loadAll } from 'js-yaml';
+import { readme, section, tableRows } from '../support/readme.ts';
+import { ROOT } from '../support/source-graph.ts';
+
+/** One rule, in the terms of a README row. */
+interface Grant {
+  resources: string[];
+  group: string;
+  names: string[];
+  /** The Role's namespace; undefined for a ClusterRole. */
+  namespace: string | undefined;
+  verbs: string[];
+}
+
+const sorted = (values: readonly string[]) => [...values].sort();
+
+/** A grant as the README row that states it, e.g. ``leases (coordination.k8s.io) in `kube-node-lease` (Role) | get, update``. */
+function asRow(g: Grant): string {
+  return [
+    g.resources.join(', '),
+    g.group ? ` (${g.group})` : '',
+    g.names.length > 0 ? ` named ${g.names.map((n) => `\`${n}\``).join(', ')}` : '',
+    g.namespace ? ` in \`${g.namespace}\` (Role)` : '',
+    ` | ${g.verbs.join(', ')}`,
+  ].join('');
+}
+
+/** Comparable text of a grant: sets sorted. */
+function key(g: Grant): string {
+  return asRow({ ...g, resources: sorted(g.resources), names: sorted(g.names), verbs: sorted(g.verbs) });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function strings(value: unknown, what: string): string[] {
+  assert.ok(
+    Array.isArray(value) && value.every((v) => typeof v === 'string'),
+    `${what} is a list of strings`,
+  );
+  return value;
+}
+
+/** Every rule of every ClusterRole and Role in infra/rbac.yaml. */
+function manifestGrants(): Grant[] {
+  const grants: Grant[] = [];
+  for (const doc of loadAll(readFileSync(join(ROOT, 'infra/rbac.yaml'), 'utf8'))) {
+    if (!isRecord(doc) || (doc.kind !== 'ClusterRole' && doc.kind !== 'Role')) continue;
+    const metadata = isRecord(doc.metadata) ? doc.metadata : {};
+    const namespace = doc.kind === 'Role' ? String(metadata.namespace) : undefined;
+    for (const rule of Array.isArray(doc.rules) ? doc.rules : []) {
+      assert.ok(isRecord(rule), 'a rule is a mapping');
+      const groups = strings(rule.apiGroups, 'apiGroups');
+      grants.push({
+        resources: strings(rule.resources, 'resources'),
+        group: groups.join(', '),
+        names: rule.resourceNames === undefined ? [] : strings(rule.resourceNames, 'resourceNames'),
+        namespace,
+        verbs: strings(rule.verbs, 'verbs'),
+      });
+    }
+  }
+  return grants;
+}
+
+/**
+ * The README's row: `resources[ (group)][ named names][ in namespace[ only] (Role)] | verbs | why`,
+ * code spans allowed anywhere.
+ */
+const ROW = new RegExp(
+  [
+    '^(?<resources>[a-z/]+(?:, [a-z/]+)*)',
+    '(?: \\((?<group>[a-z0-9.-]+)\\))?',
+    '(?: named (?<names>[a-z0-9.-]+(?:, [a-z0-9.-]+)*))?',
+    '(?: in (?<namespace>[a-z0-9-]+)(?: only)? \\(Role\\))?$',
+  ].join(''),
+);
+
+function readmeGrants(): Grant[] {
+  const rows = tableRows(section(readme(), 'RBAC: what the virtual kubelet may do'));
+  assert.ok(rows.length > 0, 'the RBAC section has a table');
+  return rows.map(([resource = '', verbs = '']) => {
+    const match = ROW.exec(resource.replaceAll('`', ''));
+    assert.ok(
+      match?.groups,
+      `README RBAC row "${resource}" does not read as: resources (group) named names in namespace (Role)`,
+    );
+    const { groups } = match;
+    const list = (text: string | undefined) => (text ? text.split(', ') : []);
+    return {
+      resources: list(groups.resources),
+      group: groups.group ?? '',
+      names: list(groups.names),
+      namespace: groups.namespace,
+      verbs: list(verbs.replaceAll('`', '')),
+    };
+  });
+}
+
+describe('README RBAC table (infra/rbac.yaml)', () => {
+  it('reads the manifest: rules of the ClusterRole and of both Roles', () => {
+    const grants = manifestGrants();
+    assert.ok(grants.some((g) => g.namespace === undefined && g.resources.includes('nodes')));
+    assert.ok(grants.some((g) => g.namespace === 'kube-node-lease' && g.group === 'coordination.k8s.io'));
+    assert.ok(grants.some((g) => g.namespace === 'kube-system' && g.names.length > 0));
+  });
+
+  it('has one row per rule of the manifest, with the same resources, group, names, namespace and verbs', () => {
+    const manifest = manifestGrants();
+    const documented = readmeGrants();
+    const wanted = manifest.map(key);
+    const have = documented.map(key);
+    const missing = manifest.filter((g) => !have.includes(key(g))).map(asRow);
+    const extra = documented.filter((g) => !wanted.includes(key(g))).map(asRow);
+    assert.deepEqual(
+      { missing, extra },
+      { missing: [], extra: [] },
+      'missing: rows to add; extra: rows to fix or drop',
+    );
+    assert.deepEqual(sorted(have), sorted(wanted), 'one row per rule');
+  });
+});
