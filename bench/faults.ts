@@ -4,7 +4,12 @@
  * injected one after another; per fault: NotReady node-seconds, pods lost,
  * pods created twice, time to converge after the fault ends, and dead letters.
  *
- *   npx tsx bench/faults.ts [--nodes 3] [--only dynamodb-60s,...] [--skip dynamodb-10min]
+ *   npx tsx bench/faults.ts [--nodes 3] [--long] [--only dynamodb-60s,...] [--skip forced-410,...]
+ *     [--dynamodb-freeze-s 60] [--dynamodb-long-freeze-s 600] [--apiserver-down-s 30] [--window-s 120]
+ *
+ * The defaults are the matrix's own durations. The 10-minute DynamoDB freeze
+ * runs only with --long (or when --only names it); the duration options
+ * shorten faults for a quicker look, and the report prints the durations used.
  *
  * Runs on the same pipeline harness as the provider conformance suite
  * (test/harness/pipeline-harness.ts: the whole deployment in the local
@@ -26,7 +31,7 @@
  * - dead letters: pod events the bus gave up on (20 retries 1 s apart here,
  *   against EventBridge's hour; the reconciler repairs what they missed).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -69,11 +74,25 @@ const CONVERGE_DEADLINE_MS = 5 * 60_000;
 const BASELINE_MS = 20_000;
 const BURST = 30;
 
+/** How long each timed fault lasts, in seconds. */
+interface Durations {
+  dynamodbFreezeS: number;
+  dynamodbLongFreezeS: number;
+  apiserverDownS: number;
+  /** PutEvents failing, pod-sync throttled, deliveries disturbed. */
+  windowS: number;
+}
+
 interface Args {
   nodes: number;
+  long: boolean;
   only?: Set<string>;
   skip: Set<string>;
+  durations: Durations;
 }
+
+/** Faults left out unless --long is given or --only names them. */
+const LONG_FAULTS = new Set(['dynamodb-10min']);
 
 function parseArgs(argv: string[]): Args {
   const value = (flag: string) => {
@@ -81,8 +100,35 @@ function parseArgs(argv: string[]): Args {
     return at >= 0 ? argv[at + 1] : undefined;
   };
   const list = (flag: string) => new Set((value(flag) ?? '').split(',').filter(Boolean));
+  const seconds = (flag: string, fallback: number) => {
+    const raw = value(flag);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n <= 0)
+      throw new Error(`${flag} must be a positive number of seconds, got ${raw}`);
+    return n;
+  };
   const only = list('--only');
-  return { nodes: Number(value('--nodes') ?? 3), ...(only.size > 0 ? { only } : {}), skip: list('--skip') };
+  const known = new Set(faultNames());
+  for (const name of [...only, ...list('--skip')])
+    if (!known.has(name)) throw new Error(`unknown fault ${name}; the faults: ${[...known].join(', ')}`);
+  return {
+    nodes: Number(value('--nodes') ?? 3),
+    long: argv.includes('--long'),
+    ...(only.size > 0 ? { only } : {}),
+    skip: list('--skip'),
+    durations: {
+      dynamodbFreezeS: seconds('--dynamodb-freeze-s', 60),
+      dynamodbLongFreezeS: seconds('--dynamodb-long-freeze-s', 600),
+      apiserverDownS: seconds('--apiserver-down-s', 30),
+      windowS: seconds('--window-s', 120),
+    },
+  };
+}
+
+function selected(args: Args, name: string): boolean {
+  if (args.only) return args.only.has(name);
+  return !args.skip.has(name) && (args.long || !LONG_FAULTS.has(name));
 }
 
 // ---------------------------------------------------------------------------
@@ -262,6 +308,8 @@ interface FaultResult {
   convergeS: number | undefined;
   deadLetters: number;
   pods: number;
+  /** Why injecting the fault failed, if it did. */
+  error?: string;
 }
 
 /** The pods the provider started more than once, among `pods`. */
@@ -315,94 +363,117 @@ function freezeDynamoDb(seconds: number): Fault['run'] {
   };
 }
 
-const FAULTS: Fault[] = [
-  {
-    name: 'dynamodb-60s',
-    description: 'DynamoDB Local frozen (SIGSTOP) for 60 s',
-    run: freezeDynamoDb(60),
-  },
-  {
-    name: 'dynamodb-10min',
-    description: 'DynamoDB Local frozen (SIGSTOP) for 10 min',
-    run: freezeDynamoDb(600),
-  },
-  {
-    name: 'apiserver-30s',
-    description: 'kube-apiserver stopped for 30 s',
-    run: async ({ env }) => {
-      await env.controlPlane.stopApiServer();
-      await delay(30_000);
-      await env.controlPlane.startApiServer();
-      // As after a real outage of the control plane: the controllers relist at once.
-      await env.controlPlane.restartControllers();
+const DEFAULT_DURATIONS: Durations = {
+  dynamodbFreezeS: 60,
+  dynamodbLongFreezeS: 600,
+  apiserverDownS: 30,
+  windowS: 120,
+};
+
+function faultNames(): string[] {
+  return faults(DEFAULT_DURATIONS).map((f) => f.name);
+}
+
+/** The matrix, in the order it runs; names stay the same whatever the durations. */
+function faults(d: Durations): Fault[] {
+  const window = `${d.windowS} s`;
+  return [
+    {
+      name: 'dynamodb-60s',
+      description: `DynamoDB Local frozen (SIGSTOP) for ${d.dynamodbFreezeS} s`,
+      run: freezeDynamoDb(d.dynamodbFreezeS),
     },
-  },
-  {
-    name: 'putevents-2min',
-    description: 'every PutEvents entry refused for 2 min',
-    run: async ({ h }) => {
-      h.deployment.bus.failEntries(() => true, 'ThrottlingException');
-      await delay(120_000);
-      h.deployment.bus.failEntries(undefined);
+    {
+      name: 'dynamodb-10min',
+      description: `DynamoDB Local frozen (SIGSTOP) for ${d.dynamodbLongFreezeS} s`,
+      run: freezeDynamoDb(d.dynamodbLongFreezeS),
     },
-  },
-  {
-    name: 'podsync-throttled',
-    description: 'pod-sync throttled to 1 concurrent invocation for 2 min, a burst of 30 pods at its start',
-    run: async ({ h, workload }) => {
-      const handler = h.deployment.host?.handler('pod-sync');
-      if (!handler) throw new Error('needs the host-process sandboxes');
-      const register = (reservedConcurrency: number) =>
-        h.deployment.runtime.register({ name: 'pod-sync', handler, timeoutMs: 60_000, reservedConcurrency });
-      register(1);
-      await workload.burst(BURST);
-      await delay(120_000);
-      register(10);
+    {
+      name: 'apiserver-30s',
+      description: `kube-apiserver stopped for ${d.apiserverDownS} s`,
+      run: async ({ env }) => {
+        await env.controlPlane.stopApiServer();
+        await delay(d.apiserverDownS * 1_000);
+        await env.controlPlane.startApiServer();
+        // As after a real outage of the control plane: the controllers relist at once.
+        await env.controlPlane.restartControllers();
+      },
     },
-  },
-  {
-    name: 'deliveries',
-    description: 'every pod event delivered twice, batches shuffled, 20 % dropped, for 2 min',
-    run: async ({ h }) => {
-      const bus = h.deployment.bus;
-      bus.duplicate = 2;
-      bus.reorder = 'shuffle';
-      bus.drop(() => Math.random() < 0.2);
-      await delay(120_000);
-      bus.duplicate = 1;
-      bus.reorder = 'none';
-      bus.drop(undefined);
+    {
+      name: 'putevents-2min',
+      description: `every PutEvents entry refused (ThrottlingException) for ${window}`,
+      run: async ({ h }) => {
+        h.deployment.bus.failEntries(() => true, 'ThrottlingException');
+        await delay(d.windowS * 1_000);
+        h.deployment.bus.failEntries(undefined);
+      },
     },
-  },
-  {
-    name: 'kill-mid-burst',
-    description: `every function SIGKILLed in the middle of a burst of ${BURST} pods`,
-    run: async ({ h, workload }) => {
-      const bursting = workload.burst(BURST);
-      // Mid-burst: a third of the burst's creates answered.
-      const before = workload.pods.size;
-      const started = Date.now();
-      while (Date.now() - started < 60_000) {
-        const answered = [...workload.pods.values()].slice(before - BURST).filter((p) => p.createdAt).length;
-        if (answered >= BURST / 3) break;
-        await delay(50);
-      }
-      await h.killFunctions();
-      await bursting;
+    {
+      name: 'podsync-throttled',
+      description: `pod-sync throttled to 1 concurrent invocation for ${window}, a burst of ${BURST} pods at its start`,
+      run: async ({ h, workload }) => {
+        const handler = h.deployment.host?.handler('pod-sync');
+        if (!handler) throw new Error('needs the host-process sandboxes');
+        const register = (reservedConcurrency: number) =>
+          h.deployment.runtime.register({
+            name: 'pod-sync',
+            handler,
+            timeoutMs: 60_000,
+            reservedConcurrency,
+          });
+        register(1);
+        const started = Date.now();
+        await workload.burst(BURST);
+        await delay(Math.max(0, d.windowS * 1_000 - (Date.now() - started)));
+        register(10);
+      },
     },
-  },
-  {
-    name: 'forced-410',
-    description: "etcd compacted and kube-apiserver restarted: every watcher's bookmark expires (410)",
-    run: async ({ env }) => {
-      const header = (await etcd(env, '/v3/kv/range', { key: 'AA==' })).header as { revision: string };
-      await etcd(env, '/v3/kv/compaction', { revision: header.revision, physical: true });
-      await env.controlPlane.stopApiServer();
-      await env.controlPlane.startApiServer();
-      await env.controlPlane.restartControllers();
+    {
+      name: 'deliveries',
+      description: `every pod event delivered twice, batches shuffled, 20 % dropped, for ${window}`,
+      run: async ({ h }) => {
+        const bus = h.deployment.bus;
+        bus.duplicate = 2;
+        bus.reorder = 'shuffle';
+        bus.drop(() => Math.random() < 0.2);
+        await delay(d.windowS * 1_000);
+        bus.duplicate = 1;
+        bus.reorder = 'none';
+        bus.drop(undefined);
+      },
     },
-  },
-];
+    {
+      name: 'kill-mid-burst',
+      description: `every function SIGKILLed in the middle of a burst of ${BURST} pods`,
+      run: async ({ h, workload }) => {
+        const bursting = workload.burst(BURST);
+        // Mid-burst: a third of the burst's creates answered.
+        const before = workload.pods.size;
+        const started = Date.now();
+        while (Date.now() - started < 60_000) {
+          const answered = [...workload.pods.values()]
+            .slice(before - BURST)
+            .filter((p) => p.createdAt).length;
+          if (answered >= BURST / 3) break;
+          await delay(50);
+        }
+        await h.killFunctions();
+        await bursting;
+      },
+    },
+    {
+      name: 'forced-410',
+      description: "etcd compacted and kube-apiserver restarted: every watcher's bookmark expires (410)",
+      run: async ({ env }) => {
+        const header = (await etcd(env, '/v3/kv/range', { key: 'AA==' })).header as { revision: string };
+        await etcd(env, '/v3/kv/compaction', { revision: header.revision, physical: true });
+        await env.controlPlane.stopApiServer();
+        await env.controlPlane.startApiServer();
+        await env.controlPlane.restartControllers();
+      },
+    },
+  ];
+}
 
 async function measure(ctx: FaultContext, namespace: string, fault: Fault): Promise<FaultResult> {
   const { h, workload } = ctx;
@@ -413,7 +484,14 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
   sampler.start();
   const startedAt = Date.now();
   log(`${fault.name}: ${fault.description}`);
-  await fault.run(ctx);
+  let error: string | undefined;
+  try {
+    await fault.run(ctx);
+  } catch (err) {
+    // Measured all the same: the system must recover from a half-injected fault too.
+    error = err instanceof Error ? err.message : String(err);
+    log(`${fault.name}: injecting failed: ${error}`);
+  }
   const endedAt = Date.now();
   log(`${fault.name}: ended after ${fixed((endedAt - startedAt) / 1000)} s; waiting for convergence`);
   // Every pod alive at some time of the fault, or asked for during it (the burst's too), held to
@@ -451,6 +529,7 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
     convergeS,
     deadLetters: h.deployment.bus.deadLetters.length - deadLettersBefore,
     pods: pods.length,
+    ...(error ? { error } : {}),
   };
   log(`${fault.name}: ${JSON.stringify(result)}`);
   return result;
@@ -465,6 +544,7 @@ async function main(): Promise<number> {
   let h: PipelineHarness | undefined;
   let workload: Workload | undefined;
   const results: FaultResult[] = [];
+  let code = 0;
   try {
     h = await PipelineHarness.start({
       environment: {
@@ -488,19 +568,23 @@ async function main(): Promise<number> {
     const namespace = await h.namespace('load');
     workload = new Workload(h, namespace);
     workload.start();
-    for (const fault of FAULTS) {
+    for (const fault of faults(args.durations)) {
       if (signal.aborted) break;
-      if (args.only && !args.only.has(fault.name)) continue;
-      if (args.skip.has(fault.name)) continue;
+      if (!selected(args, fault.name)) continue;
       results.push(await measure({ env, h, workload }, namespace, fault));
+      writeFileSync(join(dir, 'results.json'), JSON.stringify(results, null, 2));
     }
+  } catch (err) {
+    // The faults measured so far are still reported.
+    log(`stopped early: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    code = 1;
   } finally {
     await workload?.stop();
     await h?.stop({ drainTimeoutMs: 120_000 }).catch((err: unknown) => log(`harness stop: ${String(err)}`));
     await env.stop();
   }
   process.stdout.write(report(results, args));
-  return 0;
+  return code;
 }
 
 function report(results: readonly FaultResult[], args: Args): string {
@@ -515,6 +599,7 @@ function report(results: readonly FaultResult[], args: Args): string {
     String(r.pods),
   ]);
   const lost = results.filter((r) => r.lostDetail).map((r) => `- ${r.fault}: ${r.lostDetail}`);
+  const errors = results.filter((r) => r.error).map((r) => `- ${r.fault}: ${r.error}`);
   return [
     `Fault matrix, ${new Date().toISOString().slice(0, 10)}, ${machineSummary()}`,
     `${args.nodes} virtual nodes, mock provider, a pod every ${CREATE_EVERY_MS / 1000} s deleted after ${POD_LIFETIME_MS / 1000} s, serverless.yml's cadence`,
@@ -533,6 +618,7 @@ function report(results: readonly FaultResult[], args: Args): string {
       rows,
     ),
     ...(lost.length > 0 ? ['', 'Not converged:', ...lost] : []),
+    ...(errors.length > 0 ? ['', 'Injecting failed:', ...errors] : []),
     '',
   ].join('\n');
 }
