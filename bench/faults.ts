@@ -32,6 +32,7 @@
  *   against EventBridge's hour; the reconciler repairs what they missed).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -537,6 +538,8 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
+  const loadBefore = loadavg();
+  const startedAt = Date.now();
   const signal = interruptSignal(log);
   const dir = join(root, '.local', `bench-faults-${process.pid}`);
   mkdirSync(dir, { recursive: true });
@@ -583,11 +586,13 @@ async function main(): Promise<number> {
     await h?.stop({ drainTimeoutMs: 120_000 }).catch((err: unknown) => log(`harness stop: ${String(err)}`));
     await env.stop();
   }
-  process.stdout.write(report(results, args));
+  const load = (l: number[]) => l.map((n) => n.toFixed(2)).join(' ');
+  const run = `${fixed((Date.now() - startedAt) / 60_000)} min; load average (1/5/15 min) ${load(loadBefore)} at the start, ${load(loadavg())} at the end`;
+  process.stdout.write(report(results, args, run));
   return code;
 }
 
-function report(results: readonly FaultResult[], args: Args): string {
+function report(results: readonly FaultResult[], args: Args, run: string): string {
   const rows = results.map((r) => [
     `${r.fault}: ${r.description}`,
     fixed(r.durationS, 0),
@@ -601,7 +606,7 @@ function report(results: readonly FaultResult[], args: Args): string {
   const lost = results.filter((r) => r.lostDetail).map((r) => `- ${r.fault}: ${r.lostDetail}`);
   const errors = results.filter((r) => r.error).map((r) => `- ${r.fault}: ${r.error}`);
   return [
-    `Fault matrix, ${new Date().toISOString().slice(0, 10)}, ${machineSummary()}`,
+    `Fault matrix, ${new Date().toISOString().slice(0, 10)}, ${machineSummary()}, run ${run}`,
     `${args.nodes} virtual nodes, mock provider, a pod every ${CREATE_EVERY_MS / 1000} s deleted after ${POD_LIFETIME_MS / 1000} s, serverless.yml's cadence`,
     '',
     markdownTable(
