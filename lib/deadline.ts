@@ -21,6 +21,16 @@ export function runWithDeadline<T>(signal: AbortSignal, fn: () => T): T {
   return scope.run(outer ? AbortSignal.any([outer, signal]) : signal, fn);
 }
 
+/**
+ * Runs `fn` outside every deadline scope, as a new invocation runs: the local
+ * Lambda runtime starts each invocation with it, so that an invocation started
+ * from another's code (a bus delivery, a queued slot freed by it) does not
+ * inherit that invocation's deadline.
+ */
+export function outsideDeadline<T>(fn: () => T): T {
+  return scope.exit(fn);
+}
+
 /** The deadline signal of the current scope, if any. */
 export function currentDeadline(): AbortSignal | undefined {
   return scope.getStore();

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '../clock.ts';
+import { outsideDeadline } from '../deadline.ts';
 import { Fifo } from './fifo.ts';
 import {
   createLambdaContext,
@@ -198,7 +199,8 @@ export class LocalLambdaRuntime {
             region: this.#region,
             accountId: this.#accountId,
           })
-        : startInProcess(fn, payload, context, abort.signal);
+        : // A new invocation, not a continuation of the caller's (see outsideDeadline).
+          outsideDeadline(() => startInProcess(fn, payload, context, abort.signal));
     release = sandbox.kill;
     this.#exits.add(sandbox.exited);
     sandbox.exited.then(() => this.#exits.delete(sandbox.exited));

@@ -173,6 +173,29 @@ describe('docker provider: restarts, images and graceful deletes on a real engin
     assert.deepEqual(await engineContainers(docker, pod.metadata?.uid ?? ''), []);
   });
 
+  it('kills at once a pod deleted gracefully, then force-deleted (our own report of it, its API object gone)', async () => {
+    const ns = uniqueName('ns');
+    const pod = shellPod(
+      ns,
+      'forced-later',
+      { main: "trap '' TERM; while true; do sleep 0.1; done" },
+      { restartPolicy: 'Always' },
+    );
+    created.push(pod);
+    await provider.createPod(pod);
+    await waitForPod(provider, pod, (p) => p.status?.phase === 'Running', 'forced-later Running');
+    await provider.deletePod(withDeletion(pod, 300));
+    const reported = await provider.getPod(ns, 'forced-later');
+    assert.ok(reported?.metadata?.deletionTimestamp, 'reported as being deleted, with its 300 s deadline');
+    assert.ok(
+      reported && containerStatus(reported, 'main')?.state?.running,
+      'still running: it ignores SIGTERM',
+    );
+    // What the pipeline hands over once the API object is gone: the provider's own pod, without a grace period.
+    await provider.deletePod(reported);
+    assert.deepEqual(await engineContainers(docker, pod.metadata?.uid ?? ''), [], 'removed at once');
+  });
+
   it('replaces the pod of another uid under the same name', async () => {
     const ns = uniqueName('ns');
     const old = shellPod(ns, 'same', { main: 'sleep 3600' }, { restartPolicy: 'Always' });

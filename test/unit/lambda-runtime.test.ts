@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
+import { currentDeadline, runWithDeadline } from '../../lib/deadline.ts';
 import {
   createLambdaContext,
   FunctionStoppedError,
@@ -166,6 +167,24 @@ describe('LocalLambdaRuntime', () => {
       result: { v: 1, fn: 'middy-ok' },
     });
     assert.deepEqual(await runtime.invoke('middy-early', {}).done, { status: 'ok', result: 'gave up early' });
+  });
+
+  it("starts an invocation outside its caller's deadline scope", async () => {
+    const runtime = new LocalLambdaRuntime();
+    const seen: (AbortSignal | undefined)[] = [];
+    runtime.register({
+      name: 'deadline',
+      timeoutMs: 1_000,
+      handler: async () => {
+        seen.push(currentDeadline());
+        return {};
+      },
+    });
+    // As when one invocation's code (a bus delivery) starts another: the caller's deadline stays its own.
+    const callerDeadline = AbortSignal.abort(new Error('the caller reached its deadline'));
+    const invocation = runWithDeadline(callerDeadline, () => runtime.invoke('deadline', {}));
+    assert.deepEqual(await invocation.done, { status: 'ok', result: {} });
+    assert.deepEqual(seen, [undefined]);
   });
 
   it('reports a thrown error as status error', async () => {

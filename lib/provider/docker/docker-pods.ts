@@ -61,7 +61,7 @@ export class DockerPodProvider implements PodProvider {
 
   constructor(private readonly options: DockerPodProviderOptions) {
     const { docker, clock, log, settings } = options;
-    this.state = new EngineState(docker, settings.network);
+    this.state = new EngineState(docker, settings.network, clock, log);
     const puller = new ImagePuller({ docker, clock, log, timeoutMs: settings.pullTimeoutMs });
     this.deps = {
       docker,
@@ -136,9 +136,10 @@ export class DockerPodProvider implements PodProvider {
 
   /**
    * Stops and removes the pod. Within its grace period (deletionTimestamp in
-   * the future), sends SIGTERM and records the deadline on the engine; the
-   * polls that follow remove the pod once its containers exited, or kill it
-   * at the deadline. Otherwise kills and removes it at once.
+   * the future and deletionGracePeriodSeconds above 0, as on the API object
+   * of a graceful delete), sends SIGTERM and records the deadline on the
+   * engine; the polls that follow remove the pod once its containers exited,
+   * or kill it at the deadline. Otherwise kills and removes it at once.
    * @throws ProviderNotFoundError when no object of this uid is on the engine.
    */
   async deletePod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
@@ -147,9 +148,14 @@ export class DockerPodProvider implements PodProvider {
     const observed = (await this.state.pods({ [LABELS.uid]: uid }, signal)).get(uid);
     if (!observed) throw new ProviderNotFoundError(`docker provider has no pod with uid ${uid}`);
     const deadline = Date.parse(String(pod.metadata?.deletionTimestamp ?? ''));
+    // A graceful delete comes from the API object (deletionTimestamp and its grace period). A pod without a
+    // grace period, such as our own report of it (getPod) once its API object is gone, is killed at once:
+    // a force delete after a graceful one ends the pod then, not at the first delete's deadline.
+    const graceful =
+      (pod.metadata?.deletionGracePeriodSeconds ?? 0) > 0 && deadline > this.options.clock.now();
     const running = observed.instances.filter((i) => i.state === 'running');
     const volumes = observed.infra?.plan?.volumes.map((v) => v.name) ?? [];
-    if (!(deadline > this.options.clock.now()) || running.length === 0) {
+    if (!graceful || running.length === 0) {
       await removePod(this.options.docker, this.state, uid, volumes, signal);
       return;
     }

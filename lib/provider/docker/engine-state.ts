@@ -1,6 +1,8 @@
 import type Docker from 'dockerode';
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log/logger.ts';
 import { mapSettledLimit } from '../../util/map-limit.ts';
-import { isEngineNotFound } from './engine-errors.ts';
+import { dependentContainerIds, isEngineNotFound, storagelessContainerId } from './engine-errors.ts';
 import { isRole, LABELS, labelFilter } from './names.ts';
 import type { InfraInstance, Instance, ObservedPod } from './observed-pod.ts';
 import { planFromEnv } from './pod-plan-codec.ts';
@@ -15,7 +17,16 @@ import { planFromEnv } from './pod-plan-codec.ts';
  */
 /** Inspections in flight at once (a cold process inspects every container of a node once). */
 const INSPECT_PARALLEL = 16;
-const LIST_ATTEMPTS = 3;
+/**
+ * Lists tried while containers keep vanishing under it (a burst of removals
+ * on a loaded host can take seconds), with a pause doubling from 50 ms to 1 s:
+ * about 3.5 s in all.
+ */
+const LIST_ATTEMPTS = 8;
+const LIST_RETRY_MS = 50;
+const LIST_RETRY_MAX_MS = 1_000;
+/** From this attempt on, a container record without storage that fails the list is removed (see {@link EngineState.containers}). */
+const REPAIR_FROM_ATTEMPT = 4;
 
 export class EngineState {
   private readonly inspected = new Map<string, { state: string; info: Docker.ContainerInspectInfo }>();
@@ -24,13 +35,19 @@ export class EngineState {
     private readonly docker: Docker,
     /** The network the infra containers join, where the pod IP is read. */
     private readonly network: string,
+    private readonly clock: Pick<Clock, 'sleep'>,
+    /** Where the removal of a storageless record is reported; without it (a reader only), none is removed. */
+    private readonly repairLog?: Pick<Logger, 'warn'>,
   ) {}
 
   /** Every pod whose containers carry all of `labels`, keyed by uid. */
   async pods(labels: Record<string, string>, signal?: AbortSignal): Promise<Map<string, ObservedPod>> {
     const listed = await this.containers(labels, signal);
     const pods = new Map<string, ObservedPod>();
-    const ours = listed.filter((c) => c.Labels?.[LABELS.uid] && isRole(c.Labels?.[LABELS.role]));
+    // A container Podman is removing is gone: no instance may be created to join it, nothing started in it.
+    const ours = listed.filter(
+      (c) => c.Labels?.[LABELS.uid] && isRole(c.Labels?.[LABELS.role]) && c.State !== 'removing',
+    );
     for (const summary of ours) {
       const l = summary.Labels;
       const uid = l[LABELS.uid] ?? '';
@@ -67,7 +84,15 @@ export class EngineState {
 
   /**
    * The containers carrying `labels`. Podman fails a whole list when one of
-   * its containers is removed meanwhile ("container not known"): list again.
+   * its containers is removed meanwhile ("container not known", "no such
+   * container"): list again, after a pause, so that a burst of removals on
+   * the engine has moved on.
+   *
+   * A record Podman keeps after its container's storage is gone (a create
+   * that raced a removal on Podman 4) fails every list for good, for every
+   * client of the engine. Once it still does after a second of retries, it is
+   * removed by the id the engine names: that container can never run again,
+   * and nothing else is touched.
    */
   async containers(labels: Record<string, string>, signal?: AbortSignal): Promise<Docker.ContainerInfo[]> {
     for (let attempt = 1; ; attempt++) {
@@ -79,7 +104,47 @@ export class EngineState {
         });
       } catch (err) {
         if (attempt >= LIST_ATTEMPTS || !isEngineNotFound(err)) throw err;
+        const storageless = storagelessContainerId(err);
+        if (storageless && this.repairLog && attempt >= REPAIR_FROM_ATTEMPT)
+          await this.removeStorageless(storageless, this.repairLog, signal);
       }
+      await this.clock.sleep(Math.min(LIST_RETRY_MS * 2 ** (attempt - 1), LIST_RETRY_MAX_MS), signal);
+    }
+  }
+
+  /**
+   * Removes a storageless record, and first what joined it: a removal of an
+   * infra container that lost its storage and then stopped on a container
+   * created meanwhile in its namespace leaves exactly that.
+   */
+  private async removeStorageless(
+    id: string,
+    log: Pick<Logger, 'warn'>,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    log.warn({ container: id }, 'docker provider: removing a container record whose storage is gone');
+    const remove = async (target: string) => {
+      this.invalidate(target);
+      await this.docker
+        .getContainer(target)
+        .remove({ force: true, ...(signal ? { abortSignal: signal } : {}) });
+    };
+    try {
+      await remove(id);
+    } catch (err) {
+      const dependents = dependentContainerIds(err);
+      if (dependents.length === 0) {
+        if (isEngineNotFound(err)) return;
+        throw err;
+      }
+      for (const dependent of dependents) {
+        await remove(dependent).catch((e: unknown) => {
+          if (!isEngineNotFound(e)) throw e;
+        });
+      }
+      await remove(id).catch((e: unknown) => {
+        if (!isEngineNotFound(e)) throw e;
+      });
     }
   }
 

@@ -1,6 +1,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type Docker from 'dockerode';
+import { systemClock } from '../../../lib/clock.ts';
 import type { DockerPodProvider } from '../../../lib/provider/docker/docker-pods.ts';
+import { EngineState } from '../../../lib/provider/docker/engine-state.ts';
 import { LABELS } from '../../../lib/provider/docker/names.ts';
 import { testDockerProvider, testEngine } from '../../support/docker.ts';
 import type { TestEnv } from '../../support/env.ts';
@@ -32,6 +34,8 @@ interface EngineEvent {
 class DockerProbe implements ProviderProbe {
   readonly #docker: Docker;
   readonly #provider: DockerPodProvider;
+  /** Lists as the provider does: again when Podman fails a list because a container vanished under it. */
+  readonly #state: EngineState;
   /** Events from a second before the probe was made: the deployment starts after it. */
   readonly #since = Math.floor(Date.now() / 1000) - 1;
   readonly #seen: EngineEvent[] = [];
@@ -41,12 +45,13 @@ class DockerProbe implements ProviderProbe {
   constructor(env: TestEnv) {
     this.#docker = testEngine(env);
     this.#provider = testDockerProvider({}, env);
+    this.#state = new EngineState(this.#docker, env.docker.network, systemClock);
     void this.#events();
   }
 
   async pods(node: string): Promise<ProbedPod[]> {
     const byUid = new Map<string, ProbedPod>();
-    for (const c of await this.#list(`${LABELS.node}=${node}`)) {
+    for (const c of await this.#list(LABELS.node, node)) {
       const labels = c.Labels ?? {};
       const uid = labels[LABELS.uid];
       if (!uid) continue;
@@ -64,7 +69,7 @@ class DockerProbe implements ProviderProbe {
   }
 
   async history(ref: PodRef): Promise<ProbedHistory | undefined> {
-    const containers = await this.#list(`${LABELS.uid}=${ref.uid}`);
+    const containers = await this.#list(LABELS.uid, ref.uid);
     const hasInfra = containers.some((c) => c.Labels?.[LABELS.role] === 'infra');
     // The event stream trails the engine's state by a moment: wait for the create of an infra container seen.
     const deadline = Date.now() + 10_000;
@@ -83,7 +88,7 @@ class DockerProbe implements ProviderProbe {
 
   async purge(nodes: readonly string[]): Promise<void> {
     for (const node of nodes) {
-      const containers = await this.#list(`${LABELS.node}=${node}`).catch(() => []);
+      const containers = await this.#list(LABELS.node, node).catch(() => []);
       await Promise.all(
         containers.map((c) =>
           this.#docker
@@ -99,8 +104,8 @@ class DockerProbe implements ProviderProbe {
     this.#stream?.destroy?.();
   }
 
-  #list(label: string): Promise<Docker.ContainerInfo[]> {
-    return this.#docker.listContainers({ all: true, filters: { label: [label] } });
+  #list(label: string, value: string): Promise<Docker.ContainerInfo[]> {
+    return this.#state.containers({ [label]: value });
   }
 
   /** Every container event since the probe was made, from one live stream. */
