@@ -52,6 +52,12 @@ export interface MockNodeProviderOptions {
 export class MockNodeProvider implements NodeProvider {
   readonly name = 'mock';
   private cached: { at: number; value: Promise<Map<string, MockNodeOverride>> } | undefined;
+  /**
+   * The overrides of the last read that succeeded. The store is the state
+   * table: when it cannot be read (a DynamoDB outage) the knobs stay as they
+   * were, so the mock's nodes do not turn Ready=False for an outage of ours.
+   */
+  private lastRead = new Map<string, MockNodeOverride>();
   private capacity: Readonly<Record<string, string>>;
 
   constructor(private readonly options: MockNodeProviderOptions) {
@@ -91,11 +97,17 @@ export class MockNodeProvider implements NodeProvider {
     const now = this.options.clock.monotonic();
     const maxAge = this.options.overridesMaxAgeMs ?? 1_000;
     if (!this.cached || now - this.cached.at >= maxAge) {
-      const value = this.options.store.loadOverrides();
-      // A failed read is not cached: the next ping tries again.
-      value.catch(() => {
-        if (this.cached?.value === value) this.cached = undefined;
-      });
+      const value: Promise<Map<string, MockNodeOverride>> = this.options.store.loadOverrides().then(
+        (read) => {
+          this.lastRead = read;
+          return read;
+        },
+        () => {
+          // A failed read is not cached: the next ping tries again.
+          if (this.cached?.value === value) this.cached = undefined;
+          return this.lastRead;
+        },
+      );
       this.cached = { at: now, value };
     }
     return this.cached.value;
