@@ -5,6 +5,7 @@
  *
  * Usage: npx tsx bench/idle-cost.ts [--minutes 10] [--nodes 1,10] [--cadence tick,continuous]
  *          [--crashes 3] [--pods 3] [--write-figures bench/figures/idle-cost.json]
+ *        npx tsx bench/idle-cost.ts --from <raw.json>,<raw.json> [--write-figures ...]
  *
  * For each cadence and node count, a deployment of its own (fresh table,
  * nodes `idle-<label>-<i>`) runs as LocalDeployment runs it (serverless.yml's
@@ -25,11 +26,14 @@
  * and `--pods` pods created at idle with their time from bound to Running
  * (the trade-off of the tick: up to one tick).
  * The base and per-node rates come from the two smallest node counts;
- * --write-figures writes them for `npm run cost-model`.
+ * --write-figures writes them for `npm run cost-model`. --from reports (and
+ * writes figures) from the raw files of earlier runs without running
+ * anything: the two cadences measured by two processes side by side, each
+ * with its own window.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { type CostFigures, idleCost, parseCostFigures, type UsageRates } from '../lib/cost/cost-model.ts';
@@ -86,6 +90,8 @@ interface Options {
   crashes: number;
   pods: number;
   writeFigures?: string;
+  /** Raw result files of earlier runs to report from instead of running. */
+  from?: string[];
 }
 
 function parseOptions(argv: string[]): Options {
@@ -98,6 +104,7 @@ function parseOptions(argv: string[]): Options {
       crashes: { type: 'string', default: '3' },
       pods: { type: 'string', default: '3' },
       'write-figures': { type: 'string' },
+      from: { type: 'string' },
     },
   });
   const minutes = Number(values.minutes);
@@ -119,6 +126,7 @@ function parseOptions(argv: string[]): Options {
     crashes,
     pods,
     ...(values['write-figures'] ? { writeFigures: values['write-figures'] } : {}),
+    ...(values.from ? { from: values.from.split(',').map((f) => f.trim()) } : {}),
   };
 }
 
@@ -812,8 +820,37 @@ function report(runs: RunResult[], figures: CostFigures | undefined): string {
 // ---------------------------------------------------------------------------
 // Main
 
+/** Reports from the raw files of earlier runs: their runs together, their commands in the figures. */
+function fromRawFiles(options: Options): void {
+  const raws = (options.from ?? []).map((file) => {
+    const raw = JSON.parse(readFileSync(resolve(root, file), 'utf8')) as {
+      runs?: RunResult[];
+      options?: Options;
+    };
+    if (!Array.isArray(raw.runs) || raw.runs.length === 0) throw new Error(`--from: ${file} holds no runs`);
+    return { file, raw: { runs: raw.runs, options: raw.options } };
+  });
+  const runs = raws.flatMap((r) => r.raw.runs);
+  const cadences = [...new Set(runs.map((r) => r.cadence))];
+  const command = raws
+    .map(({ raw }) => {
+      const o = raw.options;
+      return o
+        ? `npx tsx bench/idle-cost.ts --cadence ${o.cadences.join(',')} --nodes ${o.nodes.join(',')} --minutes ${o.minutes} --crashes ${o.crashes} --pods ${o.pods}`
+        : 'npx tsx bench/idle-cost.ts';
+    })
+    .join(' and ');
+  const figures = cadences.length === 2 ? figuresOf(runs, cadences, `${command}, side by side`) : undefined;
+  if (figures && options.writeFigures) {
+    writeFileSync(join(root, options.writeFigures), `${JSON.stringify(figures, null, 2)}\n`);
+    log(`figures written to ${options.writeFigures}`);
+  }
+  process.stdout.write(`\n${command}\n\n${report(runs, figures)}\n`);
+}
+
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
+  if (options.from) return fromRawFiles(options);
   const interrupted = interruptSignal(log);
   const logs = new LogCounter();
   logs.install();
