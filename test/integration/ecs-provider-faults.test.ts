@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { isLaunchFailed } from '../../lib/provider/ecs/ecs-tasks.ts';
 import { nodeStartedBy, podTags } from '../../lib/provider/ecs/run-task-input.ts';
-import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { mapSettledLimit } from '../../lib/util/map-limit.ts';
-import { EcsFixture, ecsPod, randomUUID } from '../support/ecs-sim/ecs-fixture.ts';
-import { freshTable, uniqueName } from '../support/kube.ts';
+import {
+  type EcsFixture,
+  ecsFixtures,
+  ecsPod,
+  randomUUID,
+  statusOf,
+} from '../support/ecs-sim/ecs-fixture.ts';
+import { uniqueName } from '../support/kube.ts';
 
 /**
  * The ECS provider under what ECS documents it may do: lost answers and
@@ -18,26 +22,7 @@ import { freshTable, uniqueName } from '../support/kube.ts';
  * and DynamoDB Local.
  */
 
-let table: StateTable;
-const fixtures: EcsFixture[] = [];
-
-function fixture(options: Omit<ConstructorParameters<typeof EcsFixture>[0], 'table'> = {}): EcsFixture {
-  const f = new EcsFixture({ table, ...options });
-  fixtures.push(f);
-  return f;
-}
-
-before(async () => {
-  ({ table } = await freshTable());
-});
-
-after(() => {
-  for (const f of fixtures)
-    assert.deepEqual(f.aws.violations, [], 'every request fits the published API model');
-});
-
-const statusOf = (pod: V1Pod | undefined, name: string): V1ContainerStatus | undefined =>
-  pod?.status?.containerStatuses?.find((c) => c.name === name);
+const { fixture, table } = ecsFixtures();
 
 const running = (f: EcsFixture, ns: string, name: string) =>
   f.until(async () => {
@@ -240,7 +225,7 @@ describe('ECS provider: Secrets stay secret', () => {
     assert.equal(f.aws.ecs.calls.RegisterTaskDefinition, 1);
     const ecsRequests = JSON.stringify(f.aws.ecs.requests);
     assert.ok(!ecsRequests.includes('p4ss-w0rd-xyzzy'), 'no ECS request carries the value');
-    const items = await table.doc.send(new ScanCommand({ TableName: table.tableName }));
+    const items = await table().doc.send(new ScanCommand({ TableName: table().tableName }));
     assert.ok(!JSON.stringify(items.Items).includes('p4ss-w0rd-xyzzy'), 'no DynamoDB item holds the value');
     await f.provider.deletePod(a);
     await f.until(async () => (await f.provider.getPod(ns, 'a')) === undefined);

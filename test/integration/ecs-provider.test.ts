@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
+import { describe, it } from 'node:test';
 import { isProviderNotFound } from '../../lib/provider/provider.ts';
-import type { StateTable } from '../../lib/state/dynamodb.ts';
-import { EcsFixture, ecsPod } from '../support/ecs-sim/ecs-fixture.ts';
-import { freshTable, uniqueName } from '../support/kube.ts';
+import { ecsFixtures, ecsPod, statusOf } from '../support/ecs-sim/ecs-fixture.ts';
+import { uniqueName } from '../support/kube.ts';
 
 /**
  * The ECS Fargate provider against the AWS simulation (ECS, SSM and
@@ -14,26 +12,7 @@ import { freshTable, uniqueName } from '../support/kube.ts';
  * real here is the provider, the SDK and DynamoDB.
  */
 
-let table: StateTable;
-const fixtures: EcsFixture[] = [];
-
-function fixture(options: Omit<ConstructorParameters<typeof EcsFixture>[0], 'table'> = {}): EcsFixture {
-  const f = new EcsFixture({ table, ...options });
-  fixtures.push(f);
-  return f;
-}
-
-before(async () => {
-  ({ table } = await freshTable());
-});
-
-after(() => {
-  for (const f of fixtures)
-    assert.deepEqual(f.aws.violations, [], 'every request fits the published API model');
-});
-
-const statusOf = (pod: V1Pod | undefined, name: string): V1ContainerStatus | undefined =>
-  pod?.status?.containerStatuses?.find((c) => c.name === name);
+const { fixture } = ecsFixtures();
 
 describe('ECS provider: a pod is a task', () => {
   it('creates the task once, and pushed events alone make the pod Running (no DescribeTasks)', async () => {

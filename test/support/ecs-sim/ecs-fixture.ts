@@ -1,5 +1,7 @@
+import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { after, before } from 'node:test';
+import type { V1Container, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { createLogger } from '../../../lib/log/logger.ts';
 import { buildEcsProvider, type EcsProviderParts } from '../../../lib/provider/ecs/factory.ts';
 import { parseEcsSettings } from '../../../lib/provider/ecs/settings.ts';
@@ -10,6 +12,7 @@ import {
 } from '../../../lib/provider/ecs/task-state-event.ts';
 import type { StateTable } from '../../../lib/state/dynamodb.ts';
 import { FakeClock } from '../fake-clock.ts';
+import { freshTable } from '../kube.ts';
 import { AwsSimulation } from './aws-sim.ts';
 import { scriptBehaviour } from './script-behaviour.ts';
 import type { ContainerBehaviour } from './sim-types.ts';
@@ -125,3 +128,40 @@ export function ecsPod(
 }
 
 export { randomUUID };
+
+/**
+ * The fixtures of one test file, on one fresh state table: registers the
+ * file's hooks (the table before its tests; after them, that every request
+ * each fixture sent fits the published API model) and returns the fixture
+ * factory and the table.
+ */
+export function ecsFixtures(): {
+  fixture: (options?: Omit<EcsFixtureOptions, 'table'>) => EcsFixture;
+  table: () => StateTable;
+} {
+  let table: StateTable | undefined;
+  const fixtures: EcsFixture[] = [];
+  before(async () => {
+    ({ table } = await freshTable());
+  });
+  after(() => {
+    for (const f of fixtures)
+      assert.deepEqual(f.aws.violations, [], 'every request fits the published API model');
+  });
+  const tableOf = (): StateTable => {
+    if (!table) throw new Error('the state table is made before the tests run');
+    return table;
+  };
+  return {
+    fixture: (options = {}) => {
+      const f = new EcsFixture({ table: tableOf(), ...options });
+      fixtures.push(f);
+      return f;
+    },
+    table: tableOf,
+  };
+}
+
+/** The status of the pod's container `name`. */
+export const statusOf = (pod: V1Pod | undefined, name: string): V1ContainerStatus | undefined =>
+  pod?.status?.containerStatuses?.find((c) => c.name === name);
