@@ -96,14 +96,16 @@ export class NodeController {
     this.options.lease.setLogger(log);
   }
 
-  /** Registers the Node if missing, ensures its Lease, then writes its status. */
+  /** Registers the Node if missing, ensures its Lease, writes its status; reads nothing this tick's renewal did. */
   async start(signal?: AbortSignal): Promise<void> {
     await this.probe(signal);
-    try {
-      this.current = await this.options.kube.core.readNode({ name: this.name });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      await this.register();
+    if (!this.current) {
+      try {
+        this.current = await this.options.kube.core.readNode({ name: this.name });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await this.register();
+      }
     }
     // The lease before the status: a node must not report Ready without one.
     this.options.lease.setNodeUid(this.current?.metadata?.uid);

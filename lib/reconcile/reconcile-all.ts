@@ -6,7 +6,8 @@ import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import { buildNodeController } from '../node/heartbeat-entry.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
-import { DanglingPodCleaner, type DanglingResult } from '../pod/dangling.ts';
+import { VIRTUAL_NODE_LABEL } from '../node/node-object.ts';
+import { DanglingPodCleaner, type DanglingResult, type NodePodsRead } from '../pod/dangling.ts';
 import { type KnownPod, KnownPodStore } from '../pod/known-pods.ts';
 import type { PodReconciler } from '../pod/pod-reconciler.ts';
 import { PodStatusSyncer } from '../pod/pod-status-syncer.ts';
@@ -112,21 +113,30 @@ export class ClusterReconciler {
     await this.owned.record(configured, deps.clock.now(), recorded);
     const removed = recorded.filter((n) => !configured.includes(n));
     const limit = deps.config.pods.maxParallel;
+    let listed: ReadonlySet<string> = new Set();
+    try {
+      listed = await this.listedNodes();
+    } catch (err) {
+      failed('node list', err);
+    }
 
     await mapSettledLimit(configured, limit, async (node) => {
       signal?.throwIfAborted();
       try {
-        if (await this.ensureNode(node, signal)) result.registered.push(node);
+        if (!listed.has(node) && (await this.ensureNode(node, signal))) result.registered.push(node);
       } catch (err) {
         failed(`node ${node} registration`, err, { node });
       }
+      let read: NodePodsRead | undefined;
       try {
-        result.dangling.push(await this.cleaner.cleanNode(node, signal));
+        const cleaned = await this.cleaner.cleanNodeRead(node, signal);
+        result.dangling.push(cleaned.result);
+        read = cleaned.read;
       } catch (err) {
         failed(`dangling pods of ${node}`, err, { node });
       }
       try {
-        result.resynced += await this.resyncNode(node, signal, (what, err, fields) =>
+        result.resynced += await this.resyncNode(node, read, signal, (what, err, fields) =>
           failed(what, err, { node, ...fields }),
         );
       } catch (err) {
@@ -178,6 +188,24 @@ export class ClusterReconciler {
   }
 
   /**
+   * The names of the virtual nodes the API server's watch cache lists (one
+   * request a pass, not one per node). A configured node missing from it is
+   * read before it is registered ({@link ensureNode}): the cache may lag
+   * behind a registration, and a Node whose type label was changed is not
+   * listed. One the cache still lists after its deletion is registered by a
+   * later pass, or by the heartbeat when the garbage collector removed its
+   * lease.
+   */
+  private async listedNodes(): Promise<Set<string>> {
+    const { key, value } = VIRTUAL_NODE_LABEL;
+    const list = await this.options.deps.kube.core.listNode({
+      labelSelector: `${key}=${value}`,
+      resourceVersion: '0',
+    });
+    return new Set(list.items.flatMap((n) => (n.metadata?.name ? [n.metadata.name] : [])));
+  }
+
+  /**
    * Registers a configured node whose Node is missing, the way the heartbeat
    * does (registration, lease and status). Returns whether it had to.
    */
@@ -206,13 +234,16 @@ export class ClusterReconciler {
    */
   private async resyncNode(
     node: string,
+    read: NodePodsRead | undefined,
     signal: AbortSignal | undefined,
     failed: (what: string, err: unknown, fields: Record<string, unknown>) => void,
   ): Promise<number> {
     const { deps } = this.options;
     const records = new Map<string, KnownPod>();
-    for (const r of await this.knownPods.list(node)) records.set(podKey(r), r);
-    const { pods } = await listNodePods(deps.kube.core, node);
+    // The dangling pass's reads, when it got that far: the same reads in the same order, a moment
+    // earlier. Records it forgot belong to pods the list lacks, which a re-sync does not look at.
+    for (const r of read?.records ?? (await this.knownPods.list(node))) records.set(podKey(r), r);
+    const pods = read?.apiPods ?? (await listNodePods(deps.kube.core, node)).pods;
     const now = deps.clock.now();
     const stale = pods.filter((pod) => {
       const namespace = pod.metadata?.namespace ?? '';
