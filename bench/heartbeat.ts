@@ -1062,7 +1062,8 @@ async function main(): Promise<void> {
     mkdirSync(benchDir, { recursive: true });
     const started = Date.now();
     const [controlPlane, dynamo] = await Promise.all([
-      startControlPlane({ dir: join(benchDir, 'control-plane'), log }).then((cp) => {
+      // A directory of its own, so that two runs (two --parts) can go side by side.
+      startControlPlane({ dir: join(benchDir, `control-plane-${process.pid}`), log }).then((cp) => {
         stops.push(() => cp.stop());
         return cp;
       }),
