@@ -17,13 +17,10 @@ interface Applied {
   taints: Array<{ key: string; effect: string }>;
 }
 
-/** The label every virtual node carries, for listing them (configured labels may override it). */
-export const VIRTUAL_NODE_LABEL = { key: 'type', value: 'virtual-kubelet' } as const;
-
 /** Labels every virtual node carries, before the configured ones. */
 export function nodeLabels(name: string, settings: NodeSettings): Record<string, string> {
   return {
-    [VIRTUAL_NODE_LABEL.key]: VIRTUAL_NODE_LABEL.value,
+    type: 'virtual-kubelet',
     'kubernetes.io/role': 'agent',
     'kubernetes.io/os': settings.operatingSystem,
     'kubernetes.io/hostname': name,

@@ -6,7 +6,6 @@ import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import { buildNodeController } from '../node/heartbeat-entry.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
-import { VIRTUAL_NODE_LABEL } from '../node/node-object.ts';
 import { DanglingPodCleaner, type DanglingResult, type NodePodsRead } from '../pod/dangling.ts';
 import { type KnownPod, KnownPodStore } from '../pod/known-pods.ts';
 import type { PodReconciler } from '../pod/pod-reconciler.ts';
@@ -113,17 +112,11 @@ export class ClusterReconciler {
     await this.owned.record(configured, deps.clock.now(), recorded);
     const removed = recorded.filter((n) => !configured.includes(n));
     const limit = deps.config.pods.maxParallel;
-    let listed: ReadonlySet<string> = new Set();
-    try {
-      listed = await this.listedNodes();
-    } catch (err) {
-      failed('node list', err);
-    }
 
     await mapSettledLimit(configured, limit, async (node) => {
       signal?.throwIfAborted();
       try {
-        if (!listed.has(node) && (await this.ensureNode(node, signal))) result.registered.push(node);
+        if (await this.ensureNode(node, signal)) result.registered.push(node);
       } catch (err) {
         failed(`node ${node} registration`, err, { node });
       }
@@ -185,24 +178,6 @@ export class ClusterReconciler {
       if (isConflict(err)) return false;
       throw err;
     }
-  }
-
-  /**
-   * The names of the virtual nodes the API server's watch cache lists (one
-   * request a pass, not one per node). A configured node missing from it is
-   * read before it is registered ({@link ensureNode}): the cache may lag
-   * behind a registration, and a Node whose type label was changed is not
-   * listed. One the cache still lists after its deletion is registered by a
-   * later pass, or by the heartbeat when the garbage collector removed its
-   * lease.
-   */
-  private async listedNodes(): Promise<Set<string>> {
-    const { key, value } = VIRTUAL_NODE_LABEL;
-    const list = await this.options.deps.kube.core.listNode({
-      labelSelector: `${key}=${value}`,
-      resourceVersion: '0',
-    });
-    return new Set(list.items.flatMap((n) => (n.metadata?.name ? [n.metadata.name] : [])));
   }
 
   /**
