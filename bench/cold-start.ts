@@ -4,6 +4,12 @@
  * the handler and, on its first invocation, to the first request it sends.
  *
  * Usage: npx tsx bench/cold-start.ts [--package <dir>] [--runs 15] [--source-maps both|on|off]
+ *   [--only tick,heartbeat] [--cpu-prof <dir>]
+ *
+ * `--cpu-prof <dir>` runs the children with `node --cpu-prof` writing into
+ * `<dir>`; `npx tsx bench/cpu-profile.ts <file> --maps .esbuild/.build/functions`
+ * then tells which packages the import time went to (the profiler's own
+ * overhead inflates the times of those runs).
  *
  * Without `--package`, runs `serverless package` (offline) into
  * .local/bench-cold-start/package first. Each zip is unzipped into a
@@ -38,6 +44,7 @@ const run = promisify(execFile);
 
 /** Each function's zip and its handler file inside it. */
 const FUNCTIONS = [
+  { zip: 'tick.zip', handler: 'functions/tick.mjs', name: 'tick' },
   { zip: 'heartbeat.zip', handler: 'functions/heartbeat.mjs', name: 'heartbeat' },
   { zip: 'podWatch.zip', handler: 'functions/pod-watch.mjs', name: 'pod-watch' },
   { zip: 'podSync.zip', handler: 'functions/pod-sync.mjs', name: 'pod-sync' },
@@ -151,12 +158,22 @@ async function spawnChild(
   fn: (typeof FUNCTIONS)[number],
   env: Record<string, string>,
   sourceMaps: boolean,
+  cpuProfDir?: string,
 ): Promise<ChildTimes & { wallMs: number }> {
   const begun = performance.now();
   const child = spawn(
     process.execPath,
     [
       ...(sourceMaps ? ['--enable-source-maps'] : []),
+      ...(cpuProfDir
+        ? [
+            '--cpu-prof',
+            '--cpu-prof-dir',
+            cpuProfDir,
+            '--cpu-prof-name',
+            `${fn.name}-${Date.now()}.cpuprofile`,
+          ]
+        : []),
       join(dir, 'child.mjs'),
       join(dir, fn.handler),
       JSON.stringify(eventFor(fn.name)),
@@ -201,6 +218,8 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       package: { type: 'string' },
+      only: { type: 'string' },
+      'cpu-prof': { type: 'string' },
       runs: { type: 'string', default: '15' },
       'source-maps': { type: 'string', default: 'both' },
     },
@@ -248,10 +267,12 @@ async function main(): Promise<void> {
       SVK_KUBECONFIG: join(work, 'kubeconfig'),
       SVK_LOG_LEVEL: 'warn',
       SVK_METRICS: 'emf',
+      SVK_TICK_QUEUE_URL: `http://127.0.0.1:${port}/000000000000/cold-start-tick.fifo`,
     };
     const rows: string[][] = [];
     const raw: Record<string, unknown> = {};
-    for (const fn of FUNCTIONS) {
+    const only = values.only?.split(',');
+    for (const fn of FUNCTIONS.filter((f) => !only || only.includes(f.name))) {
       const dir = join(work, fn.name);
       mkdirSync(dir, { recursive: true });
       await run('unzip', ['-q', '-o', join(packageDir, fn.zip), '-d', dir]);
@@ -261,7 +282,8 @@ async function main(): Promise<void> {
         const times: Array<ChildTimes & { wallMs: number }> = [];
         // One run first to warm the file cache: Lambda reads the code from its own cache too.
         await spawnChild(dir, fn, env, sourceMaps);
-        for (let i = 0; i < runs; i++) times.push(await spawnChild(dir, fn, env, sourceMaps));
+        for (let i = 0; i < runs; i++)
+          times.push(await spawnChild(dir, fn, env, sourceMaps, values['cpu-prof']));
         const d = (pick: (t: ChildTimes & { wallMs: number }) => number) => distribution(times.map(pick));
         const boot = d((t) => t.started);
         const imported = d((t) => t.importedAt - t.started);
