@@ -28,10 +28,10 @@
  * default measures both.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../lib/events/pod-event.ts';
 import { scheduledEvent } from '../lib/local/lambda-context.ts';
@@ -194,6 +194,26 @@ async function spawnChild(
   return { ...parsed, wallMs };
 }
 
+/**
+ * The bytes and files a handler loads at import: its file and the chunks it
+ * imports statically, transitively (esbuild writes `from"./x.mjs"` and
+ * `import"./x.mjs"`); a dynamic `import("./x.mjs")` loads later, if ever.
+ */
+function staticImportSet(handlerPath: string): { bytes: number; files: number } {
+  const seen = new Set<string>();
+  const pending = [handlerPath];
+  let bytes = 0;
+  for (let path = pending.pop(); path !== undefined; path = pending.pop()) {
+    if (seen.has(path)) continue;
+    seen.add(path);
+    const text = readFileSync(path, 'utf8');
+    bytes += Buffer.byteLength(text);
+    for (const match of text.matchAll(/(?:from|import)\s*"(\.\/[^"]+\.mjs)"/g))
+      if (match[1]) pending.push(join(dirname(path), match[1]));
+  }
+  return { bytes, files: seen.size };
+}
+
 function sizeOf(dir: string): { total: number; code: number; maps: number; files: number } {
   const result = { total: 0, code: 0, maps: 0, files: 0 };
   const walk = (at: string) => {
@@ -278,6 +298,7 @@ async function main(): Promise<void> {
       await run('unzip', ['-q', '-o', join(packageDir, fn.zip), '-d', dir]);
       writeFileSync(join(dir, 'child.mjs'), CHILD);
       const size = sizeOf(dir);
+      const loaded = staticImportSet(join(dir, fn.handler));
       for (const sourceMaps of modes) {
         const times: Array<ChildTimes & { wallMs: number }> = [];
         // One run first to warm the file cache: Lambda reads the code from its own cache too.
@@ -292,11 +313,12 @@ async function main(): Promise<void> {
         const wall = d((t) => t.wallMs);
         const cpuImport = d((t) => t.importedCpu - t.startedCpu);
         const cpuFirst = d((t) => t.firstRequestCpu ?? Number.NaN);
-        raw[`${fn.name}${sourceMaps ? ' +maps' : ''}`] = { size, times };
+        raw[`${fn.name}${sourceMaps ? ' +maps' : ''}`] = { size, loaded, times };
         rows.push([
           fn.name,
           sourceMaps ? 'on' : 'off',
           `${fixed(size.total / 2 ** 20, 2)} (${fixed(size.code / 2 ** 20, 2)} code, ${fixed(size.maps / 2 ** 20, 2)} maps, ${size.files} files)`,
+          `${fixed(loaded.bytes / 2 ** 20, 2)} (${loaded.files} files)`,
           fixed(boot.p50, 0),
           `${fixed(imported.p50, 0)} / ${fixed(imported.max, 0)}`,
           `${fixed(invoked.p50, 0)} / ${fixed(invoked.max, 0)}`,
@@ -322,7 +344,8 @@ async function main(): Promise<void> {
         [
           'function',
           '--enable-source-maps',
-          'unzipped MB',
+          'unzipped MiB',
+          'loaded at import MiB',
           'node start (ms)',
           'import p50 / max (ms)',
           'first invocation to first request p50 / max (ms)',
