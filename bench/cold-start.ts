@@ -16,9 +16,10 @@
  * temporary directory; each run spawns `node` on a small script that imports
  * the handler file with `import()` and invokes it once with a realistic event
  * (a schedule's, or a pod event for pod-sync) and a Lambda-shaped context,
- * with the functions' configuration pointing DynamoDB and the cluster at a
- * local server of this process. The first request of every function is the
- * release gate's DynamoDB write; the child notes when it starts
+ * with the functions' configuration pointing DynamoDB, the tick queue and the
+ * cluster at a local server of this process. The first request is a
+ * DynamoDB write (the release gate's or a lock's), or for the tick function
+ * the SQS request that checks its chain; the child notes when it starts
  * (node:diagnostics_channel) and exits there. Times come from the child's own
  * clock (performance.now(), from the process's start) and, for the whole
  * thing, from this process's spawn to the child's report.
