@@ -31,8 +31,11 @@
  * - twice: pod uids the provider started more than once (its own counters).
  * - converge: from the fault's end until every pod created or deleted up to
  *   then is in its desired state.
- * - dead letters: pod events the bus gave up on (20 retries 1 s apart here,
- *   against EventBridge's hour; the reconciler repairs what they missed).
+ * - dead letters: pod events the bus gave up on, retried as serverless.yml
+ *   deploys them (pod-sync's two Lambda retries, one and two minutes apart,
+ *   within its maximum event age: lib/local/async-retry-policy.ts), so the
+ *   count is what pod-sync's dead-letter queue would receive on AWS; the
+ *   reconciler repairs what they missed.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -576,7 +579,7 @@ async function main(): Promise<number> {
       rateMs: 60_000,
       timeoutMs: 130_000,
       podSyncConcurrency: 10,
-      syncRetries: 20,
+      syncRetries: 'deployed',
       readyTimeoutMs: 180_000,
     });
     const namespace = await h.namespace('load');

@@ -53,8 +53,11 @@ export interface PipelineHarnessOptions {
   /** Timeout of the scheduled functions. Default 45 s. */
   timeoutMs?: number;
   podSyncConcurrency?: PodSyncConcurrency;
-  /** Bus retries of a failed pod-sync delivery (EventBridge plus Lambda's async retries). Default 5, 1 s apart. */
-  syncRetries?: number;
+  /**
+   * Bus retries of a failed pod-sync delivery (EventBridge plus Lambda's async retries). Default 5, 1 s
+   * apart; `deployed` retries as serverless.yml deploys them (two retries, one and two minutes apart).
+   */
+  syncRetries?: number | 'deployed';
   /** `host-process` (default) lets {@link PipelineHarness.killFunctions} SIGKILL the functions. */
   sandboxes?: 'host-process' | 'in-process';
   /** How long to wait for every node Ready and schedulable. Default 90 s. */
@@ -183,8 +186,9 @@ export class PipelineHarness {
       ...(options.cadence ? { cadence: options.cadence } : {}),
       rateMs: options.rateMs ?? 20_000,
       timeoutMs: options.timeoutMs ?? 45_000,
-      syncRetries: options.syncRetries ?? 5,
-      syncRetryDelayMs: 1_000,
+      ...(options.syncRetries === 'deployed'
+        ? { retryPolicy: 'deployed' as const }
+        : { syncRetries: options.syncRetries ?? 5, syncRetryDelayMs: 1_000 }),
       sandboxes: options.sandboxes ?? 'host-process',
       ...(options.podSyncConcurrency !== undefined ? { podSyncConcurrency: options.podSyncConcurrency } : {}),
       onResult: (invocation, result) => {
