@@ -28,10 +28,11 @@ import { isLeaseMissing, type LeaseRenewal } from './node-lease.ts';
  * StateStoreUnavailable condition, so Ready stays True while nothing that
  * must happen once is done. `refused` (another release is in charge): the
  * renewals only. Neither registers a Node: one deleted meanwhile stays gone
- * until a tick whose gate lets it act (registration is the node config's
- * and the release in charge's to do, and undoing an operator's delete on
- * the word of a release that may be superseded is not liveness). A cold start reads the node config (bounded, beside the
- * gate, never waiting for it) to build its controllers, then does the same.
+ * until a tick whose gate lets it act, since a registration is the release
+ * in charge's to make, with the node config from the table, and an
+ * operator's delete must not be undone by a release that may be superseded.
+ * A cold start reads the node config (bounded, beside the gate, never
+ * waiting for it) to build its controllers, then does the same.
  */
 export class HeartbeatTick {
   readonly #deps: Dependencies;
