@@ -5,6 +5,7 @@ import type {
   PutEventsResultEntry,
 } from '@aws-sdk/client-eventbridge';
 import { type Clock, systemClock } from '../clock.ts';
+import type { AsyncRetryPolicy } from './async-retry-policy.ts';
 import {
   type DeadLetter,
   type DeliveryRecord,
@@ -45,6 +46,12 @@ export interface LocalEventBusOptions {
   retries?: number;
   /** Wait between retries, on the bus's clock. Default 0. */
   retryDelayMs?: number;
+  /**
+   * The deployed policy instead of `retries` and `retryDelayMs`
+   * (async-retry-policy.ts): the function's retries with Lambda's waits, and
+   * no retry of an event older than its maximum age.
+   */
+  retryPolicy?: Pick<AsyncRetryPolicy, 'retries' | 'retryDelaysMs' | 'maxEventAgeMs'>;
   /** Source of randomness for `reorder: 'shuffle'`. */
   random?: () => number;
   /** `published` and `deliveries` keep this many newest records, so a long `npm start` stays small. Default 10 000. */
@@ -53,6 +60,8 @@ export interface LocalEventBusOptions {
 
 interface Job {
   rule: Rule;
+  /** When the bus accepted the event, monotonic time of its clock: the start of its age. */
+  acceptedAt: number;
   /** Serialised once; each attempt gets its own parsed copy, as each Lambda invocation would. */
   json: string;
 }
@@ -74,7 +83,8 @@ function isRetryable(error: unknown): boolean {
  *
  * The other fields and methods are test knobs for EventBridge's at-least-once,
  * unordered delivery. Retries model EventBridge plus Lambda's
- * asynchronous-invocation retries as one count; AWS retries far longer by default.
+ * asynchronous-invocation retries as one count: `retries` at a fixed
+ * `retryDelayMs` (short, for tests), or the deployed `retryPolicy`.
  * A target that waits (a Lambda function at its reserved concurrency queues
  * the event) has not failed: throttling never uses up retries, as on AWS.
  *
@@ -89,6 +99,9 @@ export class LocalEventBus {
   reorder: Reorder = 'none';
   retries: number;
   retryDelayMs: number;
+  /** Waits before each retry (the last repeats) and the event's maximum age; overrides `retryDelayMs`. */
+  retryDelaysMs: readonly number[] | undefined;
+  maxEventAgeMs: number | undefined;
   /** Every accepted event, in acceptance order. */
   readonly published: BusEvent[] = [];
   readonly deliveries: DeliveryRecord[] = [];
@@ -112,8 +125,10 @@ export class LocalEventBus {
     this.#region = options.region ?? LOCAL_REGION;
     this.#account = options.account ?? LOCAL_ACCOUNT_ID;
     this.#maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
-    this.retries = options.retries ?? 0;
+    this.retries = options.retryPolicy?.retries ?? options.retries ?? 0;
     this.retryDelayMs = options.retryDelayMs ?? 0;
+    this.retryDelaysMs = options.retryPolicy?.retryDelaysMs;
+    this.maxEventAgeMs = options.retryPolicy?.maxEventAgeMs;
     this.#random = options.random ?? Math.random;
     this.#logLimit = options.logLimit ?? 10_000;
   }
@@ -213,7 +228,8 @@ export class LocalEventBus {
       const json = JSON.stringify(event);
       for (const rule of this.#rules.values()) {
         if (!matches(rule.pattern, event)) continue;
-        for (let copy = 0; copy < Math.max(1, this.duplicate); copy++) jobs.push({ rule, json });
+        for (let copy = 0; copy < Math.max(1, this.duplicate); copy++)
+          jobs.push({ rule, json, acceptedAt: this.#clock.monotonic() });
       }
     }
     const ordered = reorder(jobs, this.reorder, this.#random);
@@ -229,6 +245,19 @@ export class LocalEventBus {
       // #deliver settles target failures itself; anything else (a throwing drop predicate) must surface.
       for (const job of jobs) void this.#deliver(job);
     });
+  }
+
+  /** The wait before the retry that follows attempt number `attempt`. */
+  #retryDelay(attempt: number): number {
+    const delays = this.retryDelaysMs;
+    if (!delays || delays.length === 0) return this.retryDelayMs;
+    return delays[Math.min(attempt, delays.length) - 1] ?? 0;
+  }
+
+  /** Whether the event would pass its maximum age before a retry after `wait`: Lambda drops it then. */
+  #tooOld(job: Job, wait: number): boolean {
+    const age = this.#clock.monotonic() + wait - job.acceptedAt;
+    return this.maxEventAgeMs !== undefined && age > this.maxEventAgeMs;
   }
 
   async #deliver(job: Job): Promise<void> {
@@ -253,11 +282,12 @@ export class LocalEventBus {
           return;
         } catch (error) {
           this.#log(this.deliveries, { ...record, status: 'failed', error });
-          if (attempt > this.retries || !isRetryable(error)) {
+          const wait = this.#retryDelay(attempt);
+          if (attempt > this.retries || !isRetryable(error) || this.#tooOld(job, wait)) {
             this.deadLetters.push({ rule: job.rule.name, event, error, attempts: attempt });
             return;
           }
-          if (this.retryDelayMs > 0) await this.#clock.sleep(this.retryDelayMs);
+          if (wait > 0) await this.#clock.sleep(wait);
         }
       }
     } finally {

@@ -1,6 +1,7 @@
 import { ConfigError } from '../config/config.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts';
 import { TASK_STATE_DETAIL_TYPE, TASK_STATE_SOURCE } from '../provider/ecs/task-state-event.ts';
+import { deployedRetryPolicy } from './async-retry-policy.ts';
 import { type Cadence, TICK_TIMEOUT_MS, TICK_VISIBILITY_TIMEOUT_MS, tickPeriodMs } from './cadence.ts';
 import { createDeploymentHandlers, type DeploymentFunction } from './deployment-handlers.ts';
 import { LocalEventBus } from './event-bus.ts';
@@ -64,6 +65,13 @@ export interface LocalDeploymentOptions {
   syncRetries?: number;
   syncRetryDelayMs?: number;
   /**
+   * `deployed`: pod-sync's and ecs-task-state's events are retried as
+   * serverless.yml deploys them (their functions' retries, one and two
+   * minutes apart, within their maximum event age: async-retry-policy.ts),
+   * and `syncRetries` and `syncRetryDelayMs` are ignored. Default: those two.
+   */
+  retryPolicy?: 'deployed';
+  /**
    * pod-sync's reserved concurrency, as `podSyncConcurrency` in serverless.yml
    * (default {@link DEFAULT_POD_SYNC_CONCURRENCY}): pod events beyond it wait
    * in the runtime's queue. `unlimited` starts every delivery at once.
@@ -116,9 +124,11 @@ export class LocalDeployment {
     this.cadence = options.cadence ?? 'tick';
     this.rateMs = options.rateMs ?? 60_000;
     this.runtime = new LocalLambdaRuntime(options.onResult ? { onResult: options.onResult } : {});
+    const deployed = options.retryPolicy === 'deployed';
     this.bus = new LocalEventBus({
       retries: options.syncRetries ?? 5,
       retryDelayMs: options.syncRetryDelayMs ?? 2_000,
+      ...(deployed ? { retryPolicy: deployedRetryPolicy('podSync') } : {}),
     });
     // The chain's queue lives here even when the handlers run in a host process, as SQS outlives sandboxes.
     const queue =
@@ -175,7 +185,11 @@ export class LocalDeployment {
       timeoutMs: 30_000,
       reservedConcurrency: 10,
     });
-    this.awsBus = new LocalEventBus({ retries: 2, retryDelayMs: options.syncRetryDelayMs ?? 2_000 });
+    this.awsBus = new LocalEventBus({
+      retries: 2,
+      retryDelayMs: options.syncRetryDelayMs ?? 2_000,
+      ...(deployed ? { retryPolicy: deployedRetryPolicy('ecsTaskState') } : {}),
+    });
     this.awsBus.addRule({
       name: 'ecs-task-state',
       pattern: { source: [TASK_STATE_SOURCE], 'detail-type': [TASK_STATE_DETAIL_TYPE] },

@@ -9,7 +9,7 @@ import type { TickGate } from '../tick/tick-gate.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
 import { buildNodeController, keepTiming, RESOLVE_BUDGET_MS } from './heartbeat-entry.ts';
 import type { NodeController, TickResult } from './node-controller.ts';
-import type { LeaseRenewal } from './node-lease.ts';
+import { isLeaseMissing, type LeaseRenewal } from './node-lease.ts';
 
 /**
  * The heartbeat driven by ticks: every node's controller is built once per
@@ -27,8 +27,12 @@ import type { LeaseRenewal } from './node-lease.ts';
  * (the state table did not answer): nothing more but the
  * StateStoreUnavailable condition, so Ready stays True while nothing that
  * must happen once is done. `refused` (another release is in charge): the
- * renewals only. A cold start reads the node config (bounded, beside the
- * gate, never waiting for it) to build its controllers, then does the same.
+ * renewals only. Neither registers a Node: one deleted meanwhile stays gone
+ * until a tick whose gate lets it act, since a registration is the release
+ * in charge's to make, with the node config from the table, and an
+ * operator's delete must not be undone by a release that may be superseded.
+ * A cold start reads the node config (bounded, beside the gate, never
+ * waiting for it) to build its controllers, then does the same.
  */
 export class HeartbeatTick {
   readonly #deps: Dependencies;
@@ -65,7 +69,8 @@ export class HeartbeatTick {
     const controllers = this.#controllers ?? [];
     for (const c of controllers) c.setLogger(log.child({ node: c.name }));
     const max = config.heartbeat.maxParallel;
-    const renewals = await mapSettledLimit(controllers, max, (c) => c.renewLease(stop));
+    // Before the gate answers, a renewal may not register a Node (degraded or refused ticks register none).
+    const renewals = await mapSettledLimit(controllers, max, (c) => c.renewLease(stop, { register: false }));
     const mode = await gate;
     if (mode === 'act') {
       decision ??= await runWithTimeout(RESOLVE_BUDGET_MS, () => this.#nodeConfig.resolve());
@@ -79,7 +84,8 @@ export class HeartbeatTick {
       await mapSettledLimit(nodes, max, async ({ c, renewed }) => {
         if (mode === 'act') return c.tick(stop, renewed);
         if (since) return c.keepAlive(stop, since, renewed);
-        if (renewed.error !== undefined) throw renewed.error;
+        // A Node gone is registered again by the release in charge, not by a refused one.
+        if (renewed.error !== undefined && !isLeaseMissing(renewed.error)) throw renewed.error;
         const { leaseRenewed, requests } = renewed;
         return { node: c.name, leaseRenewed, statusWritten: false, requests };
       }),

@@ -1,18 +1,19 @@
 import { PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import type { NodeSettings } from '../config/node-settings.ts';
-import { isConflict, isNotFound, type KubeClients } from '../kube/client.ts';
+import { isNotFound, type KubeClients } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { NodeProvider, ProviderNodeCondition, ProviderNodeStatus } from '../provider/provider.ts';
 import { errorMessage } from '../util/error-message.ts';
-import { LeaseApiUnavailableError, type LeaseRenewal, type NodeLease } from './node-lease.ts';
 import {
-  FIELD_MANAGER,
-  metadataPatch,
-  registrationNode,
-  reportFingerprint,
-  statusApplyBody,
-} from './node-object.ts';
+  isLeaseMissing,
+  LeaseApiUnavailableError,
+  LeaseMissingError,
+  type LeaseRenewal,
+  type NodeLease,
+} from './node-lease.ts';
+import { FIELD_MANAGER, reportFingerprint, statusApplyBody } from './node-object.ts';
+import { registerNode, syncNodeMetadata } from './node-writes.ts';
 import {
   markStateStoreUnavailable,
   STATE_STORE_CONDITION,
@@ -34,7 +35,6 @@ export interface NodeControllerOptions {
 export type { TickResult } from './tick-result.ts';
 
 const applyOptions = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
-const mergePatchOptions = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /**
  * One virtual node, driven by the heartbeat holder: `start` registers the
@@ -46,6 +46,10 @@ export class NodeController {
   readonly name: string;
   private current: V1Node | undefined;
   private leaseDisabled = false;
+  /** A renewal failed or came late since the last status write: the node controller may have marked Ready Unknown. */
+  private statusOwed = false;
+  /** The lease went missing in a renewal that could not register the Node: it is registered again by the next that can. */
+  private nodeGone = false;
   private started = false;
   /** Monotonic time this controller's renewal found no Node; undefined once read or registered. */
   private missingAt: number | undefined;
@@ -139,11 +143,19 @@ export class NodeController {
     };
     // The lease first: it is what keeps the node Ready. Backing off on it must
     // not hold up the next round of the other nodes.
-    const { leaseRenewed, previousRenewal, error } = renewed ?? (await this.renewLease(signal));
+    // A renewal that could not register (before the gate said this tick may) is done again, as it may now.
+    const usable = renewed && !isLeaseMissing(renewed.error) ? renewed : undefined;
+    const { leaseRenewed, previousRenewal, error } = usable ?? (await this.renewLease(signal));
     if (error !== undefined) {
       log.warn({ err: error }, 'lease renewal failed');
       errors.push('lease renewal');
     }
+    const renewalLagMs = this.renewalLag(leaseRenewed, previousRenewal);
+    // The node lifecycle controller marks Ready Unknown after its grace (40 s) without renewal; only a
+    // status write sets it back. No Node is read per tick (a kubelet compares it every 10 s), so a failed
+    // renewal or a gap of two intervals owes the status to the first tick whose renewal gets through.
+    if (error !== undefined || (renewalLagMs ?? 0) > 2 * settings.leaseRenewIntervalMs)
+      this.statusOwed = true;
     // The ping after the renewal: a slow provider must not delay what keeps the node Ready.
     if (now - this.lastPingAt >= settings.pingIntervalMs) await this.probe(signal);
     // No read of the Node per tick: the lease's owner reference makes the garbage collector
@@ -155,7 +167,8 @@ export class NodeController {
     // it replaces. Measuring one renew interval from the last write instead would skip every other
     // tick: that write ended after the previous tick began, so the gap is always a bit short.
     const due = this.leaseDisabled || now - this.lastStatusAt >= settings.statusIntervalMs;
-    if (!statusWritten && (changed || due)) {
+    const owed = this.statusOwed && leaseRenewed;
+    if (!statusWritten && (changed || due || owed)) {
       statusWritten = await attempt(
         'status update',
         async () => {
@@ -167,8 +180,10 @@ export class NodeController {
     }
     // Due times count from the tick that wrote, not from when the write ended:
     // ticks are exactly one renew interval apart, a write ends a bit later.
-    if (statusWritten) this.lastStatusAt = now;
-    const renewalLagMs = this.renewalLag(leaseRenewed, previousRenewal);
+    if (statusWritten) {
+      this.lastStatusAt = now;
+      this.statusOwed = false;
+    }
     return {
       node: this.name,
       leaseRenewed,
@@ -186,10 +201,13 @@ export class NodeController {
    * controller has not read yet is read first (the lease names its uid); one
    * that does not exist is left so, and not read again for half a lease:
    * with a thousand new nodes, those reads would fill every tick before the
-   * registrations (start) got their turn. A failure is returned; only an
-   * abort throws.
+   * registrations (start) got their turn. A lease that went missing (its Node
+   * deleted) registers the Node again only with `register` (default true);
+   * without, the failure is {@link LeaseMissingError} and the Node is read
+   * afresh next time, so nothing is created for a Node that is gone. A
+   * failure is returned; only an abort throws.
    */
-  async renewLease(signal?: AbortSignal): Promise<LeaseRenewal> {
+  async renewLease(signal?: AbortSignal, options: { register?: boolean } = {}): Promise<LeaseRenewal> {
     const { clock, kube, lease } = this.options;
     const previousRenewal = lease.lastRenewTime();
     const outcome = (leaseRenewed: boolean, error?: unknown): LeaseRenewal => ({
@@ -199,21 +217,33 @@ export class NodeController {
       ...(error === undefined ? {} : { error }),
     });
     if (this.leaseDisabled) return outcome(false);
+    const register = options.register !== false;
     try {
-      if (!this.current) {
+      if (this.nodeGone && register) {
+        await this.ensureRegistered();
+        this.nodeGone = false;
+      }
+      if (!this.current || this.nodeGone) {
         if (this.missingRecently()) return outcome(false);
         try {
           this.current = await kube.core.readNode({ name: this.name });
         } catch (err) {
           if (!isNotFound(err)) throw err;
-          this.missingAt = clock.monotonic();
-          return outcome(false);
+          if (!this.nodeGone) {
+            this.missingAt = clock.monotonic();
+            return outcome(false);
+          }
+          return outcome(false, new LeaseMissingError(`node ${this.name} is gone`));
         }
+        // Registered again by someone else (the release in charge, after a refused tick's renewal).
+        this.nodeGone = false;
         lease.setNodeUid(this.current.metadata?.uid);
       }
-      return outcome(await lease.renew(signal, clock.monotonic() + this.settings.leaseRenewIntervalMs));
+      const until = clock.monotonic() + this.settings.leaseRenewIntervalMs;
+      return outcome(await lease.renew(signal, until, { recreate: register }));
     } catch (err) {
       signal?.throwIfAborted();
+      if (isLeaseMissing(err)) this.nodeGone = true;
       return outcome(false, err);
     }
   }
@@ -222,9 +252,10 @@ export class NodeController {
    * Keeps the node alive while the lock store cannot be reached: renews its
    * Lease and marks it {@link STATE_STORE_CONDITION}, nothing else (no ping,
    * no status report, no labels, no registration: a Node that does not
-   * exist is left so). Renewing a Lease that another invocation renews too
-   * is harmless, so this needs no lock. Throws what the API server throws.
-   * `renewed`: the tick's renewal ({@link renewLease}), when done already.
+   * exist, or was deleted meanwhile, is left so until the store answers).
+   * Renewing a Lease that another invocation renews too is harmless, so this
+   * needs no lock. Throws what the API server throws. `renewed`: the tick's
+   * renewal ({@link renewLease} without `register`), when done already.
    */
   async keepAlive(
     signal: AbortSignal | undefined,
@@ -232,9 +263,10 @@ export class NodeController {
     renewed?: LeaseRenewal,
   ): Promise<TickResult> {
     const { clock, kube } = this.options;
-    const { leaseRenewed, previousRenewal, error } = renewed ?? (await this.renewLease(signal));
-    if (error !== undefined) throw error;
-    if (!this.current) {
+    const { leaseRenewed, previousRenewal, error } =
+      renewed ?? (await this.renewLease(signal, { register: false }));
+    if (error !== undefined && !isLeaseMissing(error)) throw error;
+    if (!this.current || this.nodeGone) {
       return { node: this.name, leaseRenewed: false, statusWritten: false, requests: kube.requests() };
     }
     const marked = this.current.status?.conditions?.some(
@@ -316,45 +348,15 @@ export class NodeController {
     return this.report ? reportFingerprint(this.report, this.pingError, this.extraConditions) : undefined;
   }
 
-  /**
-   * Brings the Node's labels and taints to the settings in use (a merge patch
-   * that leaves other actors' labels and taints alone), conditional on the
-   * Node's resourceVersion.
-   */
   private async syncMetadata(): Promise<void> {
-    for (let attempt = 1; this.current; attempt++) {
-      const body = metadataPatch(this.name, this.settings, this.current);
-      if (!body) return;
-      try {
-        this.current = await this.options.kube.core.patchNode(
-          { name: this.name, body, fieldManager: FIELD_MANAGER },
-          mergePatchOptions,
-        );
-        this.options.log.info('node labels and taints updated to the config in use');
-        return;
-      } catch (err) {
-        // Someone else changed the Node since we read it: read it again and retry once.
-        if (!isConflict(err) || attempt > 1) throw err;
-        this.current = await this.options.kube.core.readNode({ name: this.name });
-      }
+    if (this.current) {
+      this.current = await syncNodeMetadata(this.options.kube, this.settings, this.current, this.options.log);
     }
   }
 
   private async register(): Promise<void> {
-    const { kube, log } = this.options;
-    const settings = this.settings;
-    try {
-      this.current = await kube.core.createNode({
-        body: registrationNode(this.name, settings),
-        fieldManager: FIELD_MANAGER,
-      });
-      log.info({ uid: this.current.metadata?.uid }, 'registered node');
-    } catch (err) {
-      if (!isConflict(err)) throw err;
-      // Created meanwhile by another actor: use theirs.
-      this.current = await kube.core.readNode({ name: this.name });
-    }
-    this.options.lease.setNodeUid(this.current?.metadata?.uid);
+    this.current = await registerNode(this.options.kube, this.name, this.settings, this.options.log);
+    this.options.lease.setNodeUid(this.current.metadata?.uid);
   }
 
   /**

@@ -30,6 +30,20 @@ export interface NodeLeaseOptions {
   beforeRecreate?: () => Promise<void>;
 }
 
+/**
+ * The lease went missing (deleted with its Node by the garbage collector, or
+ * by someone) during a renewal that may not register the Node again: it is
+ * left missing until a renewal that may.
+ */
+export class LeaseMissingError extends Error {
+  override readonly name = 'LeaseMissingError';
+}
+
+/** Whether `err` says the lease went missing and was left so ({@link NodeLease.renew} with `recreate: false`). */
+export function isLeaseMissing(err: unknown): err is LeaseMissingError {
+  return err instanceof LeaseMissingError;
+}
+
 /** What a tick's renewal (NodeController.renewLease) did; `previousRenewal`: wall time of the renewal before, if known. */
 export interface LeaseRenewal {
   leaseRenewed: boolean;
@@ -102,9 +116,13 @@ export class NodeLease {
   /**
    * Renews the lease: ensures it (backing off no later than `until`), then up
    * to MAX_UPDATE_RETRIES immediate updates. Returns true on success; false
-   * means the next interval retries.
+   * means the next interval retries. A lease that went missing is recreated
+   * after `beforeRecreate` registered the Node again, unless `recreate` is
+   * false: then it throws {@link LeaseMissingError} and forgets the lease,
+   * for a caller that may not register a Node (degraded, or refused by the
+   * release gate).
    */
-  async renew(signal?: AbortSignal, until?: number): Promise<boolean> {
+  async renew(signal?: AbortSignal, until?: number, options: { recreate?: boolean } = {}): Promise<boolean> {
     if (!this.lease && (await this.ensure(signal, until))) return true;
     for (let attempt = 0; attempt < MAX_UPDATE_RETRIES; attempt++) {
       signal?.throwIfAborted();
@@ -119,6 +137,11 @@ export class NodeLease {
         // collector would delete it again: the Node would never be registered again.
         if (isConflict(err)) this.lease = await this.read();
         if (isNotFound(err) || (isConflict(err) && !this.lease)) {
+          if (options.recreate === false) {
+            this.lease = undefined;
+            this.nodeUid = undefined;
+            throw new LeaseMissingError(`lease ${this.options.nodeName} went missing`);
+          }
           if (await this.recreate(signal, until)) return true;
           continue;
         }

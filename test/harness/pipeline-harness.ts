@@ -1,5 +1,6 @@
 import { AppsV1Api, BatchV1Api } from '@kubernetes/client-node';
 import { createKubeClients, type KubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
+import type { Cadence } from '../../lib/local/cadence.ts';
 import {
   LocalDeployment,
   type LocalDeploymentOptions,
@@ -45,13 +46,18 @@ export interface PipelineHarnessOptions {
   nodePrefix?: string;
   /** Function environment on top of the harness's (which shortens periods for tests). */
   env?: Record<string, string>;
-  /** Schedule of the scheduled functions. Default 20 s. */
+  /** How the node and pod loops run; default the local deployment's (serverless.yml's `tick`). */
+  cadence?: Cadence;
+  /** Schedule of the scheduled functions (continuous) or of the tick chain's keeper (tick). Default 20 s. */
   rateMs?: number;
   /** Timeout of the scheduled functions. Default 45 s. */
   timeoutMs?: number;
   podSyncConcurrency?: PodSyncConcurrency;
-  /** Bus retries of a failed pod-sync delivery (EventBridge plus Lambda's async retries). Default 5, 1 s apart. */
-  syncRetries?: number;
+  /**
+   * Bus retries of a failed pod-sync delivery (EventBridge plus Lambda's async retries). Default 5, 1 s
+   * apart; `deployed` retries as serverless.yml deploys them (two retries, one and two minutes apart).
+   */
+  syncRetries?: number | 'deployed';
   /** `host-process` (default) lets {@link PipelineHarness.killFunctions} SIGKILL the functions. */
   sandboxes?: 'host-process' | 'in-process';
   /** How long to wait for every node Ready and schedulable. Default 90 s. */
@@ -177,10 +183,12 @@ export class PipelineHarness {
     const invocations = new InvocationTally();
     const deployment = new LocalDeployment({
       env,
+      ...(options.cadence ? { cadence: options.cadence } : {}),
       rateMs: options.rateMs ?? 20_000,
       timeoutMs: options.timeoutMs ?? 45_000,
-      syncRetries: options.syncRetries ?? 5,
-      syncRetryDelayMs: 1_000,
+      ...(options.syncRetries === 'deployed'
+        ? { retryPolicy: 'deployed' as const }
+        : { syncRetries: options.syncRetries ?? 5, syncRetryDelayMs: 1_000 }),
       sandboxes: options.sandboxes ?? 'host-process',
       ...(options.podSyncConcurrency !== undefined ? { podSyncConcurrency: options.podSyncConcurrency } : {}),
       onResult: (invocation, result) => {

@@ -5,13 +5,15 @@
  * Node's current uid, never the uid of the deleted one, which would hand it
  * to the garbage collector again and again; and when the garbage collector
  * deleted the lease with its Node, the next renewal registers the Node again
- * first (the PUT names the deleted lease's uid, so it cannot create it back).
+ * first (the PUT names the deleted lease's uid, so it cannot create it back),
+ * unless the renewal may not (degraded, or refused by the release gate): then
+ * the lease is left missing and nothing is registered.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { systemClock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
-import { NODE_LEASE_NAMESPACE, NodeLease } from '../../lib/node/node-lease.ts';
+import { isLeaseMissing, NODE_LEASE_NAMESPACE, NodeLease } from '../../lib/node/node-lease.ts';
 import {
   adminClients,
   deleteNodeAndLease,
@@ -25,10 +27,12 @@ import {
 const admin = adminClients();
 const node = uniqueName('lease-owner');
 const gone = uniqueName('lease-gone');
+const left = uniqueName('lease-left');
 
 after(async () => {
   await deleteNodeAndLease(admin, node);
   await deleteNodeAndLease(admin, gone);
+  await deleteNodeAndLease(admin, left);
 });
 
 describe('a node lease', () => {
@@ -107,5 +111,34 @@ describe('a node lease', () => {
     const recreated = await readLease(admin, gone);
     assert.equal(recreated?.metadata?.ownerReferences?.[0]?.uid, registered[0], 'owned by the new Node');
     assert.equal(recreated?.metadata?.ownerReferences?.[0]?.kind, 'Node');
+  });
+
+  it('leaves a lease deleted with its Node missing when it may not recreate it: no Node registered, no lease created', async () => {
+    const first = await admin.core.createNode({ body: { metadata: { name: left } } });
+    let registrations = 0;
+    const lease = new NodeLease({
+      kube: kubeletClients(),
+      nodeName: left,
+      durationSeconds: 40,
+      clock: systemClock,
+      log: createLogger({ level: 'warn' }),
+      beforeRecreate: async () => {
+        registrations++;
+      },
+    });
+    lease.setNodeUid(first.metadata?.uid);
+    assert.equal(await lease.renew(), true);
+    await admin.core.deleteNode({ name: left });
+    await waitFor(async () => (await readLease(admin, left)) === undefined, {
+      timeoutMs: 30_000,
+      what: 'the garbage collector to delete the lease with its Node',
+    });
+
+    await assert.rejects(lease.renew(undefined, undefined, { recreate: false }), (err) =>
+      isLeaseMissing(err),
+    );
+    assert.equal(registrations, 0, 'beforeRecreate not called');
+    assert.equal(await readLease(admin, left), undefined, 'no lease created');
+    assert.equal(await readNode(admin, left), undefined, 'no Node registered');
   });
 });

@@ -9,6 +9,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { Watch } from '@kubernetes/client-node';
+import { TICK_TIMEOUT_MS } from '../../lib/local/cadence.ts';
+import type { LambdaHandler } from '../../lib/local/lambda-function.ts';
 import type { InvocationResult } from '../../lib/local/lambda-runtime.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import type { TickResult } from '../../lib/node/node-controller.ts';
@@ -42,7 +44,9 @@ interface Finished {
 }
 
 /** A deployment of one node at the tick cadence, its tick invocations recorded as they finish. */
-async function tickDeployment(options: { rateMs?: number; env?: Record<string, string> } = {}) {
+async function tickDeployment(
+  options: { rateMs?: number; env?: Record<string, string>; sandboxes?: 'host-process' } = {},
+) {
   const { name: tableName, table } = await freshTable();
   const node = uniqueName('tick');
   nodes.push(node);
@@ -50,6 +54,7 @@ async function tickDeployment(options: { rateMs?: number; env?: Record<string, s
   const deployment = new LocalDeployment({
     env: functionEnv(tableName, { SVK_NODE_NAMES: node, ...options.env }),
     ...(options.rateMs ? { rateMs: options.rateMs } : {}),
+    ...(options.sandboxes ? { sandboxes: options.sandboxes } : {}),
     onResult: (invocation, result) => {
       if (invocation.functionName === 'tick') {
         finished.push({ requestId: invocation.requestId, result });
@@ -213,6 +218,42 @@ describe('the tick cadence', { concurrency: true }, () => {
       [],
       'the node never left Ready',
     );
+  });
+
+  it('sets Ready back after the node controller marked it Unknown: the first renewal after a long gap writes the status', {
+    timeout: 10 * 60_000,
+  }, async () => {
+    // Host-process sandboxes: the tick's handler can be swapped while its warm sandbox (and what its
+    // node controller remembers, such as the status it last wrote) lives on.
+    const d = await tickDeployment({ sandboxes: 'host-process' });
+    const host = d.deployment.host;
+    assert.ok(host);
+    const register = (handler: LambdaHandler) =>
+      d.deployment.runtime.register({ name: 'tick', handler, timeoutMs: TICK_TIMEOUT_MS });
+    d.deployment.start();
+    await waitReady(d.node);
+    await waitFor(() => d.ticks().length >= 2, { timeoutMs: 60_000, what: 'the sandbox warm' });
+    // Every tick fails (as when nothing reaches the API server) until the node lifecycle controller
+    // has marked the node Ready=Unknown, its lease unrenewed past the grace period.
+    register(async () => {
+      throw new Error('tick failing (the test)');
+    });
+    await waitFor(async () => readyStatus(await readNode(admin, d.node)) === 'Unknown', {
+      timeoutMs: 3 * 60_000,
+      what: 'the node controller to mark the node Ready=Unknown',
+    });
+    const okBefore = d.ticks().length;
+    register(host.handler('tick'));
+    await waitFor(() => d.ticks().length > okBefore, {
+      timeoutMs: 60_000,
+      what: 'a tick of the warm sandbox',
+    });
+    // The status interval (300 s) is far off: only the owed status write can set Ready back this soon.
+    await waitFor(async () => readyStatus(await readNode(admin, d.node)) === 'True', {
+      timeoutMs: 60_000,
+      what: 'Ready True again within a few ticks of the renewals resuming',
+    });
+    assert.equal(host.coldStarts, 1, 'the same warm sandbox throughout');
   });
 
   it('registers the Node again after it is deleted: the garbage collector removes its lease, the next renewal finds it gone', {

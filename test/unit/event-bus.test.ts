@@ -215,6 +215,41 @@ describe('LocalEventBus delivery faults', () => {
     );
   });
 
+  it('retries as deployed: the retries one and two minutes apart, then the dead letter; none past the maximum age', async () => {
+    const clock = new FakeClock({ wall: NOW, autoAdvance: true });
+    const policy = { retries: 2, retryDelaysMs: [60_000, 120_000], maxEventAgeMs: 3_600_000 };
+    const bus = new LocalEventBus({ clock, retries: 20, retryDelayMs: 1_000, retryPolicy: policy });
+    const attempts: number[] = [];
+    bus.addRule({
+      name: 'pod-sync',
+      pattern: { source: ['svk.pod-watch'] },
+      target: async () => {
+        attempts.push(clock.monotonic());
+        throw new Error('pod-sync failed');
+      },
+    });
+    await bus.putEvents([podEntry('broken')]);
+    await bus.whenIdle();
+    assert.deepEqual(attempts, [0, 60_000, 180_000], 'three attempts, the policy not retries/retryDelayMs');
+    assert.equal(bus.deadLetters[0]?.attempts, 3);
+
+    const young = new FakeClock({ wall: NOW, autoAdvance: true });
+    const aging = new LocalEventBus({ clock: young, retryPolicy: { ...policy, maxEventAgeMs: 90_000 } });
+    let tries = 0;
+    aging.addRule({
+      name: 'pod-sync',
+      pattern: { source: ['svk.pod-watch'] },
+      target: async () => {
+        tries++;
+        throw new Error('pod-sync failed');
+      },
+    });
+    await aging.putEvents([podEntry('old')]);
+    await aging.whenIdle();
+    assert.equal(tries, 2, 'the second retry would come 180 s after acceptance, past the 90 s maximum age');
+    assert.equal(aging.deadLetters[0]?.attempts, 2);
+  });
+
   it('retries a failing target, then dead-letters the event', async () => {
     const bus = new LocalEventBus({ clock: fixedClock, retries: 2 });
     const attempts: string[] = [];
