@@ -2,8 +2,14 @@ import { podKey } from '../kube/pod-key.ts';
 import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
 import {
   FORCE_DELETE_INDEX_PARTITION,
+  forceDeleteDueAt,
   forceDeleteSortKey,
   fromItem,
+  HELD_BY,
+  heldBy,
+  IDENTITY_NAMES,
+  IDENTITY_SET,
+  identityValues,
   knownPodKey,
   toItem,
 } from './known-pod-item.ts';
@@ -49,6 +55,14 @@ export interface KnownPod {
    * it also means "provider delete done" for this deletionTimestamp.
    */
   forceDeleteAt?: string;
+  /**
+   * ISO time until which the force delete is left to pod-sync: pod-status
+   * wrote the terminated status, whose event has pod-sync force-delete the
+   * pod; pod-status and the reconciler force-delete it only after this time
+   * (that event lost), so a backlog of pod-sync's queue does not have the pod
+   * force-deleted twice. Keeps the record off the due index until then.
+   */
+  handedOffUntil?: string;
   /** Optimistic-concurrency version, 1 on create. */
   version: number;
 }
@@ -231,13 +245,14 @@ export class KnownPodStore {
     return this.update(
       identity,
       {
-        expression: `SET ${IDENTITY_SET}, #due = :due, #gpk = :gpk, #gsk = :gsk, #v = :next REMOVE #claim`,
+        expression: `SET ${IDENTITY_SET}, #due = :due, #gpk = :gpk, #gsk = :gsk, #v = :next REMOVE #claim, #handoff`,
         names: {
           ...IDENTITY_NAMES,
           '#due': 'forceDeleteAt',
           '#gpk': 'gsi1pk',
           '#gsk': 'gsi1sk',
           '#claim': 'claim',
+          '#handoff': 'handedOffUntil',
           ...VERSION,
         },
         values: {
@@ -258,28 +273,37 @@ export class KnownPodStore {
    * Two writers of one pod's status (pod-status and a pushing pod-sync, or
    * two pod-status holders for a moment) cannot tell whose API write landed
    * last, so the loser of this compare-and-set must {@link forgetStatus}.
+   * `handOff`: the status leaves the force delete to pod-sync until `until`
+   * (see handedOffUntil), if the record still has this forceDeleteAt.
    * Leaves the version alone: it says nothing pod-sync decides from.
    * @throws KnownPodConflictError when the hash changed, or the record is gone or about another uid.
    */
-  async recordStatus(pod: KnownPodIdentity, seen: string | undefined, statusHash: string): Promise<void> {
+  async recordStatus(
+    pod: KnownPodIdentity,
+    seen: string | undefined,
+    statusHash: string,
+    handOff?: { forceDeleteAt: string; until: string },
+  ): Promise<void> {
+    const names: Record<string, string> = { '#uid': 'uid', '#status': 'statusHash', '#push': 'pushUntil' };
+    const values: Record<string, string> = { ':uid': pod.uid, ':status': statusHash };
+    let set = '#status = :status';
+    let condition = `#uid = :uid AND ${seen === undefined ? 'attribute_not_exists(#status)' : '#status = :seen'}`;
+    if (seen !== undefined) values[':seen'] = seen;
+    if (handOff) {
+      const due = forceDeleteDueAt({ forceDeleteAt: handOff.forceDeleteAt, handedOffUntil: handOff.until });
+      Object.assign(names, { '#handoff': 'handedOffUntil', '#gsk': 'gsi1sk', '#due': 'forceDeleteAt' });
+      Object.assign(values, {
+        ':handoff': handOff.until,
+        ':gsk': forceDeleteSortKey(pod, due ?? handOff.until),
+      });
+      values[':due'] = handOff.forceDeleteAt;
+      set += ', #handoff = :handoff, #gsk = :gsk';
+      condition += ' AND #due = :due';
+    }
     await this.update(
       pod,
-      {
-        expression: 'SET #status = :status REMOVE #push',
-        names: { '#status': 'statusHash', '#push': 'pushUntil' },
-        values: { ':status': statusHash },
-      },
-      seen === undefined
-        ? {
-            expression: '#uid = :uid AND attribute_not_exists(#status)',
-            names: { '#uid': 'uid', '#status': 'statusHash' },
-            values: { ':uid': pod.uid },
-          }
-        : {
-            expression: '#uid = :uid AND #status = :seen',
-            names: { '#uid': 'uid', '#status': 'statusHash' },
-            values: { ':uid': pod.uid, ':seen': seen },
-          },
+      { expression: `SET ${set} REMOVE #push`, names, values },
+      { expression: condition, names, values },
     );
   }
 
@@ -373,21 +397,4 @@ export class KnownPodStore {
       throw err;
     }
   }
-}
-
-const IDENTITY_SET = '#node = :node, #ns = :ns, #name = :name, #uid = :uid';
-const IDENTITY_NAMES = { '#node': 'node', '#ns': 'namespace', '#name': 'name', '#uid': 'uid' };
-
-function identityValues(identity: KnownPodIdentity): Record<string, string> {
-  return { ':node': identity.node, ':ns': identity.namespace, ':name': identity.name, ':uid': identity.uid };
-}
-
-const HELD_BY = '#claim.#token = :token';
-
-function heldBy(token: string) {
-  return {
-    expression: HELD_BY,
-    names: { '#claim': 'claim', '#token': 'token' },
-    values: { ':token': token },
-  };
 }
