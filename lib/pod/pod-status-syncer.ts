@@ -31,9 +31,9 @@ export interface PodStatusSyncerOptions {
   maxParallel: number;
   /**
    * How long a pod reported terminated is left to the pod-sync invocation
-   * its status write wakes before this syncer force-deletes it: at least the
-   * time an event may wait for pod-sync (the reconciler's resync grace).
-   * 0 or absent: force-deleted once its grace period is over.
+   * its status write wakes before this syncer force-deletes it
+   * (SVK_POD_FORCE_DELETE_HANDOFF_SECONDS): longer than an event may wait
+   * for pod-sync. 0 or absent: force-deleted once its grace period is over.
    */
   handOffMs?: number;
 }

@@ -79,7 +79,7 @@ export class ClusterReconciler {
       clock: deps.clock,
       log,
       maxParallel: deps.config.pods.maxParallel,
-      handOffMs: deps.config.reconcile.resyncGraceMs,
+      handOffMs: deps.config.pods.forceDeleteHandOffMs,
     };
     this.cleaner = new DanglingPodCleaner(common);
     this.syncer = new PodStatusSyncer(common);
