@@ -1,5 +1,6 @@
 import { podKey } from '../kube/pod-key.ts';
 import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
+import type { KnownPodClaim } from './known-pod-claim.ts';
 import {
   FORCE_DELETE_INDEX_PARTITION,
   forceDeleteDueAt,
@@ -13,6 +14,8 @@ import {
   knownPodKey,
   toItem,
 } from './known-pod-item.ts';
+
+export { isClaimLive, type KnownPodClaim } from './known-pod-claim.ts';
 
 /**
  * What virtual-kubelet keeps in its knownPods map, in DynamoDB: one record per
@@ -56,33 +59,13 @@ export interface KnownPod {
    */
   forceDeleteAt?: string;
   /**
-   * ISO time until which the force delete is left to pod-sync: pod-status
-   * wrote the terminated status, whose event has pod-sync force-delete the
-   * pod; pod-status and the reconciler force-delete it only after this time
-   * (that event lost), so a backlog of pod-sync's queue does not have the pod
-   * force-deleted twice. Keeps the record off the due index until then.
+   * ISO time until which the force delete is left to pod-sync (the event of
+   * the terminated status pod-status wrote): others force-delete the pod
+   * only after it (that event lost). The due index sorts the record by it.
    */
   handedOffUntil?: string;
   /** Optimistic-concurrency version, 1 on create. */
   version: number;
-}
-
-/**
- * A pod-sync invocation's exclusive right to call the provider's create or
- * update for one pod. Taken (conditional on the record's version) before the
- * call and turned into `appliedHash` after it, so that of several deliveries
- * of the same change only one calls the provider; the others wait for it.
- * A claimant that crashed is taken over once `until` has passed.
- */
-export interface KnownPodClaim {
-  /** Unique per claim: completing or releasing it requires this token. */
-  token: string;
-  /** Who holds it (request id), for logs. */
-  owner: string;
-  /** The spec/metadata hash being applied. */
-  hash: string;
-  /** ISO wall-clock time after which others may take the claim over. */
-  until: string;
 }
 
 /** What identifies a record: its node, its key and the uid of the pod it is about. */
@@ -91,11 +74,6 @@ export type KnownPodIdentity = Pick<KnownPod, 'node' | 'namespace' | 'name' | 'u
 /** Another writer changed the record since it was read: re-read and reconcile again. */
 export class KnownPodConflictError extends Error {
   override readonly name = 'KnownPodConflictError';
-}
-
-/** True while another invocation's claim keeps everyone else from calling the provider. */
-export function isClaimLive(claim: KnownPodClaim | undefined, nowMs: number): claim is KnownPodClaim {
-  return claim !== undefined && Date.parse(claim.until) > nowMs;
 }
 
 const VERSION = { '#v': 'version' };
@@ -326,12 +304,23 @@ export class KnownPodStore {
     );
   }
 
-  /** Forgets the pod if the record still has `expectedVersion`. @throws KnownPodConflictError otherwise. */
-  async delete(pod: KnownPod): Promise<void> {
+  /**
+   * Forgets the pod if the record still has `expectedVersion` and, given
+   * `now` (ISO), is not handed off to pod-sync past it.
+   * @throws KnownPodConflictError otherwise.
+   */
+  async delete(pod: KnownPod, now?: string): Promise<void> {
+    const names: Record<string, string> = { ...VERSION };
+    const values: Record<string, unknown> = { ':v': pod.version };
+    let expression = '#v = :v';
+    if (now !== undefined) {
+      expression += ' AND (attribute_not_exists(#handoff) OR #handoff <= :now)';
+      Object.assign(names, { '#handoff': 'handedOffUntil' });
+      Object.assign(values, { ':now': now });
+    }
+    const condition = { expression, names, values };
     await this.conditional(pod, () =>
-      this.table.delete(knownPodKey(pod.node, pod.namespace, pod.name), {
-        condition: { expression: '#v = :v', names: VERSION, values: { ':v': pod.version } },
-      }),
+      this.table.delete(knownPodKey(pod.node, pod.namespace, pod.name), { condition }),
     );
   }
 

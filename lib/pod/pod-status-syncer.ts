@@ -202,8 +202,8 @@ export class PodStatusSyncer {
   }
 
   /**
-   * Force-deletes (grace 0, UID precondition) the pods of `nodes` whose grace
-   * period ended, then forgets them; a pod handed off to pod-sync
+   * Forgets, then force-deletes (grace 0, UID precondition) the pods of
+   * `nodes` whose grace period ended; a pod handed off to pod-sync
    * (handedOffUntil) only once its hand-off ended too (the index sorts it by
    * the later time). Returns how many were handled.
    */
@@ -220,13 +220,17 @@ export class PodStatusSyncer {
       signal?.throwIfAborted();
       const fields = { pod: podKey(record), uid: record.uid, node: record.node };
       try {
-        const result = await forceDeletePod(core, record);
+        // Forgotten first, on condition that nobody changed it or handed it off to pod-sync
+        // since the index was read: else the next round sees the new record. Should this
+        // invocation end before the force delete, the reconciler finds the terminating pod
+        // without a record and deletes it again.
         try {
-          await knownPods.delete(record);
+          await knownPods.delete(record, now);
         } catch (err) {
-          // Changed since the index was read: the next round sees the new record.
           if (!(err instanceof KnownPodConflictError)) throw err;
+          return;
         }
+        const result = await forceDeletePod(core, record);
         handled++;
         log.info(
           { ...fields, result, forceDeleteAt: record.forceDeleteAt },

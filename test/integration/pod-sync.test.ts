@@ -592,6 +592,21 @@ describe('pod-sync with what the event says (the node, the uid gone, pod-watchâ€
       assert.equal(stopped?.status?.phase, 'Succeeded');
       const record = await knownPods.get(node, namespace, 'late-done');
       assert.ok(Date.parse(record?.handedOffUntil ?? '') > Date.now(), 'handed off to pod-sync');
+      // The cluster reconciler's re-sync (a reconcile without an event) leaves it to that event too.
+      const resync = buildPodReconciler({
+        core: kubelet.core,
+        provider,
+        knownPods,
+        events: new KubePodEventRecorder({ core: kubelet.core, clock: systemClock, log }),
+        envSources: kubeEnvSources(kubelet.core),
+        nodes: [node],
+        clock: systemClock,
+        log,
+        owner: uniqueName('reconcile'),
+        claimMs: 10_000,
+        waitUntil: systemClock.monotonic() + 20_000,
+      });
+      assert.equal((await resync.reconcile(namespace, 'late-done')).outcome, 'skipped-deleting');
       // The status write's event, however late it reaches pod-sync.
       const delivered = await publishHinted(detail(stopped ?? terminating, 'MODIFIED'), ['not-running']);
       assert.deepEqual(outcomes(delivered), ['force-deleted']);
