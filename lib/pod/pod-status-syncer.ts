@@ -219,13 +219,15 @@ export class PodStatusSyncer {
     await mapSettledLimit(due, maxParallel, async (record) => {
       signal?.throwIfAborted();
       const fields = { pod: podKey(record), uid: record.uid, node: record.node };
+      let forgotten = false;
       try {
         // Forgotten first, on condition that nobody changed it or handed it off to pod-sync
-        // since the index was read: else the next round sees the new record. Should this
-        // invocation end before the force delete, the reconciler finds the terminating pod
-        // without a record and deletes it again.
+        // since the index was read: else the next round sees the new record. Should the force
+        // delete then fail or never be sent, the reconciler finds the terminating pod without
+        // a record and deletes it.
         try {
           await knownPods.delete(record, now);
+          forgotten = true;
         } catch (err) {
           if (!(err instanceof KnownPodConflictError)) throw err;
           return;
@@ -237,7 +239,9 @@ export class PodStatusSyncer {
           'grace period over: force-deleted pod',
         );
       } catch (err) {
-        if (!signal?.aborted) log.warn({ ...fields, err }, 'force delete failed; retrying next round');
+        if (signal?.aborted) return;
+        const next = forgotten ? 'the reconciler deletes the pod' : 'retrying next round';
+        log.warn({ ...fields, err }, `force delete failed; ${next}`);
       }
     });
     return handled;
