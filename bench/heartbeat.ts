@@ -3,17 +3,22 @@
  * API requests per node-minute for 1, 100 and 1000 virtual nodes served by
  * one deployment, on a real local control plane and DynamoDB Local.
  *
- * Usage: npx tsx bench/heartbeat.ts [--nodes 1,100,1000] [--minutes 3] [--cadence continuous,tick]
+ * Usage: npx tsx bench/heartbeat.ts [--nodes 1,100,1000] [--minutes 6] [--cadence tick,continuous]
+ *          [--parts all|heartbeat,...]
  *   A node count may set its own SVK_HEARTBEAT_MAX_PARALLEL: --nodes 1000@64.
  *
  * Each node count and cadence is its own deployment (fresh table, so its
  * own heartbeat lock; nodes `bench-<label>-<i>`) running the real handler in
- * the local Lambda runtime as in production. continuous: functions/heartbeat.ts
- * on a schedule every 60 s, timeout 130 s, so invocations overlap and hand
- * over. tick: functions/tick.ts with SVK_TICK_PARTS=heartbeat (the heartbeat
- * part alone, as a large deployment splits it off) behind the in-process FIFO
- * queue (10 s delay, 12 s visibility timeout) and its keeper, as
- * LocalDeployment runs it.
+ * the local Lambda runtime as in production. tick (the production default):
+ * functions/tick.ts behind the in-process FIFO queue (10 s delay, 12 s
+ * visibility timeout) and its keeper, as LocalDeployment runs it, with
+ * SVK_TICK_PARTS from --parts (default all four parts, as deployed; `heartbeat`
+ * alone, as a large deployment splits it off). continuous:
+ * functions/heartbeat.ts on a schedule every 60 s, timeout 130 s, so
+ * invocations overlap and hand over.
+ * Requests are attributed to the tick part that sent them
+ * (bench/tick-part-scope.ts): the heartbeat's figures are its own, the other
+ * parts' are reported beside them.
  * Everything is measured from outside the code under test:
  * - renewal gaps: a watch on kube-node-lease; a gap is the difference between
  *   consecutive renewTimes of one lease;
@@ -35,10 +40,12 @@ import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Context } from 'aws-lambda';
 import { createHeartbeatHandler } from '../functions/heartbeat.ts';
+import { TICK_PART_NAMES, type TickPartName } from '../lib/config/env-variables.ts';
 import { createKubeClients, type KubeClients, loadKubeConfig } from '../lib/kube/client.ts';
 import type { Cadence } from '../lib/local/cadence.ts';
 import { type ControlPlane, startControlPlane } from '../lib/local/control-plane.ts';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
+import { currentInvocation } from '../lib/local/invocation-scope.ts';
 import { type InvocationResult, LocalLambdaRuntime } from '../lib/local/lambda-runtime.ts';
 import { LocalDeployment } from '../lib/local/local-deployment.ts';
 import { lockKey } from '../lib/lock/dynamodb-lock-store.ts';
@@ -46,14 +53,18 @@ import { HEARTBEAT_LOCK } from '../lib/node/heartbeat.ts';
 import { NODE_LEASE_NAMESPACE } from '../lib/node/node-lease.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
 import { createTable } from '../lib/state/table-definition.ts';
-import { resumingWatch } from './support.ts';
+import { kubeRequestKind, resumingWatch } from './support.ts';
+import { attributeTickParts, currentTickPart } from './tick-part-scope.ts';
 
 /** Production cadence (serverless.yml): rate(1 minute), timeout 130 s. */
 const RATE_MS = 60_000;
 const TIMEOUT_MS = 130_000;
 const DEFAULT_MAX_PARALLEL = 16;
-/** A kubelet per node-minute: 6 lease updates (every 10 s) plus 1 status write (nodeStatusReportFrequency). */
-const KUBELET_FLOOR = 7;
+/**
+ * The target per node-minute: virtual-kubelet's about 7 (6 lease updates, every 10 s, and a status
+ * write when due); a 1.20 kubelet sends about 12 (a Node GET with each lease update besides).
+ */
+const TARGET_PER_NODE_MINUTE = 7;
 /** The first minute registers nodes and creates leases: not the steady state. */
 const WARMUP_MS = 60_000;
 /** Gaps above this mean a renewal interval (10 s) was missed by more than half. */
@@ -76,6 +87,8 @@ interface RunSpec {
   nodes: number;
   maxParallel: number;
   cadence: Cadence;
+  /** The tick's parts (SVK_TICK_PARTS); the continuous cadence runs the heartbeat function alone. */
+  parts: readonly TickPartName[];
   /** Node-name infix: `c1000` (continuous) or `t1000` (tick), with `p64` for a non-default parallelism. */
   label: string;
 }
@@ -88,16 +101,29 @@ function parseCadences(raw: string): Cadence[] {
   return cadences as Cadence[];
 }
 
+function parseParts(raw: string): TickPartName[] {
+  if (raw.trim() === 'all') return [...TICK_PART_NAMES];
+  const parts = raw.split(',').map((p) => p.trim());
+  const known = (p: string): p is TickPartName => (TICK_PART_NAMES as readonly string[]).includes(p);
+  const unknown = parts.filter((p) => !known(p));
+  if (unknown.length > 0 || !parts.includes('heartbeat'))
+    throw new Error(`--parts: "${raw}" is not all or a list of ${TICK_PART_NAMES.join(', ')} with heartbeat`);
+  return parts.filter(known);
+}
+
 function parseOptions(argv: string[]): { runs: RunSpec[]; minutes: number } {
   const { values } = parseArgs({
     args: argv,
     options: {
       nodes: { type: 'string', default: '1,100,1000' },
-      minutes: { type: 'string', default: '3' },
-      cadence: { type: 'string', default: 'continuous,tick' },
+      // The first minute is warm-up; 6 leaves a window of one status interval (300 s).
+      minutes: { type: 'string', default: '6' },
+      cadence: { type: 'string', default: 'tick' },
+      parts: { type: 'string', default: 'all' },
     },
   });
   const cadences = parseCadences(values.cadence);
+  const parts = parseParts(values.parts);
   const minutes = Number(values.minutes);
   // The first minute is warm-up (registration), so the steady state needs more.
   if (!(minutes > 1)) throw new Error(`--minutes must be a number above 1, got "${values.minutes}"`);
@@ -112,6 +138,7 @@ function parseOptions(argv: string[]): { runs: RunSpec[]; minutes: number } {
       nodes,
       maxParallel,
       cadence,
+      parts: cadence === 'tick' ? parts : ['heartbeat'],
       label: `${cadence[0]}${nodes}${maxParallel === DEFAULT_MAX_PARALLEL ? '' : `p${maxParallel}`}`,
     }));
   });
@@ -171,6 +198,10 @@ function classify(method: string, path: string): RequestKind {
 
 interface RequestRecord {
   kind: RequestKind;
+  /** The tick part that sent it (heartbeat for the continuous cadence's heartbeat function). */
+  part: string;
+  /** Verb and resource, as kube-apiserver counts them (`GET nodes`, `WATCH pods`). */
+  verb: string;
   /** performance.now() at start and when the response arrived. */
   at: number;
   doneAt?: number;
@@ -202,7 +233,14 @@ class RequestRecorder {
       // node-fetch hands its headers to node:http as arrays of values.
       const header = request.getHeader('authorization');
       if ((Array.isArray(header) ? header[0] : header) !== this.authorization) return;
-      const record: RequestRecord = { kind: classify(request.method, request.path), at: performance.now() };
+      const record: RequestRecord = {
+        kind: classify(request.method, request.path),
+        // Outside any tick part: the function's name (the continuous cadence's `heartbeat`; `tick` would
+        // be the tick's own requests outside its parts, of which there are none).
+        part: currentTickPart() ?? currentInvocation()?.functionName ?? 'outside',
+        verb: kubeRequestKind(request.method, request.path) ?? 'other',
+        at: performance.now(),
+      };
       this.records.push(record);
       this.open.set(request, record);
     });
@@ -394,7 +432,15 @@ interface RunFigures {
   readyNodes: number;
   leftReady: number;
   handoversAtS: number[];
-  steady: { fromS: number; toS: number; aligned: boolean; counts: Record<RequestKind, number> };
+  /** `counts`: the heartbeat part's own; `byPart`: every part's, by verb and resource. */
+  steady: {
+    fromS: number;
+    toS: number;
+    aligned: boolean;
+    counts: Record<RequestKind, number>;
+    byPart: Record<string, Record<string, number>>;
+  };
+  parts: readonly TickPartName[];
   total: Record<RequestKind, number>;
   /** Requests without an answer (timeout, connection error), or answered 5xx or 429. */
   failedRequests: number;
@@ -423,6 +469,22 @@ function countKinds(
   const counts = Object.fromEntries(REQUEST_KINDS.map((k) => [k, 0])) as Record<RequestKind, number>;
   for (const r of records) if (r.at >= from && r.at < to) counts[r.kind]++;
   return counts;
+}
+
+/** Requests in [from, to) by the part that sent them, then by verb and resource. */
+function countByPart(
+  records: readonly RequestRecord[],
+  from: number,
+  to: number,
+): Record<string, Record<string, number>> {
+  const byPart: Record<string, Record<string, number>> = {};
+  for (const r of records) {
+    if (r.at < from || r.at >= to) continue;
+    const counts = byPart[r.part] ?? {};
+    counts[r.verb] = (counts[r.verb] ?? 0) + 1;
+    byPart[r.part] = counts;
+  }
+  return byPart;
 }
 
 function sum(counts: Record<string, number>): number {
@@ -542,7 +604,7 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
   let start: () => { stop(): Promise<void> };
   if (spec.cadence === 'tick') {
     const deployment = new LocalDeployment({
-      env: { ...env, SVK_TICK_PARTS: 'heartbeat' },
+      env: { ...env, SVK_TICK_PARTS: spec.parts.join(',') },
       cadence: 'tick',
       rateMs: RATE_MS,
       onResult,
@@ -713,8 +775,14 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
       fromS: (steadyFrom - t0) / 1000,
       toS: (steadyTo - t0) / 1000,
       aligned,
-      counts: countKinds(records, steadyFrom, steadyTo),
+      counts: countKinds(
+        records.filter((r) => r.part === 'heartbeat'),
+        steadyFrom,
+        steadyTo,
+      ),
+      byPart: countByPart(records, steadyFrom, steadyTo),
     },
+    parts: spec.parts,
     total: countKinds(records, t0, tEnd),
     failedRequests,
     statusCodes,
@@ -781,6 +849,11 @@ function table(header: string[], rows: string[][]): string {
   ].join('\n');
 }
 
+function partsLabel(r: RunFigures): string {
+  if (r.cadence === 'continuous') return 'heartbeat function';
+  return r.parts.length === TICK_PART_NAMES.length ? 'all' : r.parts.join(', ');
+}
+
 function report(runs: readonly RunFigures[]): string {
   const perNodeMinute = (count: number, r: RunFigures, fromS: number, toS: number) =>
     count / r.nodes / ((toS - fromS) / 60);
@@ -824,6 +897,7 @@ function report(runs: readonly RunFigures[]): string {
     [
       'cadence',
       'nodes',
+      'parts run',
       'window (s)',
       'total',
       'lease PUT',
@@ -832,7 +906,7 @@ function report(runs: readonly RunFigures[]): string {
       'node GET',
       'status PATCH',
       'other',
-      'x kubelet floor (7)',
+      `x target (${TARGET_PER_NODE_MINUTE})`,
     ],
     runs.map((r) => {
       const { fromS, toS, counts } = r.steady;
@@ -841,6 +915,7 @@ function report(runs: readonly RunFigures[]): string {
       return [
         r.cadence,
         String(r.nodes) + (r.maxParallel === DEFAULT_MAX_PARALLEL ? '' : ` @${r.maxParallel}`),
+        partsLabel(r),
         `${fromS.toFixed(0)}-${toS.toFixed(0)}${r.steady.aligned || r.cadence === 'tick' ? '' : ' *'}`,
         f2(total),
         rate(counts['lease PUT']),
@@ -849,10 +924,25 @@ function report(runs: readonly RunFigures[]): string {
         rate(counts['node GET']),
         rate(counts['status PATCH']),
         rate(counts['lease POST'] + counts['node POST'] + counts.other),
-        f2(total / KUBELET_FLOOR),
+        f2(total / TARGET_PER_NODE_MINUTE),
       ];
     }),
   );
+  const partRows = runs.flatMap((r) => {
+    const { fromS, toS, byPart } = r.steady;
+    return Object.entries(byPart)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([part, counts]) => [
+        r.label,
+        part,
+        f2(perNodeMinute(sum(counts), r, fromS, toS)),
+        Object.entries(counts)
+          .sort(([, a], [, b]) => b - a)
+          .map(([verb, n]) => `${verb} ${f2(perNodeMinute(n, r, fromS, toS))}`)
+          .join(', '),
+      ]);
+  });
+  const partTable = table(['run', 'part', 'total', 'by verb and resource'], partRows);
   const costTable = table(
     [
       'run',
@@ -924,6 +1014,10 @@ function report(runs: readonly RunFigures[]): string {
     '',
     '`*`: fewer than two hand-overs seen, so the window is [60 s, end] instead of whole holder periods (tick: always [60 s, end], there are no hand-overs).',
     '',
+    '### Requests per node-minute by the part that sent them (same window)',
+    '',
+    partTable,
+    '',
     '### Cost (averages over the whole run; CPU in % of one core)',
     '',
     costTable,
@@ -946,6 +1040,7 @@ const interrupt = new AbortController();
 
 async function main(): Promise<void> {
   const { runs, minutes } = parseOptions(process.argv.slice(2));
+  attributeTickParts();
   const stops: Array<() => Promise<void>> = [];
   let stopping: Promise<void> | undefined;
   const stopAll = () => {
@@ -967,7 +1062,8 @@ async function main(): Promise<void> {
     mkdirSync(benchDir, { recursive: true });
     const started = Date.now();
     const [controlPlane, dynamo] = await Promise.all([
-      startControlPlane({ dir: join(benchDir, 'control-plane'), log }).then((cp) => {
+      // A directory of its own, so that two runs (two --parts) can go side by side.
+      startControlPlane({ dir: join(benchDir, `control-plane-${process.pid}`), log }).then((cp) => {
         stops.push(() => cp.stop());
         return cp;
       }),

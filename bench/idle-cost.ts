@@ -68,6 +68,7 @@ import {
   resumingWatch,
   startBenchEnvironment,
 } from './support.ts';
+import { attributeTickParts, currentTickPart } from './tick-part-scope.ts';
 
 const log = benchLog('idle-cost');
 const root = new URL('..', import.meta.url).pathname;
@@ -764,7 +765,13 @@ function report(runs: RunResult[], figures: CostFigures | undefined): string {
       .join(', '),
   ]);
   const kube = markdownTable(
-    ['cadence', 'nodes', 'tick parts (ms)', 'API requests per node-minute', 'DynamoDB requests per minute'],
+    [
+      'cadence',
+      'nodes',
+      'tick parts (ms)',
+      'API requests per node-minute (tick: by part)',
+      'DynamoDB requests per minute',
+    ],
     kubeRows,
   );
   const crashRows = runs
@@ -862,11 +869,14 @@ async function main(): Promise<void> {
     stops.push(() => proxy.stop());
     const kubelet = loadKubeConfig({ kubeconfigPath: bench.controlPlane.kubeletKubeconfig });
     const token = `Bearer ${kubelet.getCurrentUser()?.token ?? ''}`;
-    const kube = new HttpRequestCounter((request) =>
-      headerValue(request, 'authorization') === token
-        ? kubeRequestKind(request.method, request.path)
-        : undefined,
-    );
+    attributeTickParts();
+    const kube = new HttpRequestCounter((request) => {
+      if (headerValue(request, 'authorization') !== token) return undefined;
+      const kind = kubeRequestKind(request.method, request.path);
+      // At the tick cadence, the part of the tick that sent it (the continuous functions are apart anyway).
+      const part = currentTickPart();
+      return kind && part ? `${part}: ${kind}` : kind;
+    });
     const admin = createKubeClients(loadKubeConfig({ kubeconfigPath: bench.controlPlane.adminKubeconfig }), {
       requestTimeoutMs: 60_000,
     });

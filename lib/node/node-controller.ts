@@ -18,6 +18,7 @@ import {
   STATE_STORE_CONDITION,
   stateStoreAvailable,
 } from './state-store-condition.ts';
+import type { TickResult } from './tick-result.ts';
 
 export interface NodeControllerOptions {
   name: string;
@@ -30,23 +31,7 @@ export interface NodeControllerOptions {
   log: Logger;
 }
 
-/** What one tick did, for logs, metrics and tests. */
-export interface TickResult {
-  node: string;
-  leaseRenewed: boolean;
-  statusWritten: boolean;
-  pingError?: string;
-  /** API requests sent so far through this node's clients (its controller's and its lease's). */
-  requests: number;
-  /** Steps that failed this tick (logged); the next tick tries again. */
-  errors?: string[];
-  /**
-   * How long the lease went without renewal: from the renewal before this
-   * tick's (whoever wrote it) to this tick's, or to now when this tick's
-   * failed. Absent when no earlier renewal is known (a lease just created).
-   */
-  renewalLagMs?: number;
-}
+export type { TickResult } from './tick-result.ts';
 
 const applyOptions = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
 const mergePatchOptions = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -62,6 +47,8 @@ export class NodeController {
   private current: V1Node | undefined;
   private leaseDisabled = false;
   private started = false;
+  /** Monotonic time this controller's renewal found no Node; undefined once read or registered. */
+  private missingAt: number | undefined;
   private lastStatusAt = Number.NEGATIVE_INFINITY;
   private lastPingAt = Number.NEGATIVE_INFINITY;
   private lastFingerprint: string | undefined;
@@ -96,14 +83,17 @@ export class NodeController {
     this.options.lease.setLogger(log);
   }
 
-  /** Registers the Node if missing, ensures its Lease, then writes its status. */
+  /** Registers the Node if missing, ensures its Lease, writes its status; reads nothing this tick's renewal did. */
   async start(signal?: AbortSignal): Promise<void> {
     await this.probe(signal);
-    try {
-      this.current = await this.options.kube.core.readNode({ name: this.name });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      await this.register();
+    if (this.missingRecently()) await this.register();
+    else if (!this.current) {
+      try {
+        this.current = await this.options.kube.core.readNode({ name: this.name });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await this.register();
+      }
     }
     // The lease before the status: a node must not report Ready without one.
     this.options.lease.setNodeUid(this.current?.metadata?.uid);
@@ -194,8 +184,10 @@ export class NodeController {
    * Renews the lease alone, the first thing a tick does, before the state
    * store is asked anything: what keeps the node Ready. A Node this
    * controller has not read yet is read first (the lease names its uid); one
-   * that does not exist is left so. A failure is returned; only an abort
-   * throws.
+   * that does not exist is left so, and not read again for half a lease:
+   * with a thousand new nodes, those reads would fill every tick before the
+   * registrations (start) got their turn. A failure is returned; only an
+   * abort throws.
    */
   async renewLease(signal?: AbortSignal): Promise<LeaseRenewal> {
     const { clock, kube, lease } = this.options;
@@ -209,11 +201,13 @@ export class NodeController {
     if (this.leaseDisabled) return outcome(false);
     try {
       if (!this.current) {
+        if (this.missingRecently()) return outcome(false);
         try {
           this.current = await kube.core.readNode({ name: this.name });
         } catch (err) {
-          if (isNotFound(err)) return outcome(false);
-          throw err;
+          if (!isNotFound(err)) throw err;
+          this.missingAt = clock.monotonic();
+          return outcome(false);
         }
         lease.setNodeUid(this.current.metadata?.uid);
       }
@@ -265,6 +259,11 @@ export class NodeController {
       requests: kube.requests(),
       ...(renewalLagMs === undefined ? {} : { renewalLagMs }),
     };
+  }
+
+  private missingRecently(): boolean {
+    const since = this.missingAt === undefined ? undefined : this.options.clock.monotonic() - this.missingAt;
+    return !this.current && since !== undefined && since < this.settings.leaseDurationSeconds * 500;
   }
 
   private renewalLag(leaseRenewed: boolean, previousRenewal: number | undefined): number | undefined {

@@ -76,11 +76,14 @@ export class NodeLease {
   /**
    * Creates the lease if needed, retrying with exponential backoff until it
    * exists, the signal aborts, or (when given) monotonic time `until` would
-   * pass before the next try. Returns true when this call created it.
+   * pass before the next try. Returns true when this call created it. A
+   * lease held as last read or written is taken to exist: a renewal finds out
+   * when it does not.
    * @throws LeaseApiUnavailableError when the cluster has no Lease API; the
    * last error when `until` passes.
    */
   async ensure(signal?: AbortSignal, until = Number.POSITIVE_INFINITY): Promise<boolean> {
+    if (this.lease) return false;
     let sleep = ENSURE_BACKOFF_START_MS;
     for (;;) {
       try {

@@ -1,3 +1,4 @@
+import type { V1Pod } from '@kubernetes/client-node';
 import { listNodePods } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
@@ -36,10 +37,27 @@ export interface DanglingResult {
   failed: number;
 }
 
+/**
+ * The known-pod records and the API server's pods of one node as a pass read
+ * them, records first: what a re-sync of the node reads too, in the same order.
+ */
+export interface NodePodsRead {
+  records: KnownPod[];
+  apiPods: V1Pod[];
+}
+
 export class DanglingPodCleaner {
   constructor(private readonly options: DanglingPodCleanerOptions) {}
 
   async cleanNode(node: string, signal?: AbortSignal): Promise<DanglingResult> {
+    return (await this.cleanNodeRead(node, signal)).result;
+  }
+
+  /** {@link cleanNode}, returning what it read as well, for a caller that needs the same reads next. */
+  async cleanNodeRead(
+    node: string,
+    signal?: AbortSignal,
+  ): Promise<{ result: DanglingResult; read: NodePodsRead }> {
     const { core, provider, knownPods, clock, log, maxParallel } = this.options;
     const records = await knownPods.list(node);
     const providerPods = await provider.listPods(node, signal);
@@ -92,7 +110,7 @@ export class DanglingPodCleaner {
         failed(fields, err, 'forget');
       }
     });
-    return result;
+    return { result, read: { records, apiPods } };
   }
 
   /** False when someone (pod-sync) changed the record since it was read: they own it now. */

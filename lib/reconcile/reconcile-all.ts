@@ -6,7 +6,7 @@ import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import { buildNodeController } from '../node/heartbeat-entry.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
-import { DanglingPodCleaner, type DanglingResult } from '../pod/dangling.ts';
+import { DanglingPodCleaner, type DanglingResult, type NodePodsRead } from '../pod/dangling.ts';
 import { type KnownPod, KnownPodStore } from '../pod/known-pods.ts';
 import type { PodReconciler } from '../pod/pod-reconciler.ts';
 import { PodStatusSyncer } from '../pod/pod-status-syncer.ts';
@@ -121,13 +121,16 @@ export class ClusterReconciler {
       } catch (err) {
         failed(`node ${node} registration`, err, { node });
       }
+      let read: NodePodsRead | undefined;
       try {
-        result.dangling.push(await this.cleaner.cleanNode(node, signal));
+        const cleaned = await this.cleaner.cleanNodeRead(node, signal);
+        result.dangling.push(cleaned.result);
+        read = cleaned.read;
       } catch (err) {
         failed(`dangling pods of ${node}`, err, { node });
       }
       try {
-        result.resynced += await this.resyncNode(node, signal, (what, err, fields) =>
+        result.resynced += await this.resyncNode(node, read, signal, (what, err, fields) =>
           failed(what, err, { node, ...fields }),
         );
       } catch (err) {
@@ -207,13 +210,16 @@ export class ClusterReconciler {
    */
   private async resyncNode(
     node: string,
+    read: NodePodsRead | undefined,
     signal: AbortSignal | undefined,
     failed: (what: string, err: unknown, fields: Record<string, unknown>) => void,
   ): Promise<number> {
     const { deps } = this.options;
     const records = new Map<string, KnownPod>();
-    for (const r of await this.knownPods.list(node)) records.set(podKey(r), r);
-    const { pods } = await listNodePods(deps.kube.core, node);
+    // The dangling pass's reads, when it got that far: the same reads in the same order, a moment
+    // earlier. Records it forgot belong to pods the list lacks, which a re-sync does not look at.
+    for (const r of read?.records ?? (await this.knownPods.list(node))) records.set(podKey(r), r);
+    const pods = read?.apiPods ?? (await listNodePods(deps.kube.core, node)).pods;
     const now = deps.clock.now();
     const stale = pods.filter((pod) => {
       const namespace = pod.metadata?.namespace ?? '';

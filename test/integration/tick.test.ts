@@ -11,6 +11,7 @@ import { after, describe, it } from 'node:test';
 import { Watch } from '@kubernetes/client-node';
 import type { InvocationResult } from '../../lib/local/lambda-runtime.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
+import type { TickResult } from '../../lib/node/node-controller.ts';
 import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
 import type { TickRunResult } from '../../lib/tick/tick-entry.ts';
 import {
@@ -41,13 +42,13 @@ interface Finished {
 }
 
 /** A deployment of one node at the tick cadence, its tick invocations recorded as they finish. */
-async function tickDeployment(options: { rateMs?: number } = {}) {
+async function tickDeployment(options: { rateMs?: number; env?: Record<string, string> } = {}) {
   const { name: tableName, table } = await freshTable();
   const node = uniqueName('tick');
   nodes.push(node);
   const finished: Finished[] = [];
   const deployment = new LocalDeployment({
-    env: functionEnv(tableName, { SVK_NODE_NAMES: node }),
+    env: functionEnv(tableName, { SVK_NODE_NAMES: node, ...options.env }),
     ...(options.rateMs ? { rateMs: options.rateMs } : {}),
     onResult: (invocation, result) => {
       if (invocation.functionName === 'tick') {
@@ -128,6 +129,51 @@ describe('the tick cadence', { concurrency: true }, () => {
     assert.ok(
       lease.writes.length <= ticks.length + 1,
       `${lease.writes.length} lease writes for ${ticks.length} ticks`,
+    );
+  });
+
+  it('sends one request per tick for the node once it runs: the lease renewal, and the status write when due', {
+    timeout: 10 * 60_000,
+  }, async () => {
+    // Status due every 20 s (every second or third tick), so the window sees both kinds of tick.
+    const d = await tickDeployment({ env: { SVK_NODE_STATUS_INTERVAL_SECONDS: '20' } });
+    d.deployment.start();
+    await waitReady(d.node);
+    const heartbeatOf = (t: TickRunResult) => {
+      const results = t.parts.heartbeat;
+      assert.ok(Array.isArray(results), `heartbeat results: ${JSON.stringify(results)}`);
+      const [result] = results as TickResult[];
+      assert.ok(result && result.node === d.node, JSON.stringify(results));
+      return result;
+    };
+    // From the second chain tick on: the keeper's start of the chain may have started the node.
+    const from = Math.max(2, d.ticks().length);
+    await waitFor(() => d.ticks().length >= from + 6, {
+      timeoutMs: 3 * 60_000,
+      intervalMs: 500,
+      what: 'six more ticks',
+    });
+    // One warm sandbox runs every tick here, so a node's request count goes on from tick to tick.
+    const steady = d
+      .ticks()
+      .slice(from - 1, from + 6)
+      .map(heartbeatOf);
+    const perTick = steady.slice(1).map((r, i) => ({
+      requests: r.requests - (steady[i]?.requests ?? 0),
+      statusWritten: r.statusWritten,
+      leaseRenewed: r.leaseRenewed,
+    }));
+    assert.ok(
+      perTick.every((t) => t.leaseRenewed && t.requests === 1 + (t.statusWritten ? 1 : 0)),
+      `no read of the Node or the Lease: ${JSON.stringify(perTick)}`,
+    );
+    assert.ok(
+      perTick.some((t) => t.statusWritten),
+      'a status write came due in the window',
+    );
+    assert.ok(
+      perTick.some((t) => !t.statusWritten),
+      'and ticks without one',
     );
   });
 
