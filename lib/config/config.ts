@@ -35,6 +35,13 @@ export interface Config {
      * taken over. Must exceed the slowest provider create/update.
      */
     claimMs: number;
+    /**
+     * How long pod-status and the reconciler leave the force delete of a pod
+     * whose terminated status pod-status wrote to the pod-sync invocation
+     * that status's event wakes: longer than that event may wait in
+     * pod-sync's queue; after it (the event lost) they force-delete it.
+     */
+    forceDeleteHandOffMs: number;
     /** pod-status polls the provider and writes changed statuses this often. */
     statusIntervalMs: number;
     /** pod-status looks for dangling provider pods when it takes over, then this often. */

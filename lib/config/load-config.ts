@@ -74,6 +74,7 @@ function loops(e: EnvValues): Pick<Config, 'heartbeat' | 'pods' | 'podWatch' | '
     },
     pods: {
       claimMs: e.SVK_POD_CLAIM_SECONDS * 1000,
+      forceDeleteHandOffMs: e.SVK_POD_FORCE_DELETE_HANDOFF_SECONDS * 1000,
       statusIntervalMs: e.SVK_POD_STATUS_INTERVAL_SECONDS * 1000,
       danglingIntervalMs: e.SVK_POD_DANGLING_INTERVAL_SECONDS * 1000,
       maxParallel: e.SVK_POD_MAX_PARALLEL,

@@ -14,13 +14,25 @@ export function forceDeleteSortKey(pod: KnownPodIdentity, forceDeleteAt: string)
   return `${forceDeleteAt}#${pod.node}#${pod.namespace}/${pod.name}`;
 }
 
+/**
+ * When the force delete of a record is due for pod-status and the
+ * reconciler: its grace period's end, or the end of its hand-off to pod-sync
+ * if later (ISO strings of one format compare as times).
+ */
+export function forceDeleteDueAt(
+  pod: Pick<KnownPod, 'forceDeleteAt' | 'handedOffUntil'>,
+): string | undefined {
+  const { forceDeleteAt, handedOffUntil } = pod;
+  if (!forceDeleteAt || !handedOffUntil) return forceDeleteAt;
+  return handedOffUntil > forceDeleteAt ? handedOffUntil : forceDeleteAt;
+}
+
 export function toItem(pod: KnownPod): StoredItem {
+  const due = forceDeleteDueAt(pod);
   return {
     ...knownPodKey(pod.node, pod.namespace, pod.name),
     ...pod,
-    ...(pod.forceDeleteAt
-      ? { gsi1pk: FORCE_DELETE_INDEX_PARTITION, gsi1sk: forceDeleteSortKey(pod, pod.forceDeleteAt) }
-      : {}),
+    ...(due ? { gsi1pk: FORCE_DELETE_INDEX_PARTITION, gsi1sk: forceDeleteSortKey(pod, due) } : {}),
   };
 }
 
@@ -36,8 +48,19 @@ function isClaim(value: unknown): value is KnownPodClaim {
 }
 
 export function fromItem(item: StoredItem): KnownPod {
-  const { node, namespace, name, uid, appliedHash, claim, statusHash, pushUntil, forceDeleteAt, version } =
-    item;
+  const {
+    node,
+    namespace,
+    name,
+    uid,
+    appliedHash,
+    claim,
+    statusHash,
+    pushUntil,
+    forceDeleteAt,
+    handedOffUntil,
+    version,
+  } = item;
   if (
     typeof node !== 'string' ||
     typeof namespace !== 'string' ||
@@ -61,5 +84,25 @@ export function fromItem(item: StoredItem): KnownPod {
     ...(typeof statusHash === 'string' ? { statusHash } : {}),
     ...(typeof pushUntil === 'string' ? { pushUntil } : {}),
     ...(typeof forceDeleteAt === 'string' ? { forceDeleteAt } : {}),
+    ...(typeof handedOffUntil === 'string' ? { handedOffUntil } : {}),
+  };
+}
+
+/** The update expression parts that write a record's identity. */
+export const IDENTITY_SET = '#node = :node, #ns = :ns, #name = :name, #uid = :uid';
+export const IDENTITY_NAMES = { '#node': 'node', '#ns': 'namespace', '#name': 'name', '#uid': 'uid' };
+
+export function identityValues(identity: KnownPodIdentity): Record<string, string> {
+  return { ':node': identity.node, ':ns': identity.namespace, ':name': identity.name, ':uid': identity.uid };
+}
+
+/** The condition that a claim with `:token` holds the record. */
+export const HELD_BY = '#claim.#token = :token';
+
+export function heldBy(token: string) {
+  return {
+    expression: HELD_BY,
+    names: { '#claim': 'claim', '#token': 'token' },
+    values: { ':token': token },
   };
 }

@@ -1,12 +1,21 @@
 import { podKey } from '../kube/pod-key.ts';
 import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
+import type { KnownPodClaim } from './known-pod-claim.ts';
 import {
   FORCE_DELETE_INDEX_PARTITION,
+  forceDeleteDueAt,
   forceDeleteSortKey,
   fromItem,
+  HELD_BY,
+  heldBy,
+  IDENTITY_NAMES,
+  IDENTITY_SET,
+  identityValues,
   knownPodKey,
   toItem,
 } from './known-pod-item.ts';
+
+export { isClaimLive, type KnownPodClaim } from './known-pod-claim.ts';
 
 /**
  * What virtual-kubelet keeps in its knownPods map, in DynamoDB: one record per
@@ -49,26 +58,14 @@ export interface KnownPod {
    * it also means "provider delete done" for this deletionTimestamp.
    */
   forceDeleteAt?: string;
+  /**
+   * ISO time until which the force delete is left to pod-sync (the event of
+   * the terminated status pod-status wrote): others force-delete the pod
+   * only after it (that event lost). The due index sorts the record by it.
+   */
+  handedOffUntil?: string;
   /** Optimistic-concurrency version, 1 on create. */
   version: number;
-}
-
-/**
- * A pod-sync invocation's exclusive right to call the provider's create or
- * update for one pod. Taken (conditional on the record's version) before the
- * call and turned into `appliedHash` after it, so that of several deliveries
- * of the same change only one calls the provider; the others wait for it.
- * A claimant that crashed is taken over once `until` has passed.
- */
-export interface KnownPodClaim {
-  /** Unique per claim: completing or releasing it requires this token. */
-  token: string;
-  /** Who holds it (request id), for logs. */
-  owner: string;
-  /** The spec/metadata hash being applied. */
-  hash: string;
-  /** ISO wall-clock time after which others may take the claim over. */
-  until: string;
 }
 
 /** What identifies a record: its node, its key and the uid of the pod it is about. */
@@ -77,11 +74,6 @@ export type KnownPodIdentity = Pick<KnownPod, 'node' | 'namespace' | 'name' | 'u
 /** Another writer changed the record since it was read: re-read and reconcile again. */
 export class KnownPodConflictError extends Error {
   override readonly name = 'KnownPodConflictError';
-}
-
-/** True while another invocation's claim keeps everyone else from calling the provider. */
-export function isClaimLive(claim: KnownPodClaim | undefined, nowMs: number): claim is KnownPodClaim {
-  return claim !== undefined && Date.parse(claim.until) > nowMs;
 }
 
 const VERSION = { '#v': 'version' };
@@ -231,13 +223,14 @@ export class KnownPodStore {
     return this.update(
       identity,
       {
-        expression: `SET ${IDENTITY_SET}, #due = :due, #gpk = :gpk, #gsk = :gsk, #v = :next REMOVE #claim`,
+        expression: `SET ${IDENTITY_SET}, #due = :due, #gpk = :gpk, #gsk = :gsk, #v = :next REMOVE #claim, #handoff`,
         names: {
           ...IDENTITY_NAMES,
           '#due': 'forceDeleteAt',
           '#gpk': 'gsi1pk',
           '#gsk': 'gsi1sk',
           '#claim': 'claim',
+          '#handoff': 'handedOffUntil',
           ...VERSION,
         },
         values: {
@@ -258,28 +251,37 @@ export class KnownPodStore {
    * Two writers of one pod's status (pod-status and a pushing pod-sync, or
    * two pod-status holders for a moment) cannot tell whose API write landed
    * last, so the loser of this compare-and-set must {@link forgetStatus}.
+   * `handOff`: the status leaves the force delete to pod-sync until `until`
+   * (see handedOffUntil), if the record still has this forceDeleteAt.
    * Leaves the version alone: it says nothing pod-sync decides from.
    * @throws KnownPodConflictError when the hash changed, or the record is gone or about another uid.
    */
-  async recordStatus(pod: KnownPodIdentity, seen: string | undefined, statusHash: string): Promise<void> {
+  async recordStatus(
+    pod: KnownPodIdentity,
+    seen: string | undefined,
+    statusHash: string,
+    handOff?: { forceDeleteAt: string; until: string },
+  ): Promise<void> {
+    const names: Record<string, string> = { '#uid': 'uid', '#status': 'statusHash', '#push': 'pushUntil' };
+    const values: Record<string, string> = { ':uid': pod.uid, ':status': statusHash };
+    let set = '#status = :status';
+    let condition = `#uid = :uid AND ${seen === undefined ? 'attribute_not_exists(#status)' : '#status = :seen'}`;
+    if (seen !== undefined) values[':seen'] = seen;
+    if (handOff) {
+      const due = forceDeleteDueAt({ forceDeleteAt: handOff.forceDeleteAt, handedOffUntil: handOff.until });
+      Object.assign(names, { '#handoff': 'handedOffUntil', '#gsk': 'gsi1sk', '#due': 'forceDeleteAt' });
+      Object.assign(values, {
+        ':handoff': handOff.until,
+        ':gsk': forceDeleteSortKey(pod, due ?? handOff.until),
+      });
+      values[':due'] = handOff.forceDeleteAt;
+      set += ', #handoff = :handoff, #gsk = :gsk';
+      condition += ' AND #due = :due';
+    }
     await this.update(
       pod,
-      {
-        expression: 'SET #status = :status REMOVE #push',
-        names: { '#status': 'statusHash', '#push': 'pushUntil' },
-        values: { ':status': statusHash },
-      },
-      seen === undefined
-        ? {
-            expression: '#uid = :uid AND attribute_not_exists(#status)',
-            names: { '#uid': 'uid', '#status': 'statusHash' },
-            values: { ':uid': pod.uid },
-          }
-        : {
-            expression: '#uid = :uid AND #status = :seen',
-            names: { '#uid': 'uid', '#status': 'statusHash' },
-            values: { ':uid': pod.uid, ':seen': seen },
-          },
+      { expression: `SET ${set} REMOVE #push`, names, values },
+      { expression: condition, names, values },
     );
   }
 
@@ -302,12 +304,23 @@ export class KnownPodStore {
     );
   }
 
-  /** Forgets the pod if the record still has `expectedVersion`. @throws KnownPodConflictError otherwise. */
-  async delete(pod: KnownPod): Promise<void> {
+  /**
+   * Forgets the pod if the record still has `expectedVersion` and, given
+   * `now` (ISO), is not handed off to pod-sync past it.
+   * @throws KnownPodConflictError otherwise.
+   */
+  async delete(pod: KnownPod, now?: string): Promise<void> {
+    const names: Record<string, string> = { ...VERSION };
+    const values: Record<string, unknown> = { ':v': pod.version };
+    let expression = '#v = :v';
+    if (now !== undefined) {
+      expression += ' AND (attribute_not_exists(#handoff) OR #handoff <= :now)';
+      Object.assign(names, { '#handoff': 'handedOffUntil' });
+      Object.assign(values, { ':now': now });
+    }
+    const condition = { expression, names, values };
     await this.conditional(pod, () =>
-      this.table.delete(knownPodKey(pod.node, pod.namespace, pod.name), {
-        condition: { expression: '#v = :v', names: VERSION, values: { ':v': pod.version } },
-      }),
+      this.table.delete(knownPodKey(pod.node, pod.namespace, pod.name), { condition }),
     );
   }
 
@@ -373,21 +386,4 @@ export class KnownPodStore {
       throw err;
     }
   }
-}
-
-const IDENTITY_SET = '#node = :node, #ns = :ns, #name = :name, #uid = :uid';
-const IDENTITY_NAMES = { '#node': 'node', '#ns': 'namespace', '#name': 'name', '#uid': 'uid' };
-
-function identityValues(identity: KnownPodIdentity): Record<string, string> {
-  return { ':node': identity.node, ':ns': identity.namespace, ':name': identity.name, ':uid': identity.uid };
-}
-
-const HELD_BY = '#claim.#token = :token';
-
-function heldBy(token: string) {
-  return {
-    expression: HELD_BY,
-    names: { '#claim': 'claim', '#token': 'token' },
-    values: { ':token': token },
-  };
 }

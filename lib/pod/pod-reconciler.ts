@@ -221,7 +221,8 @@ export class PodReconciler {
    */
   private async next(run: Run, podFirst: boolean): Promise<{ state: SyncState; step: SyncStep }> {
     const { namespace, name, nodes } = run;
-    const ctx = { nodes, now: this.options.clock.now(), ownTokens: run.ownTokens };
+    // Without an event (the cluster reconciler), a force delete handed off to an event is left to it.
+    const ctx = { nodes, now: this.options.clock.now(), ownTokens: run.ownTokens, leaveHandedOff: !run.hint };
     if (podFirst) {
       const state: SyncState = { namespace, name, records: [], ...(await this.readPod(namespace, name)) };
       const step = decideSync(state, ctx);

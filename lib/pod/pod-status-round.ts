@@ -39,6 +39,7 @@ export class PodStatusRounds {
       clock,
       log,
       maxParallel: config.pods.maxParallel,
+      handOffMs: config.pods.forceDeleteHandOffMs,
     };
     const syncer = new PodStatusSyncer(common);
     const nodes = config.nodeNames;

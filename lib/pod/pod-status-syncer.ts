@@ -4,6 +4,7 @@ import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import type { PodProvider } from '../provider/provider.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
+import { forceDeleteDueAt } from './known-pod-item.ts';
 import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
 import {
   isTerminalPhase,
@@ -28,6 +29,13 @@ export interface PodStatusSyncerOptions {
   log: Logger;
   /** Pods handled at once. */
   maxParallel: number;
+  /**
+   * How long a pod reported terminated is left to the pod-sync invocation
+   * its status write wakes before this syncer force-deletes it
+   * (SVK_POD_FORCE_DELETE_HANDOFF_SECONDS): longer than an event may wait
+   * for pod-sync. 0 or absent: force-deleted once its grace period is over.
+   */
+  handOffMs?: number;
 }
 
 /**
@@ -90,6 +98,9 @@ type PodOutcome = 'none' | 'unchanged' | 'written' | 'lost' | 'terminated' | 'go
  * already Succeeded or Failed in the API server are never written again.
  */
 export class PodStatusSyncer {
+  /** Records this syncer handed off to pod-sync (node, key and uid). */
+  readonly #handedOff = new Set<string>();
+
   constructor(private readonly options: PodStatusSyncerOptions) {}
 
   async syncNode(node: string, signal?: AbortSignal): Promise<NodeStatusResult> {
@@ -147,8 +158,18 @@ export class PodStatusSyncer {
     const now = clock.now();
     if (record.forceDeleteAt) {
       if (record.statusHash === TERMINATED_MARK) return 'unchanged';
-      return this.write(record, TERMINATED_MARK, 'terminated', (pod) =>
-        isTerminalPhase(pod.status?.phase) ? undefined : terminatedStatus(pod.status, now),
+      // The event of this write has pod-sync force-delete the pod (not running any more).
+      const handOffMs = this.options.handOffMs ?? 0;
+      const handOff =
+        handOffMs > 0
+          ? { forceDeleteAt: record.forceDeleteAt, until: new Date(now + handOffMs).toISOString() }
+          : undefined;
+      return this.write(
+        record,
+        TERMINATED_MARK,
+        'terminated',
+        (pod) => (isTerminalPhase(pod.status?.phase) ? undefined : terminatedStatus(pod.status, now)),
+        handOff,
       );
     }
     if (record.statusHash === LOST_MARK) return 'unchanged';
@@ -164,8 +185,10 @@ export class PodStatusSyncer {
     hash: string,
     outcome: PodOutcome,
     make: (pod: V1Pod) => V1PodStatus | undefined,
+    handOff?: { forceDeleteAt: string; until: string },
   ): Promise<PodOutcome> {
-    const written = await writeRecordedStatus(this.options, record, hash, make);
+    const written = await writeRecordedStatus(this.options, record, hash, make, handOff ? { handOff } : {});
+    if (handOff && written === 'written') this.#handedOff.add(knownPodRef(record));
     if (written !== 'written') return written;
     this.logWritten(record, outcome);
     return outcome;
@@ -179,36 +202,52 @@ export class PodStatusSyncer {
   }
 
   /**
-   * Force-deletes (grace 0, UID precondition) the pods of `nodes` whose grace
-   * period ended, then forgets them. Returns how many were handled.
+   * Forgets, then force-deletes (grace 0, UID precondition) the pods of
+   * `nodes` whose grace period ended; a pod handed off to pod-sync
+   * (handedOffUntil) only once its hand-off ended too (the index sorts it by
+   * the later time). Returns how many were handled.
    */
   async forceDeleteDue(nodes: readonly string[], signal?: AbortSignal): Promise<number> {
     const { knownPods, core, clock, log, maxParallel } = this.options;
     const ours = new Set(nodes);
-    const due = (await knownPods.dueForceDeletes(new Date(clock.now()).toISOString())).filter((r) =>
-      ours.has(r.node),
+    const now = new Date(clock.now()).toISOString();
+    // The index may lag a write: a record this syncer handed off is left alone whatever it says.
+    const due = (await knownPods.dueForceDeletes(now)).filter(
+      (r) => ours.has(r.node) && !this.#handedOff.has(knownPodRef(r)) && (forceDeleteDueAt(r) ?? now) <= now,
     );
     let handled = 0;
     await mapSettledLimit(due, maxParallel, async (record) => {
       signal?.throwIfAborted();
       const fields = { pod: podKey(record), uid: record.uid, node: record.node };
+      let forgotten = false;
       try {
-        const result = await forceDeletePod(core, record);
+        // Forgotten first, on condition that nobody changed it or handed it off to pod-sync
+        // since the index was read: else the next round sees the new record. Should the force
+        // delete then fail or never be sent, the reconciler finds the terminating pod without
+        // a record and deletes it.
         try {
-          await knownPods.delete(record);
+          await knownPods.delete(record, now);
+          forgotten = true;
         } catch (err) {
-          // Changed since the index was read: the next round sees the new record.
           if (!(err instanceof KnownPodConflictError)) throw err;
+          return;
         }
+        const result = await forceDeletePod(core, record);
         handled++;
         log.info(
           { ...fields, result, forceDeleteAt: record.forceDeleteAt },
           'grace period over: force-deleted pod',
         );
       } catch (err) {
-        if (!signal?.aborted) log.warn({ ...fields, err }, 'force delete failed; retrying next round');
+        if (signal?.aborted) return;
+        const next = forgotten ? 'the reconciler deletes the pod' : 'retrying next round';
+        log.warn({ ...fields, err }, `force delete failed; ${next}`);
       }
     });
     return handled;
   }
+}
+
+function knownPodRef(record: KnownPod): string {
+  return `${record.node}#${podKey(record)}#${record.uid}`;
 }

@@ -102,14 +102,14 @@ export async function writeRecordedStatus(
   record: StatusRecord,
   hash: string,
   make: (pod: V1Pod) => V1PodStatus | undefined,
-  options: { pod?: V1Pod } = {},
+  options: { pod?: V1Pod; handOff?: { forceDeleteAt: string; until: string } } = {},
 ): Promise<StatusWriteResult> {
   const { core, knownPods } = targets;
-  const written = await writePodStatus(core, record, make, options);
+  const written = await writePodStatus(core, record, make, options.pod ? { pod: options.pod } : {});
   // Gone: pod-sync forgets the record; nothing to remember here.
   if (written === 'gone') return 'gone';
   try {
-    await knownPods.recordStatus(record, record.statusHash, hash);
+    await knownPods.recordStatus(record, record.statusHash, hash, options.handOff);
   } catch (err) {
     if (!(err instanceof KnownPodConflictError)) throw err;
     try {

@@ -26,6 +26,12 @@ export interface DecideContext {
   now: number;
   /** Claims this reconcile took itself (a failed release must not make it wait for itself). */
   ownTokens?: ReadonlySet<string>;
+  /**
+   * The reconcile is not an event's (the cluster reconciler's): a pod whose
+   * force delete pod-status handed off to its status write's event
+   * (handedOffUntil) is left to that event.
+   */
+  leaveHandedOff?: boolean;
 }
 
 /**
@@ -112,6 +118,8 @@ export function decideSync(state: SyncState, ctx: DecideContext): SyncStep {
  * its terminated status means the pod is terminating and runs no container
  * (nothing of ours writes a status over a Succeeded one), which is when
  * decideSync force-deletes it at once. The delete is guarded by the uid.
+ * Left to the event that status write woke while handed off to it, when the
+ * reconcile is not an event's (ctx.leaveHandedOff).
  */
 export function decideFromRecords(records: readonly KnownPod[], ctx: DecideContext): SyncStep | undefined {
   const done = records.find(
@@ -120,6 +128,8 @@ export function decideFromRecords(records: readonly KnownPod[], ctx: DecideConte
   if (!done) return undefined;
   if (isClaimLive(done.claim, ctx.now) && !(ctx.ownTokens?.has(done.claim.token) ?? false))
     return { kind: 'wait', record: done };
+  if (ctx.leaveHandedOff && done.handedOffUntil !== undefined && Date.parse(done.handedOffUntil) > ctx.now)
+    return { kind: 'skip', reason: 'deleting' };
   return { kind: 'force-delete-known', pod: done, record: done };
 }
 

@@ -79,6 +79,7 @@ export class ClusterReconciler {
       clock: deps.clock,
       log,
       maxParallel: deps.config.pods.maxParallel,
+      handOffMs: deps.config.pods.forceDeleteHandOffMs,
     };
     this.cleaner = new DanglingPodCleaner(common);
     this.syncer = new PodStatusSyncer(common);
@@ -328,7 +329,9 @@ async function ignoreNotFound(request: Promise<unknown>): Promise<void> {
  * less than `graceMs` ago, so that its event is most likely still on its way
  * to pod-sync. The reconciler leaves such pods to their events: in a burst it
  * would otherwise read and sync each of them a second time (bench/README.md,
- * Pods). A lost event is still repaired, one grace period later.
+ * Pods), or force-delete a pod pod-status handed off to the event its
+ * terminated status woke (the record's handedOffUntil). A lost event is
+ * still repaired, one grace period later.
  */
 export function eventLikelyInFlight(
   pod: V1Pod,
@@ -337,6 +340,8 @@ export function eventLikelyInFlight(
   graceMs: number,
 ): boolean {
   if (graceMs <= 0) return false;
+  // pod-status wrote the terminated status: its event has pod-sync force-delete the pod.
+  if (record?.handedOffUntil !== undefined && Date.parse(record.handedOffUntil) > now) return true;
   const deletion = pod.metadata?.deletionTimestamp;
   if (deletion !== undefined) {
     // deletionTimestamp is the time of the delete call plus the grace period the call gave.

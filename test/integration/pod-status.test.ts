@@ -223,14 +223,17 @@ describe('pod-status', () => {
     assert.equal((await sync('lost', 'MODIFIED')).outcome, 'skipped-terminal');
   });
 
-  it('a terminating pod: terminated status once the provider is done, gone after its grace period', async () => {
+  it('a terminating pod: terminated status once the provider is done, then force-deleted by the event of that status only', async () => {
     await createPod('leaving', { grace: 3 });
     await sync('leaving');
     await statusInvocation();
     await admin.core.deleteNamespacedPod({ namespace, name: 'leaving', gracePeriodSeconds: 3 });
     assert.equal((await sync('leaving', 'MODIFIED')).outcome, 'deleted-in-provider');
     await statusInvocation();
-    // Reported terminated (pod-sync would force-delete it on that event), and the grace period ended meanwhile.
+    // Reported terminated, and the grace period ended meanwhile: the force delete is left to pod-sync.
+    assert.equal((await readPod('leaving'))?.status?.phase, 'Succeeded');
+    assert.ok((await knownPods.get(node, namespace, 'leaving'))?.handedOffUntil);
+    assert.equal((await sync('leaving', 'MODIFIED')).outcome, 'force-deleted');
     assert.equal(await readPod('leaving'), undefined);
     assert.equal(await knownPods.get(node, namespace, 'leaving'), undefined);
   });

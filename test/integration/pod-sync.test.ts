@@ -192,8 +192,8 @@ async function eventsOf(uid: string): Promise<CoreV1Event[]> {
     .items;
 }
 
-/** pod-status's syncer with the kubelet's identity. */
-function statusSyncer(): PodStatusSyncer {
+/** pod-status's syncer with the kubelet's identity; `handOffMs` as pod-status's (its default: none). */
+function statusSyncer(handOffMs?: number): PodStatusSyncer {
   return new PodStatusSyncer({
     core: kubelet.core,
     provider,
@@ -201,6 +201,7 @@ function statusSyncer(): PodStatusSyncer {
     clock: systemClock,
     log,
     maxParallel: 4,
+    ...(handOffMs === undefined ? {} : { handOffMs }),
   });
 }
 
@@ -565,6 +566,69 @@ describe('pod-sync with what the event says (the node, the uid gone, pod-watchâ€
     });
     assert.deepEqual(cleaned, [], 'the pod is not read');
     assert.equal((await mockPodRecord(table, namespace, 'hinted-gone'))?.deletes, 1);
+  });
+
+  /** A pod deleted with a 1 s grace period, deleted in the provider, its grace period over: what pod-status finds in a burst. */
+  async function terminatingPastGrace(name: string): Promise<V1Pod> {
+    const pod = await createPod(name, { grace: 1 });
+    await publish(detail(pod));
+    await admin.core.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 1 });
+    const terminating = (await readPod(name)) ?? pod;
+    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['deleted-in-provider']);
+    const due = Date.parse((await knownPods.get(node, namespace, name))?.forceDeleteAt ?? '');
+    await waitFor(() => Date.now() > due, { timeoutMs: 10_000, what: 'the grace period to end' });
+    return terminating;
+  }
+
+  it('a pod reported terminated after its grace period ended: one force delete, by the event of its terminated status', async () => {
+    const terminating = await terminatingPastGrace('late-done');
+    const syncer = statusSyncer(60_000);
+    const requests = await podRequests('late-done', async () => {
+      assert.equal((await syncer.syncNode(node)).terminated, 1);
+      // Due by its grace period, but handed off to pod-sync: neither this round nor a later one force-deletes it.
+      assert.equal(await syncer.forceDeleteDue([node]), 0);
+      assert.equal(await statusSyncer(60_000).forceDeleteDue([node]), 0);
+      const stopped = await readPod('late-done');
+      assert.equal(stopped?.status?.phase, 'Succeeded');
+      const record = await knownPods.get(node, namespace, 'late-done');
+      assert.ok(Date.parse(record?.handedOffUntil ?? '') > Date.now(), 'handed off to pod-sync');
+      // The cluster reconciler's re-sync (a reconcile without an event) leaves it to that event too.
+      const resync = buildPodReconciler({
+        core: kubelet.core,
+        provider,
+        knownPods,
+        events: new KubePodEventRecorder({ core: kubelet.core, clock: systemClock, log }),
+        envSources: kubeEnvSources(kubelet.core),
+        nodes: [node],
+        clock: systemClock,
+        log,
+        owner: uniqueName('reconcile'),
+        claimMs: 10_000,
+        waitUntil: systemClock.monotonic() + 20_000,
+      });
+      assert.equal((await resync.reconcile(namespace, 'late-done')).outcome, 'skipped-deleting');
+      // The status write's event, however late it reaches pod-sync.
+      const delivered = await publishHinted(detail(stopped ?? terminating, 'MODIFIED'), ['not-running']);
+      assert.deepEqual(outcomes(delivered), ['force-deleted']);
+      assert.equal(await statusSyncer(60_000).forceDeleteDue([node]), 0);
+    });
+    assert.equal(requests.filter((m) => m === 'DELETE').length, 1, `one force delete: ${requests.join(' ')}`);
+    assert.equal(await readPod('late-done'), undefined);
+    assert.equal(await knownPods.get(node, namespace, 'late-done'), undefined);
+  });
+
+  it('the event of a terminated status is lost: pod-status force-deletes the pod once the hand-off ends', async () => {
+    await terminatingPastGrace('handoff-lost');
+    const requests = await podRequests('handoff-lost', async () => {
+      assert.equal((await statusSyncer(1_000).syncNode(node)).terminated, 1);
+      await waitFor(async () => (await statusSyncer(1_000).forceDeleteDue([node])) > 0, {
+        timeoutMs: 15_000,
+        what: 'the hand-off to end',
+      });
+    });
+    assert.equal(requests.filter((m) => m === 'DELETE').length, 1);
+    assert.equal(await readPod('handoff-lost'), undefined);
+    assert.equal(await knownPods.get(node, namespace, 'handoff-lost'), undefined);
   });
 
   it('a pod deleted at once (grace 0): its DELETED event forgets the record and deletes the provider pod without reading the pod', async () => {

@@ -181,6 +181,18 @@ describe('pod-sync decisions that need no pod read', () => {
     assert.equal(decideFromRecords([terminated({ node: 'vk-c' })], ctx), undefined);
   });
 
+  it('without an event (the cluster reconciler), a force delete handed off to the status write’s event is left to it until the hand-off ends', () => {
+    const handedOff = (ms: number) => terminated({ handedOffUntil: new Date(NOW + ms).toISOString() });
+    const reconciler = { ...ctx, leaveHandedOff: true };
+    assert.deepEqual(decideFromRecords([handedOff(10_000)], reconciler), {
+      kind: 'skip',
+      reason: 'deleting',
+    });
+    assert.equal(decideFromRecords([handedOff(-1)], reconciler)?.kind, 'force-delete-known');
+    // The event's own reconcile force-deletes it.
+    assert.equal(decideFromRecords([handedOff(10_000)], ctx)?.kind, 'force-delete-known');
+  });
+
   it('waits for another invocation’s live claim, not for its own', () => {
     const claimed = terminated({ claim: claim(NOW + 10_000) });
     assert.equal(decideFromRecords([claimed], ctx)?.kind, 'wait');

@@ -29,6 +29,15 @@ describe('reconciler resync grace', () => {
     assert.equal(eventLikelyInFlight(deleting, record, now, 5_000), false);
   });
 
+  it('leaves a pod whose terminated status pod-status handed off to pod-sync until the hand-off ends', () => {
+    // Deleted long ago: only the hand-off keeps it from being force-deleted here.
+    const deleting = pod({ deletionTimestamp: new Date(now - 120_000), deletionGracePeriodSeconds: 30 });
+    const handedOff = (ms: number) => ({ ...record, handedOffUntil: new Date(now + ms).toISOString() });
+    assert.equal(eventLikelyInFlight(deleting, handedOff(10_000), now, 60_000), true);
+    assert.equal(eventLikelyInFlight(deleting, handedOff(-1), now, 60_000), false);
+    assert.equal(eventLikelyInFlight(deleting, record, now, 60_000), false);
+  });
+
   it('is off at 0', () => {
     assert.equal(eventLikelyInFlight(pod({ creationTimestamp: new Date(now) }), undefined, now, 0), false);
   });
