@@ -106,7 +106,8 @@ describe('API errors in logs', () => {
 
   it("a Docker or Podman engine's error is logged with the engine's own message, not the code alone", () => {
     // As dockerode rejects: its message, the HTTP status and the engine's JSON body, parsed.
-    const message = 'container create: creating container storage: the container name "k8s_x" is already in use';
+    const message =
+      'container create: creating container storage: the container name "k8s_x" is already in use';
     const err = Object.assign(new Error(`(HTTP code 500) server error - ${message} `), {
       reason: 'server error',
       statusCode: 500,
