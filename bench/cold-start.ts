@@ -4,15 +4,22 @@
  * the handler and, on its first invocation, to the first request it sends.
  *
  * Usage: npx tsx bench/cold-start.ts [--package <dir>] [--runs 15] [--source-maps both|on|off]
+ *   [--only tick,heartbeat] [--cpu-prof <dir>]
+ *
+ * `--cpu-prof <dir>` runs the children with `node --cpu-prof` writing into
+ * `<dir>`; `npx tsx bench/cpu-profile.ts <file> --maps .esbuild/.build/functions`
+ * then tells which packages the import time went to (the profiler's own
+ * overhead inflates the times of those runs).
  *
  * Without `--package`, runs `serverless package` (offline) into
  * .local/bench-cold-start/package first. Each zip is unzipped into a
  * temporary directory; each run spawns `node` on a small script that imports
  * the handler file with `import()` and invokes it once with a realistic event
  * (a schedule's, or a pod event for pod-sync) and a Lambda-shaped context,
- * with the functions' configuration pointing DynamoDB and the cluster at a
- * local server of this process. The first request of every function is the
- * release gate's DynamoDB write; the child notes when it starts
+ * with the functions' configuration pointing DynamoDB, the tick queue and the
+ * cluster at a local server of this process. The first request is a
+ * DynamoDB write (the release gate's or a lock's), or for the tick function
+ * the SQS request that checks its chain; the child notes when it starts
  * (node:diagnostics_channel) and exits there. Times come from the child's own
  * clock (performance.now(), from the process's start) and, for the whole
  * thing, from this process's spawn to the child's report.
@@ -22,10 +29,10 @@
  * default measures both.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../lib/events/pod-event.ts';
 import { scheduledEvent } from '../lib/local/lambda-context.ts';
@@ -38,6 +45,7 @@ const run = promisify(execFile);
 
 /** Each function's zip and its handler file inside it. */
 const FUNCTIONS = [
+  { zip: 'tick.zip', handler: 'functions/tick.mjs', name: 'tick' },
   { zip: 'heartbeat.zip', handler: 'functions/heartbeat.mjs', name: 'heartbeat' },
   { zip: 'podWatch.zip', handler: 'functions/pod-watch.mjs', name: 'pod-watch' },
   { zip: 'podSync.zip', handler: 'functions/pod-sync.mjs', name: 'pod-sync' },
@@ -151,12 +159,22 @@ async function spawnChild(
   fn: (typeof FUNCTIONS)[number],
   env: Record<string, string>,
   sourceMaps: boolean,
+  cpuProfDir?: string,
 ): Promise<ChildTimes & { wallMs: number }> {
   const begun = performance.now();
   const child = spawn(
     process.execPath,
     [
       ...(sourceMaps ? ['--enable-source-maps'] : []),
+      ...(cpuProfDir
+        ? [
+            '--cpu-prof',
+            '--cpu-prof-dir',
+            cpuProfDir,
+            '--cpu-prof-name',
+            `${fn.name}-${Date.now()}.cpuprofile`,
+          ]
+        : []),
       join(dir, 'child.mjs'),
       join(dir, fn.handler),
       JSON.stringify(eventFor(fn.name)),
@@ -175,6 +193,26 @@ async function spawnChild(
   if (!isChildTimes(parsed)) throw new Error(`${fn.name}: the child reported nothing (${out.slice(0, 200)})`);
   if (parsed.error) throw new Error(`${fn.name}: ${parsed.error}`);
   return { ...parsed, wallMs };
+}
+
+/**
+ * The bytes and files a handler loads at import: its file and the chunks it
+ * imports statically, transitively (esbuild writes `from"./x.mjs"` and
+ * `import"./x.mjs"`); a dynamic `import("./x.mjs")` loads later, if ever.
+ */
+function staticImportSet(handlerPath: string): { bytes: number; files: number } {
+  const seen = new Set<string>();
+  const pending = [handlerPath];
+  let bytes = 0;
+  for (let path = pending.pop(); path !== undefined; path = pending.pop()) {
+    if (seen.has(path)) continue;
+    seen.add(path);
+    const text = readFileSync(path, 'utf8');
+    bytes += Buffer.byteLength(text);
+    for (const match of text.matchAll(/(?:from|import)\s*"(\.\/[^"]+\.mjs)"/g))
+      if (match[1]) pending.push(join(dirname(path), match[1]));
+  }
+  return { bytes, files: seen.size };
 }
 
 function sizeOf(dir: string): { total: number; code: number; maps: number; files: number } {
@@ -201,6 +239,8 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       package: { type: 'string' },
+      only: { type: 'string' },
+      'cpu-prof': { type: 'string' },
       runs: { type: 'string', default: '15' },
       'source-maps': { type: 'string', default: 'both' },
     },
@@ -248,20 +288,24 @@ async function main(): Promise<void> {
       SVK_KUBECONFIG: join(work, 'kubeconfig'),
       SVK_LOG_LEVEL: 'warn',
       SVK_METRICS: 'emf',
+      SVK_TICK_QUEUE_URL: `http://127.0.0.1:${port}/000000000000/cold-start-tick.fifo`,
     };
     const rows: string[][] = [];
     const raw: Record<string, unknown> = {};
-    for (const fn of FUNCTIONS) {
+    const only = values.only?.split(',');
+    for (const fn of FUNCTIONS.filter((f) => !only || only.includes(f.name))) {
       const dir = join(work, fn.name);
       mkdirSync(dir, { recursive: true });
       await run('unzip', ['-q', '-o', join(packageDir, fn.zip), '-d', dir]);
       writeFileSync(join(dir, 'child.mjs'), CHILD);
       const size = sizeOf(dir);
+      const loaded = staticImportSet(join(dir, fn.handler));
       for (const sourceMaps of modes) {
         const times: Array<ChildTimes & { wallMs: number }> = [];
         // One run first to warm the file cache: Lambda reads the code from its own cache too.
         await spawnChild(dir, fn, env, sourceMaps);
-        for (let i = 0; i < runs; i++) times.push(await spawnChild(dir, fn, env, sourceMaps));
+        for (let i = 0; i < runs; i++)
+          times.push(await spawnChild(dir, fn, env, sourceMaps, values['cpu-prof']));
         const d = (pick: (t: ChildTimes & { wallMs: number }) => number) => distribution(times.map(pick));
         const boot = d((t) => t.started);
         const imported = d((t) => t.importedAt - t.started);
@@ -270,11 +314,12 @@ async function main(): Promise<void> {
         const wall = d((t) => t.wallMs);
         const cpuImport = d((t) => t.importedCpu - t.startedCpu);
         const cpuFirst = d((t) => t.firstRequestCpu ?? Number.NaN);
-        raw[`${fn.name}${sourceMaps ? ' +maps' : ''}`] = { size, times };
+        raw[`${fn.name}${sourceMaps ? ' +maps' : ''}`] = { size, loaded, times };
         rows.push([
           fn.name,
           sourceMaps ? 'on' : 'off',
           `${fixed(size.total / 2 ** 20, 2)} (${fixed(size.code / 2 ** 20, 2)} code, ${fixed(size.maps / 2 ** 20, 2)} maps, ${size.files} files)`,
+          `${fixed(loaded.bytes / 2 ** 20, 2)} (${loaded.files} files)`,
           fixed(boot.p50, 0),
           `${fixed(imported.p50, 0)} / ${fixed(imported.max, 0)}`,
           `${fixed(invoked.p50, 0)} / ${fixed(invoked.max, 0)}`,
@@ -300,7 +345,8 @@ async function main(): Promise<void> {
         [
           'function',
           '--enable-source-maps',
-          'unzipped MB',
+          'unzipped MiB',
+          'loaded at import MiB',
           'node start (ms)',
           'import p50 / max (ms)',
           'first invocation to first request p50 / max (ms)',

@@ -3,15 +3,22 @@
  * summarised by package (self time), by file of ours, and by our functions'
  * inclusive time, so that a benchmark's profile says which code costs what.
  *
- * Usage: npx tsx bench/cpu-profile.ts <file.cpuprofile> [--top 25]
+ * Usage: npx tsx bench/cpu-profile.ts <file.cpuprofile> [--top 25] [--maps <dir>]
+ *
+ * `--maps <dir>` resolves the frames of a bundle (a packaged function's
+ * `.mjs` files) through the source maps of the same build in `<dir>` (each
+ * `<file>.mjs.map`, e.g. `.esbuild/.build/functions/` after `serverless
+ * package`), so that a minified bundle's time is told by package too.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { bump, fixed, markdownTable } from './support.ts';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber?: number };
   hitCount?: number;
   children?: number[];
 }
@@ -96,6 +103,31 @@ export function summarise(profile: CpuProfile): ProfileSummary {
   return { busyMs, totalMs, selfByPackage, selfByFile, inclusiveOurs };
 }
 
+/**
+ * Rewrites each frame of a bundle to its original source (url and line)
+ * where `<mapsDir>/<bundle file>.map` maps it; frames without a map stay.
+ */
+export function resolveThroughSourceMaps(profile: CpuProfile, mapsDir: string): void {
+  const maps = new Map<string, SourceMap | undefined>();
+  const mapOf = (url: string): SourceMap | undefined => {
+    const file = basename(url.replace(/^file:\/\//, ''));
+    if (!maps.has(file)) {
+      const path = join(mapsDir, `${file}.map`);
+      maps.set(file, existsSync(path) ? new SourceMap(JSON.parse(readFileSync(path, 'utf8'))) : undefined);
+    }
+    return maps.get(file);
+  };
+  for (const node of profile.nodes) {
+    const frame = node.callFrame;
+    if (!/\.m?js$/.test(frame.url)) continue;
+    const map = mapOf(frame.url);
+    const entry = map?.findEntry(frame.lineNumber, frame.columnNumber ?? 0);
+    if (!entry || !('originalSource' in entry)) continue;
+    frame.url = entry.originalSource;
+    frame.lineNumber = entry.originalLine;
+  }
+}
+
 function table(title: string, entries: Map<string, number>, busyMs: number, top: number): string {
   const rows = [...entries]
     .sort((a, b) => b[1] - a[1])
@@ -107,13 +139,14 @@ function table(title: string, entries: Map<string, number>, busyMs: number, top:
 function main(): void {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { top: { type: 'string', default: '25' } },
+    options: { top: { type: 'string', default: '25' }, maps: { type: 'string' } },
   });
   const [file] = positionals;
   if (!file) throw new Error('usage: npx tsx bench/cpu-profile.ts <file.cpuprofile> [--top 25]');
   const top = Number(values.top);
   const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
   if (!isProfile(parsed)) throw new Error(`${file} is not a V8 CPU profile`);
+  if (values.maps) resolveThroughSourceMaps(parsed, values.maps);
   const s = summarise(parsed);
   process.stdout.write(
     [

@@ -3,7 +3,8 @@
  * (custom.esbuild.plugins), serverless-esbuild loads it and builds each
  * function's handler on its own with them.
  */
-import { basename, extname } from 'node:path';
+import { readdirSync, rmSync } from 'node:fs';
+import { basename, extname, join } from 'node:path';
 import type { Plugin, PluginBuild } from 'esbuild';
 
 /** The handler file one build bundles (serverless-esbuild builds one entry at a time). */
@@ -29,6 +30,34 @@ export const chunksNamedAfterHandler: Plugin = {
     const entry = entryOf(build);
     if (!entry) return;
     build.initialOptions.chunkNames = `${basename(entry, extname(entry))}.[name]-[hash]`;
+  },
+};
+
+/**
+ * Deletes the files an earlier build of the same handler left in the build
+ * folder (`<handler>.*`), before this build writes its own. The folder is
+ * kept between builds (keepOutputDirectory) and chunk names carry a content
+ * hash, so without this a second `serverless package` in the same checkout
+ * zips the previous build's chunks beside the new ones. Only this handler's
+ * files: serverless-esbuild builds the handlers at the same time into one
+ * folder.
+ */
+export const staleChunksRemoved: Plugin = {
+  name: 'stale-chunks-removed',
+  setup(build) {
+    const entry = entryOf(build);
+    const outdir = build.initialOptions.outdir;
+    if (!entry || !outdir) return;
+    const prefix = `${basename(entry, extname(entry))}.`;
+    build.onStart(() => {
+      let names: string[];
+      try {
+        names = readdirSync(outdir);
+      } catch {
+        return;
+      }
+      for (const name of names) if (name.startsWith(prefix)) rmSync(join(outdir, name), { force: true });
+    });
   },
 };
 
@@ -105,6 +134,7 @@ export const nativeAddonsLeftOut: Plugin = {
 
 export default [
   chunksNamedAfterHandler,
+  staleChunksRemoved,
   kubernetesClientWithoutSideEffects,
   whatwgUrlFromNode,
   nativeAddonsLeftOut,

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isProviderName, PROVIDER_NAMES, type ProviderName } from '../provider/registry.ts';
 import { isRelease } from '../release/release.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { API_GATEWAY_PORT, type KubeletApiEndpoint } from '../kubelet-api/node-endpoint.ts';
 import { type ConfigIssue, pairs, whenParsed } from './env-parsing.ts';
 

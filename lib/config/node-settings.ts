@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { isQuantity } from '../kube/quantity.ts';
 import type { KubeletApiEndpoint } from '../kubelet-api/node-endpoint.ts';
 import { labelValueError, qualifiedNameError, TAINT_EFFECTS, type TaintEffect } from './kube-validation.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { MINUTES_PER_MONTH, PRICES } from './prices.ts';
 
 /**

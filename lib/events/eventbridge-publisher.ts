@@ -1,11 +1,13 @@
-import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { awsClientOptions } from '../aws/client-options.ts';
 import { PodEventPublisher, type PodEventPublisherOptions } from './publisher.ts';
 
 /**
- * The EventBridge adapter: the only module that imports the EventBridge SDK.
- * It supplies the PutEvents call; batching, validation and resending the
- * failed entries are the publisher's (publisher.ts).
+ * The EventBridge adapter: the only module that imports the EventBridge SDK,
+ * at the first PutEvents (a dynamic import), so that a cold start that
+ * publishes nothing does not load it before its first request. It supplies
+ * the PutEvents call; batching, validation and resending the failed entries
+ * are the publisher's (publisher.ts).
  */
 
 export interface EventBridgePublisherOptions extends Omit<PodEventPublisherOptions, 'send' | 'busName'> {
@@ -22,22 +24,26 @@ export interface EventBridgePublisherOptions extends Omit<PodEventPublisherOptio
 }
 
 /**
- * Builds the client once per cold start. The SDK retries a throttled or
- * failed request (awsClientOptions); the publisher then resends the entries
- * that still failed, with its own jittered backoff.
+ * Builds the client once per cold start, at the first PutEvents. The SDK
+ * retries a throttled or failed request (awsClientOptions); the publisher
+ * then resends the entries that still failed, with its own jittered backoff.
  */
 export function createEventBridgePublisher(options: EventBridgePublisherOptions): PodEventPublisher {
   const { busName, region, endpoint, requestTimeoutMs, client: given, ...rest } = options;
-  const client =
-    given ??
-    new EventBridgeClient({
-      ...(region !== undefined ? { region } : {}),
-      ...(endpoint !== undefined ? { endpoint } : {}),
-      ...awsClientOptions(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
-    });
+  let sdk: Promise<typeof import('@aws-sdk/client-eventbridge')> | undefined;
+  let client = given;
   return new PodEventPublisher({
     ...rest,
     busName,
-    send: (entries) => client.send(new PutEventsCommand({ Entries: entries })),
+    send: async (entries) => {
+      sdk ??= import('@aws-sdk/client-eventbridge');
+      const { EventBridgeClient, PutEventsCommand } = await sdk;
+      client ??= new EventBridgeClient({
+        ...(region !== undefined ? { region } : {}),
+        ...(endpoint !== undefined ? { endpoint } : {}),
+        ...awsClientOptions(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+      });
+      return client.send(new PutEventsCommand({ Entries: entries }));
+    },
   });
 }

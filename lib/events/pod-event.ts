@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { InvalidEventError } from './scheduled-event.ts';
 
 /** The source and detail-type of every pod event; the pod-sync rule in serverless.yml matches exactly these. */

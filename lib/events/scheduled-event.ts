@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** An EventBridge scheduled event, as delivered to a Lambda target by a schedule rule. */
 const scheduledEventSchema = z.object({

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * One request to the kubelet API, read from the API Gateway REST API proxy

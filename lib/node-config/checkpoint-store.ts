@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { NodeConfigDocument } from '../config/node-config-document.ts';
 import { type ItemKey, isConditionFailed, type StateTable } from '../state/dynamodb.ts';
 import { errorMessage } from '../util/error-message.ts';

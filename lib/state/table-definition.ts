@@ -11,7 +11,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { load } from 'js-yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Turns infra/dynamodb-table.yml (CloudFormation `AWS::DynamoDB::Table`

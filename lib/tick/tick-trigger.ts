@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { InvalidEventError, parseScheduledEvent } from '../events/scheduled-event.ts';
 
 /** The body of a tick message: the slot it stands for (lib/tick/tick-slot.ts). */

@@ -5,9 +5,11 @@
  * throttle. The SDK clients are the real ones.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { awsClientOptions } from '../../lib/aws/client-options.ts';
 import { runWithDeadline } from '../../lib/deadline.ts';
@@ -181,5 +183,38 @@ describe('AWS client throttling', () => {
     ]);
     assert.equal(accepted, 1);
     assert.equal(endpoint.requests(), 5, 'three SDK attempts in the first round, two in the second');
+  });
+
+  it('EventBridge publisher without a client imports the SDK at its first PutEvents and sends it', async () => {
+    const targets: Array<string | string[] | undefined> = [];
+    const endpoint = await scriptedEndpoint((_n, req) => {
+      targets.push(req.headers['x-amz-target']);
+      return { status: 200, body: { FailedEntryCount: 0, Entries: [{ EventId: 'e1' }] } };
+    });
+    // A child process: the client it builds reads its credentials from its own environment.
+    const script = [
+      "import { createEventBridgePublisher } from './lib/events/eventbridge-publisher.ts';",
+      'let accepted = 0;',
+      `const publisher = createEventBridgePublisher({ busName: 'pods', region: 'local', endpoint: ${JSON.stringify(endpoint.url)}, onPublished: (count) => { accepted += count; } });`,
+      "await publisher.publish([{ v: 1, type: 'ADDED', node: 'vk-1', namespace: 'default', name: 'p', uid: 'u', resourceVersion: '1' }]);",
+      'process.stdout.write(String(accepted));',
+    ].join('\n');
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '--eval', script],
+      {
+        cwd: new URL('../..', import.meta.url).pathname,
+        env: {
+          PATH: process.env.PATH ?? '',
+          AWS_ACCESS_KEY_ID: 'local',
+          AWS_SECRET_ACCESS_KEY: 'local',
+          AWS_CONFIG_FILE: '/nonexistent',
+          AWS_SHARED_CREDENTIALS_FILE: '/nonexistent',
+        },
+        timeout: 60_000,
+      },
+    );
+    assert.equal(stdout, '1', 'the one entry was accepted');
+    assert.deepEqual(targets, ['AWSEvents.PutEvents']);
   });
 });

@@ -1,5 +1,5 @@
 import type { ContainerOverride } from '@aws-sdk/client-ecs';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ItemKey, StoredItem } from '../../state/dynamodb.ts';
 import type { TaskSnapshot } from './task-snapshot.ts';
 

@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Per-pod overrides of the task's network, role and capacity, through

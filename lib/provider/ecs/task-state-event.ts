@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { EcsPodAdvancer } from './ecs-pod-advance.ts';
 import type { EcsPodRecord } from './ecs-pod-record.ts';
 import type { EcsPodStore } from './ecs-pod-store.ts';
