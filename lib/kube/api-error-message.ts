@@ -2,11 +2,12 @@ import { errorMessage } from '../util/error-message.ts';
 import { apiStatusCode } from './client.ts';
 
 /**
- * A one-line reason for a failed Kubernetes request, short enough for a node
- * condition: `HTTP <code>: <message>` with the API server's own message when it
- * answered with a Status, `HTTP <code>` when it answered with something else,
- * and the first line of the error otherwise (client-node's messages run on
- * with headers and body).
+ * A one-line reason for a failed request, short enough for a node condition:
+ * `HTTP <code>: <message>` with the server's own message when its answer
+ * carries one (the API server's Status, a Docker or Podman engine's
+ * `{"message": ...}` body), `HTTP <code>` when it answered with something
+ * else, and the first line of the error otherwise (client-node's messages run
+ * on with headers and body).
  */
 export function apiErrorMessage(err: unknown): string {
   const code = apiStatusCode(err);
@@ -20,13 +21,16 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * The Status the API server answered with: the error itself when it is one
- * (a watch's ERROR event), else the error's body (a JSON string or an object).
+ * The Status the server answered with: the error itself when it is one (a
+ * watch's ERROR event), else the error's body (a JSON string or an object):
+ * client-node's `body`, or dockerode's `json` (the engine's answer, parsed,
+ * whose `message` is the engine's own words: Podman's HTTP 500s say nothing
+ * without it).
  */
 function statusOf(err: unknown): Record<string, unknown> | undefined {
   if (!isRecord(err)) return undefined;
   if (err.kind === 'Status') return err;
-  let body = err.body;
+  let body = err.body ?? err.json;
   if (typeof body === 'string') {
     try {
       body = JSON.parse(body);

@@ -17,9 +17,10 @@ import type { KnownPod, KnownPodStore } from './known-pods.ts';
 import { resolvePodEnv } from './pod-env.ts';
 import { POD_EVENT_REASONS, type PodEventRecorder } from './pod-events.ts';
 import { isTerminalPhase, providerFailedStatus, reportedStatusToWrite } from './pod-status-builders.ts';
-import { podRef, writePodStatus, writeProviderStatus } from './pod-status-writes.ts';
+import { OLDER_READING, podRef, writePodStatus, writeProviderStatus } from './pod-status-writes.ts';
 import type { SyncStep } from './pod-sync-decision.ts';
 import { PodSyncRetryError, type SyncOutcome } from './pod-sync-result.ts';
+import { isOlderReading, stampReadAt } from './status-order.ts';
 
 /**
  * The apply step of a pod reconcile: the pod's env resolved, a claim taken on
@@ -83,7 +84,7 @@ export class PodApplier {
 
     const called = await this.callProvider(step, resolved, claimed, token, log);
     if ('outcome' in called) return called.outcome;
-    const { create, reported } = called;
+    const { create, reported, readAtMs } = called;
     // Still under the claim, which keeps pod-status and other deliveries off
     // the pod: the Event and the status the provider reported, at once.
     const push = reportedStatusToWrite(claimed, reported);
@@ -94,7 +95,7 @@ export class PodApplier {
         create ? POD_EVENT_REASONS.createSuccess : POD_EVENT_REASONS.updateSuccess,
         create ? 'Create pod in provider successfully' : 'Update pod in provider successfully',
       ),
-      push ? this.pushStatus(pod, push.status, log) : false,
+      push ? this.pushStatus(pod, push.status, readAtMs, log) : false,
     ]);
     await knownPods.completeClaim(
       claimed,
@@ -116,22 +117,28 @@ export class PodApplier {
     claimed: KnownPod,
     token: string,
     log: Logger,
-  ): Promise<{ create: boolean; reported: AppliedPodStatus } | { outcome: SyncOutcome }> {
-    const { provider, knownPods, claimMs, signal } = this.options;
+  ): Promise<{ create: boolean; reported: AppliedPodStatus; readAtMs: number } | { outcome: SyncOutcome }> {
+    const { provider, knownPods, claimMs, signal, clock } = this.options;
+    const calledAt = clock.now();
     // A call that outlives the claim could overlap a taker's; cut it off.
     const timeout = AbortSignal.timeout(claimMs);
     const callSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let create = step.mode === 'create';
     try {
-      if (create) return { create, reported: await provider.createPod(resolved, callSignal) };
-      try {
-        return { create, reported: await provider.updatePod(resolved, callSignal) };
-      } catch (err) {
-        if (!isProviderNotFound(err)) throw err;
-        log.warn('provider no longer has the pod: creating it');
-        create = true;
-        return { create, reported: await provider.createPod(resolved, callSignal) };
+      let reported: AppliedPodStatus;
+      if (create) reported = await provider.createPod(resolved, callSignal);
+      else {
+        try {
+          reported = await provider.updatePod(resolved, callSignal);
+        } catch (err) {
+          if (!isProviderNotFound(err)) throw err;
+          log.warn('provider no longer has the pod: creating it');
+          create = true;
+          reported = await provider.createPod(resolved, callSignal);
+        }
       }
+      // A create or update reports the pod as it stands when the call ends (AppliedPodStatus).
+      return { create, reported, readAtMs: clock.now() };
     } catch (err) {
       await knownPods.releaseClaim(claimed, token).catch((e: unknown) => {
         log.warn({ err: e }, 'could not release claim; it expires');
@@ -144,7 +151,9 @@ export class PodApplier {
           { cause: err },
         );
       }
-      return { outcome: await this.providerFailed(step.pod, create, err, log) };
+      // Whatever the provider reported of the pod after this call began is newer than its failure.
+      const readAtMs = calledAt;
+      return { outcome: await this.providerFailed(step.pod, { create, readAtMs }, err, log) };
     }
   }
 
@@ -155,11 +164,17 @@ export class PodApplier {
    * recorded with the claim's completion. Best effort: on failure nothing is
    * recorded, so that pod-status's next poll writes the status.
    */
-  private async pushStatus(pod: V1Pod, reported: V1PodStatus, log: Logger): Promise<boolean> {
+  private async pushStatus(
+    pod: V1Pod,
+    reported: V1PodStatus,
+    readAtMs: number,
+    log: Logger,
+  ): Promise<boolean> {
     try {
-      const written = await writeProviderStatus(this.options.core, podRef(pod), reported, { pod });
+      const written = await writeProviderStatus(this.options.core, podRef(pod), reported, { pod, readAtMs });
       log.debug({ written, phase: reported.phase }, 'pod status written after apply');
-      return written !== 'gone';
+      // Stale: a newer reading is on the pod, and the record names its hash.
+      return written === 'written' || written === 'unchanged';
     } catch (err) {
       log.warn({ err }, 'could not write the pod status after applying it; pod-status polls it');
       return false;
@@ -191,16 +206,24 @@ export class PodApplier {
    * (ProviderUnsupportedError) is not retried either: the same spec fails the
    * same way. Anything else is retried.
    */
-  private async providerFailed(pod: V1Pod, create: boolean, err: unknown, log: Logger): Promise<SyncOutcome> {
+  private async providerFailed(
+    pod: V1Pod,
+    { create, readAtMs }: { create: boolean; readAtMs: number },
+    err: unknown,
+    log: Logger,
+  ): Promise<SyncOutcome> {
     const { core, events } = this.options;
     const message = errorMessage(err);
     const reason = create ? POD_EVENT_REASONS.createFailed : POD_EVENT_REASONS.updateFailed;
     await events.record(pod, 'Warning', reason, message);
     log.warn({ err }, `provider ${create ? 'create' : 'update'} failed`);
     if (create) {
-      await writePodStatus(core, podRef(pod), (current) =>
-        isTerminalPhase(current.status?.phase) ? undefined : providerFailedStatus(current, message),
-      );
+      // Not over a status read from the provider after this call began: the provider has the pod after all.
+      await writePodStatus(core, podRef(pod), (current) => {
+        if (isTerminalPhase(current.status?.phase)) return undefined;
+        if (isOlderReading(current.status, readAtMs)) return OLDER_READING;
+        return stampReadAt(providerFailedStatus(current, message), readAtMs);
+      });
       if (pod.spec?.restartPolicy === 'Never' || isProviderUnsupported(err)) return 'create-failed';
     }
     throw new PodSyncRetryError(

@@ -106,6 +106,7 @@ export class PodStatusSyncer {
   async syncNode(node: string, signal?: AbortSignal): Promise<NodeStatusResult> {
     const { knownPods, provider, log, maxParallel } = this.options;
     const records = await knownPods.list(node);
+    const listedAt = this.options.clock.now();
     const listed = new Map((await provider.listPods(node, signal)).map((p) => [podKey(p.metadata), p]));
     const result: NodeStatusResult = {
       node,
@@ -118,7 +119,8 @@ export class PodStatusSyncer {
     const settled = await mapSettledLimit(records, maxParallel, (record) => {
       signal?.throwIfAborted();
       const inList = listed.get(podKey(record));
-      return this.syncPod(record, inList?.metadata?.uid === record.uid ? inList : undefined, signal);
+      const reading = inList?.metadata?.uid === record.uid ? { pod: inList, readAtMs: listedAt } : undefined;
+      return this.syncPod(record, reading, signal);
     });
     settled.forEach((s, i) => {
       if (s.status === 'fulfilled') {
@@ -136,9 +138,10 @@ export class PodStatusSyncer {
     return result;
   }
 
+  /** `listed`: the pod as the provider's list of the node reported it, and when that list began. */
   private async syncPod(
     record: KnownPod,
-    listed: V1Pod | undefined,
+    listed: { pod: V1Pod; readAtMs: number } | undefined,
     signal?: AbortSignal,
   ): Promise<PodOutcome> {
     const { provider, clock } = this.options;
@@ -147,13 +150,17 @@ export class PodStatusSyncer {
     if (record.forceDeleteAt && record.statusHash === TERMINATED_MARK) return 'unchanged';
     let reported = listed;
     if (!reported) {
+      const readAtMs = clock.now();
       const got = await provider.getPod(record.namespace, record.name, signal);
-      reported = got?.metadata?.uid === record.uid ? got : undefined;
+      reported = got?.metadata?.uid === record.uid ? { pod: got, readAtMs } : undefined;
     }
     if (reported) {
-      const written = await writeReportedStatus(this.options, record, reported.status ?? {});
+      const written = await writeReportedStatus(this.options, record, reported.pod.status ?? {}, {
+        readAtMs: reported.readAtMs,
+      });
       if (written === 'written') this.logWritten(record, 'written');
-      return written;
+      if (written === 'stale') this.options.log.debug(this.logFields(record), 'pod carries a newer status');
+      return written === 'stale' ? 'unchanged' : written;
     }
     const now = clock.now();
     if (record.forceDeleteAt) {
@@ -188,14 +195,19 @@ export class PodStatusSyncer {
     handOff?: { forceDeleteAt: string; until: string },
   ): Promise<PodOutcome> {
     const written = await writeRecordedStatus(this.options, record, hash, make, handOff ? { handOff } : {});
+    if (written === 'stale') return 'unchanged';
     if (handOff && written === 'written') this.#handedOff.add(knownPodRef(record));
     if (written !== 'written') return written;
     this.logWritten(record, outcome);
     return outcome;
   }
 
+  private logFields(record: KnownPod) {
+    return { pod: podKey(record), uid: record.uid, node: record.node };
+  }
+
   private logWritten(record: KnownPod, outcome: PodOutcome): void {
-    const logFields = { pod: podKey(record), uid: record.uid, node: record.node };
+    const logFields = this.logFields(record);
     if (outcome === 'lost')
       this.options.log.warn(logFields, 'provider lost the pod: reported Failed/NotFound');
     else this.options.log.debug({ ...logFields, outcome }, 'pod status written');

@@ -7,6 +7,7 @@ import {
   type KnownPodStore,
 } from './known-pods.ts';
 import { isTerminalPhase, mergeStatus, reportedStatusToWrite } from './pod-status-builders.ts';
+import { isOlderReading, stampReadAt } from './status-order.ts';
 
 /**
  * Writes to the API server on a pod's behalf: its status (guarded by its uid
@@ -21,7 +22,14 @@ export interface PodRef {
   uid: string;
 }
 
-export type StatusWriteResult = 'written' | 'gone' | 'unchanged';
+/** `stale`: the pod carries a status from a newer provider reading (status-order.ts); nothing was written. */
+export type StatusWriteResult = 'written' | 'gone' | 'unchanged' | 'stale';
+
+/** What a status maker returns for a status read before the one the pod carries. */
+export const OLDER_READING = Symbol('older provider reading');
+
+/** The status to write over a pod's current one: undefined for none, OLDER_READING for none because it is outdated. */
+export type StatusMaker = (pod: V1Pod) => V1PodStatus | undefined | typeof OLDER_READING;
 
 /** The ref of a pod as read from the API server. */
 export function podRef(pod: V1Pod): PodRef {
@@ -35,8 +43,10 @@ export function podRef(pod: V1Pod): PodRef {
 /**
  * Replaces the pod's status with `make(current pod)`, read fresh and written
  * with its resourceVersion, so nothing another writer changed meanwhile is
- * lost (a 409 reads again, up to 3 times). `gone` when the pod no longer
- * exists under this uid; `unchanged` when `make` returns undefined.
+ * lost (a 409 reads again, up to 3 times, and asks `make` again about what
+ * it read). `gone` when the pod no longer exists under this uid;
+ * `unchanged` when `make` returns undefined, `stale` when it returns
+ * OLDER_READING.
  *
  * `options.pod`: the pod as the caller just read it; the first attempt
  * writes against it instead of reading again (its resourceVersion still
@@ -45,7 +55,7 @@ export function podRef(pod: V1Pod): PodRef {
 export async function writePodStatus(
   core: CoreV1Api,
   ref: PodRef,
-  make: (pod: V1Pod) => V1PodStatus | undefined,
+  make: StatusMaker,
   options: { pod?: V1Pod } = {},
 ): Promise<StatusWriteResult> {
   let known = options.pod?.metadata?.uid === ref.uid ? options.pod : undefined;
@@ -64,6 +74,7 @@ export async function writePodStatus(
     }
     if (pod.metadata?.uid !== ref.uid) return 'gone';
     const status = make(pod);
+    if (status === OLDER_READING) return 'stale';
     if (!status) return 'unchanged';
     try {
       await core.replaceNamespacedPodStatus({
@@ -95,19 +106,20 @@ export type StatusRecord = KnownPodIdentity & Pick<KnownPod, 'statusHash'>;
  * write landed last when two writers raced, so when the compare-and-set
  * fails the hash is forgotten instead: the next poll writes the provider's
  * status again (one redundant write, never a lost one). A terminal status
- * (`make` returns undefined) is recorded too, so it is not tried again.
+ * (`make` returns undefined) is recorded too, so it is not tried again; a
+ * stale one is not: the record keeps naming what the newer writer wrote.
  */
 export async function writeRecordedStatus(
   targets: StatusTargets,
   record: StatusRecord,
   hash: string,
-  make: (pod: V1Pod) => V1PodStatus | undefined,
+  make: StatusMaker,
   options: { pod?: V1Pod; handOff?: { forceDeleteAt: string; until: string } } = {},
 ): Promise<StatusWriteResult> {
   const { core, knownPods } = targets;
   const written = await writePodStatus(core, record, make, options.pod ? { pod: options.pod } : {});
   // Gone: pod-sync forgets the record; nothing to remember here.
-  if (written === 'gone') return 'gone';
+  if (written === 'gone' || written === 'stale') return written;
   try {
     await knownPods.recordStatus(record, record.statusHash, hash, options.handOff);
   } catch (err) {
@@ -122,9 +134,22 @@ export async function writeRecordedStatus(
   return written;
 }
 
-/** A status the provider reported, as it is written: merged with the conditions other actors own, never over a finished pod. */
-function providerStatusOver(reported: V1PodStatus): (pod: V1Pod) => V1PodStatus | undefined {
-  return (pod) => (isTerminalPhase(pod.status?.phase) ? undefined : mergeStatus(pod.status, reported));
+/** When the provider reading a status comes from began (epoch ms; status-order.ts). */
+export interface ReadAt {
+  readAtMs: number;
+}
+
+/**
+ * A status the provider reported, as it is written: merged with the
+ * conditions other actors own and stamped with when its reading began; never
+ * over a finished pod, nor over a status from a newer reading.
+ */
+export function providerStatusOver(reported: V1PodStatus, { readAtMs }: ReadAt): StatusMaker {
+  return (pod) => {
+    if (isTerminalPhase(pod.status?.phase)) return undefined;
+    if (isOlderReading(pod.status, readAtMs)) return OLDER_READING;
+    return stampReadAt(mergeStatus(pod.status, reported), readAtMs);
+  };
 }
 
 /**
@@ -136,9 +161,9 @@ export function writeProviderStatus(
   core: CoreV1Api,
   ref: PodRef,
   reported: V1PodStatus,
-  options: { pod?: V1Pod } = {},
+  options: ReadAt & { pod?: V1Pod },
 ): Promise<StatusWriteResult> {
-  return writePodStatus(core, ref, providerStatusOver(reported), options);
+  return writePodStatus(core, ref, providerStatusOver(reported, options), options);
 }
 
 /**
@@ -151,11 +176,17 @@ export async function writeReportedStatus(
   targets: StatusTargets,
   record: StatusRecord,
   reported: V1PodStatus | undefined,
-  options: { pod?: V1Pod } = {},
+  options: ReadAt & { pod?: V1Pod },
 ): Promise<StatusWriteResult> {
   const change = reportedStatusToWrite(record, reported);
   if (!change) return 'unchanged';
-  return writeRecordedStatus(targets, record, change.hash, providerStatusOver(change.status), options);
+  return writeRecordedStatus(
+    targets,
+    record,
+    change.hash,
+    providerStatusOver(change.status, options),
+    options,
+  );
 }
 
 /**

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
-import { apiErrorFields, isNamespaceGoing } from '../../lib/kube/api-error-message.ts';
+import { apiErrorFields, apiErrorMessage, isNamespaceGoing } from '../../lib/kube/api-error-message.ts';
 import { errorFields } from '../../lib/log/error-fields.ts';
 import { createLogger } from '../../lib/log/logger.ts';
 
@@ -102,6 +102,22 @@ describe('API errors in logs', () => {
       clientError({ kind: 'Status', code: 422, reason: 'Invalid', message: 'x'.repeat(2_000) }, 422),
     );
     assert.ok((long?.message.length ?? 0) <= 301);
+  });
+
+  it("a Docker or Podman engine's error is logged with the engine's own message, not the code alone", () => {
+    // As dockerode rejects: its message, the HTTP status and the engine's JSON body, parsed.
+    const message =
+      'container create: creating container storage: the container name "k8s_x" is already in use';
+    const err = Object.assign(new Error(`(HTTP code 500) server error - ${message} `), {
+      reason: 'server error',
+      statusCode: 500,
+      json: { cause: 'that name is already in use', message, response: 500 },
+    });
+    assert.deepEqual(errorFields(err), { type: 'Error', status: 500, message });
+    assert.equal(apiErrorMessage(err), `HTTP 500: ${message}`);
+    const { lines, log } = capture();
+    log.warn({ err }, 'container start failed');
+    assert.match(lines[0] ?? '', /is already in use/);
   });
 
   it('other errors keep their type, message and stack, and their cause in the same form', () => {

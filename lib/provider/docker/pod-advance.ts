@@ -148,7 +148,10 @@ async function createInstance(
   try {
     id = (await deps.docker.createContainer(config)).id;
   } catch (err) {
-    if (isNameConflict(err)) return false; // created by another poller, which starts it too
+    if (isNameConflict(err)) {
+      // Created by another poller, which starts it too: read the pod again, so that it is reported as it stands.
+      return true;
+    }
     if (isImageMissing(err)) {
       // The image went missing since it was checked: look for it again next time.
       deps.puller.forget(view.plan.image);

@@ -3,14 +3,24 @@ import { hasDependents, isEngineNotFound } from './engine-errors.ts';
 import type { EngineState } from './engine-state.ts';
 import { LABELS, labelFilter, volumeName } from './names.ts';
 
-/** Rounds of list-and-remove: a concurrent poller may create an instance while we remove. */
-const ROUNDS = 3;
+/**
+ * Rounds of list-and-remove: a concurrent poller may create an instance while
+ * we remove, and the deletion marker waits for a round of its own.
+ */
+const ROUNDS = 4;
 
 /**
  * Removes every object of one pod uid from the engine, killing what runs:
- * its instances first, then the deletion marker, then the infra container
- * (Podman refuses to remove a container others joined), then its volumes.
- * Touches nothing of any other uid. Returns how many containers it removed.
+ * its instances first, then the infra container (Podman refuses to remove a
+ * container others joined), then, once a list shows nothing else of the pod
+ * left, the deletion marker, then its volumes. Touches nothing of any other
+ * uid. Returns how many containers it removed.
+ *
+ * The marker goes last because it is what tells a delete that reads the pod
+ * meanwhile (a retried pod-sync, a second remover) that the pod is being
+ * deleted already: removed while an instance still stood (being removed by
+ * another remover), that delete would find the pod running and unmarked and
+ * start a graceful delete of it again.
  */
 export async function removePod(
   docker: Docker,
@@ -28,12 +38,13 @@ export async function removePod(
       throw new Error(
         `docker provider: ${listed.length} containers of pod uid ${uid} remain after ${ROUNDS} removal rounds`,
       );
-    const order = (c: Docker.ContainerInfo) => {
-      const role = c.Labels?.[LABELS.role];
-      return role === 'infra' ? 2 : role === 'deleting' ? 1 : 0;
-    };
-    for (const stage of [0, 1, 2]) {
-      const batch = listed.filter((c) => order(c) === stage);
+    const role = (c: Docker.ContainerInfo) => c.Labels?.[LABELS.role];
+    const rest = listed.filter((c) => role(c) !== 'deleting');
+    const stages =
+      rest.length > 0
+        ? [rest.filter((c) => role(c) !== 'infra'), rest.filter((c) => role(c) === 'infra')]
+        : [listed];
+    for (const batch of stages) {
       await Promise.all(
         batch.map(async (c) => {
           state.invalidate(c.Id);

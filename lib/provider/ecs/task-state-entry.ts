@@ -72,6 +72,8 @@ export async function ecsTaskState(
   });
   const parts = ecsParts(deps);
   const applied = await applyTaskStateEvent(parts, detail, deps.clock.now(), invocation.signal);
+  // The status written below is the pod as this application left it.
+  const readAtMs = deps.clock.now();
   if (applied.outcome === 'ignored') {
     log.debug({ reason: applied.reason }, 'task-state event ignored');
     return { outcome: 'ignored', reason: applied.reason };
@@ -101,6 +103,7 @@ export async function ecsTaskState(
     { core: deps.kube.core, knownPods },
     known,
     ecsPodStatus(record, hostIp),
+    { readAtMs },
   );
   log.info(
     { ...fields, outcome: applied.outcome, status, lastStatus: detail.lastStatus },
