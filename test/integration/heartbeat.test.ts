@@ -76,6 +76,7 @@ async function deployment(
   return { node, table, tableName, runtime, results, holders };
 }
 
+/** Waits for Ready; as a precondition (not the property under test) with a deadline that allows a cold start on a loaded machine. */
 async function waitReady(node: string, timeoutMs: number) {
   return waitFor(async () => readyStatus(await readNode(admin, node)) === 'True', {
     timeoutMs,
@@ -120,7 +121,7 @@ describe('heartbeat against the real control plane', { concurrency: true }, () =
   }, async (t) => {
     const d = await deployment({ mode: 'child-process' });
     const schedule = d.runtime.schedule('heartbeat', { rateMs: RATE_MS, startImmediately: true });
-    await waitReady(d.node, 20_000);
+    await waitReady(d.node, 60_000);
     // Wait until a standby is waiting behind the holder, then kill the holder.
     await waitFor(() => d.runtime.runningCount('heartbeat') >= 2, {
       timeoutMs: RATE_MS + 10_000,
@@ -167,7 +168,7 @@ describe('heartbeat against the real control plane', { concurrency: true }, () =
   }, async () => {
     const d = await deployment();
     const invocation = d.runtime.invoke('heartbeat', scheduledEvent());
-    await waitReady(d.node, 15_000);
+    await waitReady(d.node, 60_000);
     invocation.crash('all heartbeats stop');
     await invocation.done;
     const lastRenew = new Date((await readLease(admin, d.node))?.spec?.renewTime ?? 0).getTime();
@@ -190,7 +191,7 @@ describe('heartbeat against the real control plane', { concurrency: true }, () =
   }, async () => {
     const d = await deployment();
     const invocation = d.runtime.invoke('heartbeat', scheduledEvent());
-    await waitReady(d.node, 15_000);
+    await waitReady(d.node, 60_000);
     await admin.core.patchNodeStatus(
       {
         name: d.node,
@@ -233,7 +234,7 @@ describe('heartbeat against the real control plane', { concurrency: true }, () =
   }, async () => {
     const d = await deployment();
     const invocation = d.runtime.invoke('heartbeat', scheduledEvent());
-    await waitReady(d.node, 15_000);
+    await waitReady(d.node, 60_000);
     const oldUid = (await readNode(admin, d.node))?.metadata?.uid;
     await waitFor(
       async () => (await readLease(admin, d.node))?.metadata?.ownerReferences?.[0]?.uid === oldUid,
