@@ -23,6 +23,7 @@ import {
   functionEnv,
   readLease,
   readNode,
+  readyAndUntainted,
   readyStatus,
   uniqueName,
   waitFor,
@@ -96,16 +97,10 @@ function describeDeletion(cadence: Cadence): void {
         },
       });
       deployment.start();
-      await waitFor(
-        async () => {
-          const n = await readNode(admin, node);
-          return (
-            readyStatus(n) === 'True' &&
-            !n?.spec?.taints?.some((x) => x.key.startsWith('node.kubernetes.io/'))
-          );
-        },
-        { timeoutMs: 120_000, what: `${node} Ready` },
-      );
+      await waitFor(async () => readyAndUntainted(await readNode(admin, node)), {
+        timeoutMs: 120_000,
+        what: `${node} Ready`,
+      });
       const before = await readNode(admin, node);
       const oldUid = before?.metadata?.uid;
       await waitFor(

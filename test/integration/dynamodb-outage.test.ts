@@ -28,6 +28,7 @@ import {
   deleteTestNamespace,
   functionEnv,
   readNode,
+  readyAndUntainted,
   readyStatus,
   uniqueName,
   waitFor,
@@ -100,16 +101,10 @@ function describeOutage(cadence: Cadence): void {
         }),
       });
       deployment.start();
-      await waitFor(
-        async () => {
-          const n = await readNode(admin, node);
-          return (
-            readyStatus(n) === 'True' &&
-            !n?.spec?.taints?.some((x) => x.key.startsWith('node.kubernetes.io/'))
-          );
-        },
-        { timeoutMs: 90_000, what: `${node} Ready` },
-      );
+      await waitFor(async () => readyAndUntainted(await readNode(admin, node)), {
+        timeoutMs: 90_000,
+        what: `${node} Ready`,
+      });
 
       const samples: Sample[] = [];
       let sampling = true;

@@ -23,6 +23,7 @@ import {
   functionEnv,
   readLease,
   readNode,
+  readyAndUntainted,
   readyStatus,
   sampleNode,
   uniqueName,
@@ -72,15 +73,10 @@ async function tickDeployment(
 }
 
 async function waitReady(node: string): Promise<void> {
-  await waitFor(
-    async () => {
-      const n = await readNode(admin, node);
-      return (
-        readyStatus(n) === 'True' && !n?.spec?.taints?.some((t) => t.key.startsWith('node.kubernetes.io/'))
-      );
-    },
-    { timeoutMs: 90_000, what: `${node} Ready` },
-  );
+  await waitFor(async () => readyAndUntainted(await readNode(admin, node)), {
+    timeoutMs: 90_000,
+    what: `${node} Ready`,
+  });
 }
 
 /** Counts the lease's writes from now on, seen by a watch. */

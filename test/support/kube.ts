@@ -93,6 +93,13 @@ export function readyStatus(node: V1Node | undefined): string | undefined {
   return node?.status?.conditions?.find((c) => c.type === 'Ready')?.status;
 }
 
+/** Ready=True and none of the node lifecycle controller's `node.kubernetes.io/` taints left. */
+export function readyAndUntainted(node: V1Node | undefined): boolean {
+  return (
+    readyStatus(node) === 'True' && !node?.spec?.taints?.some((t) => t.key.startsWith('node.kubernetes.io/'))
+  );
+}
+
 export function leaseAgeMs(lease: V1Lease | undefined, now = Date.now()): number | undefined {
   const renew = lease?.spec?.renewTime;
   return renew ? now - new Date(renew).getTime() : undefined;
