@@ -15,6 +15,8 @@ log() { printf '[ensure-kube] %s\n' "$*" >&2; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# Another apt may hold the lock (a parallel setup, an unattended upgrade): wait for it rather than fail.
+APT_WAIT="-o DPkg::Lock::Timeout=300"
 apt_updated=0
 apt_install() {
   local missing=()
@@ -22,9 +24,9 @@ apt_install() {
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  if [ $apt_updated = 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
+  if [ $apt_updated = 0 ]; then as_root apt-get $APT_WAIT update -qq; apt_updated=1; fi
   log "installing Debian packages: ${missing[*]}"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get $APT_WAIT install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # Runtime tools: etcd for the API server, Java for DynamoDB Local, openssl for keys.
@@ -34,6 +36,18 @@ need_build=()
 for b in "${BINARIES[@]}"; do [ -x "$KUBE_DIR/$b" ] || need_build+=("$b"); done
 if [ ${#need_build[@]} -eq 0 ]; then
   log "control-plane binaries and kubectl cached in $KUBE_DIR"
+  exit 0
+fi
+
+# Two checkouts setting up at once (worktrees, a CI clone beside a session) build once: the second waits
+# for the first and finds the binaries.
+mkdir -p "$CACHE_DIR"
+exec 9>"$CACHE_DIR/.build.lock"
+flock 9
+need_build=()
+for b in "${BINARIES[@]}"; do [ -x "$KUBE_DIR/$b" ] || need_build+=("$b"); done
+if [ ${#need_build[@]} -eq 0 ]; then
+  log "control-plane binaries and kubectl cached in $KUBE_DIR (built meanwhile by another setup)"
   exit 0
 fi
 
@@ -50,7 +64,7 @@ SRC
   apt_updated=0
 fi
 apt_install golang-go rsync jq dpkg-dev make
-if [ $apt_updated = 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
+if [ $apt_updated = 0 ]; then as_root apt-get $APT_WAIT update -qq; apt_updated=1; fi
 
 SRC_DIR="$CACHE_DIR/src"
 mkdir -p "$SRC_DIR" "$KUBE_DIR"
