@@ -88,6 +88,11 @@ function stream(
       else resolve();
     };
     const onAbort = () => settle();
+    if (signal.aborted) {
+      // Aborted already (by onOpen, say): nothing is delivered.
+      settle();
+      return;
+    }
     signal.addEventListener('abort', onAbort, { once: true });
     const body = bodyStream(res);
     body.setEncoding('utf8');
