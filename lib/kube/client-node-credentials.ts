@@ -19,10 +19,10 @@ export function clientNodeAuthenticator(
   context: string,
   delegated: readonly string[],
 ): KubeAuthenticator {
-  type ClientNodeConfig = import('@kubernetes/client-node').KubeConfig;
+  type ClientNodeConfig = import('./client-node-kubeconfig.ts').KubeConfig;
   let loading: Promise<ClientNodeConfig> | undefined;
   const load = async () => {
-    const { KubeConfig } = await import('@kubernetes/client-node');
+    const { KubeConfig } = await import('./client-node-kubeconfig.ts');
     const kc = new KubeConfig();
     // JSON is YAML; the document's paths are absolute already.
     kc.loadFromString(JSON.stringify(document));
