@@ -23,50 +23,50 @@ function leases(namespace: string, name?: string): string {
 
 /** coordination.k8s.io/v1: the node Leases. */
 export class CoordinationApi {
-  readonly #calls: TypedCalls;
+  private readonly calls: TypedCalls;
 
   constructor(http: KubeHttp) {
-    this.#calls = new TypedCalls(http);
+    this.calls = new TypedCalls(http);
   }
 
   readNamespacedLease(param: CoordinationV1ApiReadNamespacedLeaseRequest, options?: RequestOptions) {
-    return this.#calls.object<V1Lease>('Lease', 'GET', leases(param.namespace, param.name), param, options);
+    return this.calls.object<V1Lease>('Lease', 'GET', leases(param.namespace, param.name), param, options);
   }
 
   createNamespacedLease(param: CoordinationV1ApiCreateNamespacedLeaseRequest, options?: RequestOptions) {
-    return this.#calls.object<V1Lease>('Lease', 'POST', leases(param.namespace), param, options);
+    return this.calls.object<V1Lease>('Lease', 'POST', leases(param.namespace), param, options);
   }
 
   replaceNamespacedLease(param: CoordinationV1ApiReplaceNamespacedLeaseRequest, options?: RequestOptions) {
-    return this.#calls.object<V1Lease>('Lease', 'PUT', leases(param.namespace, param.name), param, options);
+    return this.calls.object<V1Lease>('Lease', 'PUT', leases(param.namespace, param.name), param, options);
   }
 
   deleteNamespacedLease(param: CoordinationV1ApiDeleteNamespacedLeaseRequest, options?: RequestOptions) {
     const path = leases(param.namespace, param.name);
-    return this.#calls.object<V1Status>('Status', 'DELETE', path, param, options);
+    return this.calls.object<V1Status>('Status', 'DELETE', path, param, options);
   }
 }
 
 /** authentication.k8s.io/v1: TokenReview, as a kubelet in webhook mode authenticates bearer tokens. */
 export class AuthenticationApi {
-  readonly #calls: TypedCalls;
+  private readonly calls: TypedCalls;
 
   constructor(http: KubeHttp) {
-    this.#calls = new TypedCalls(http);
+    this.calls = new TypedCalls(http);
   }
 
   createTokenReview(param: AuthenticationV1ApiCreateTokenReviewRequest, options?: RequestOptions) {
     const path = '/apis/authentication.k8s.io/v1/tokenreviews';
-    return this.#calls.object<V1TokenReview>('TokenReview', 'POST', path, param, options);
+    return this.calls.object<V1TokenReview>('TokenReview', 'POST', path, param, options);
   }
 }
 
 /** authorization.k8s.io/v1: SubjectAccessReview, as a kubelet in webhook mode authorizes requests. */
 export class AuthorizationApi {
-  readonly #calls: TypedCalls;
+  private readonly calls: TypedCalls;
 
   constructor(http: KubeHttp) {
-    this.#calls = new TypedCalls(http);
+    this.calls = new TypedCalls(http);
   }
 
   createSubjectAccessReview(
@@ -74,6 +74,6 @@ export class AuthorizationApi {
     options?: RequestOptions,
   ) {
     const path = '/apis/authorization.k8s.io/v1/subjectaccessreviews';
-    return this.#calls.object<V1SubjectAccessReview>('SubjectAccessReview', 'POST', path, param, options);
+    return this.calls.object<V1SubjectAccessReview>('SubjectAccessReview', 'POST', path, param, options);
   }
 }
