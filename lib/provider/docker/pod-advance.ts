@@ -12,6 +12,7 @@ import type { PodPlan } from './pod-plan.ts';
 import { allViews, type ContainerView, podProgress } from './pod-progress.ts';
 import { removePod } from './pod-removal.ts';
 import { type ImageView, podObject, podStatus } from './pod-status.ts';
+import { removalOf } from './removals-in-flight.ts';
 
 export interface AdvanceDeps {
   docker: Docker;
@@ -31,7 +32,9 @@ export interface AdvanceDeps {
  * deletion finished, or it was a leftover without its infra container).
  * Safe to run concurrently for the same pod from several invocations: every
  * create is by a deterministic name, a start of a started container and a
- * removal of a removed one are no-ops.
+ * removal of a removed one are no-ops. A pod being removed (its deletion
+ * marker on the engine, or a removal running in this process) is only
+ * removed, never moved on: nothing is created or started in it.
  */
 export async function advancePod(
   deps: AdvanceDeps,
@@ -46,16 +49,21 @@ export async function advancePod(
     uid: observed.uid,
     node: observed.node,
   });
+  const removing = removalOf(observed.uid);
+  if (removing) {
+    await removing;
+    return undefined;
+  }
   if (observed.deleting) {
     const running = observed.instances.some((i) => i.state === 'running');
     if (now < observed.deleting.deadline && running) return reportPod(deps, observed);
-    await removePod(docker, state, observed.uid, plan?.volumes.map((v) => v.name) ?? [], signal);
+    await removePod(deps, observed, plan?.volumes.map((v) => v.name) ?? [], signal);
     podLog.info({ graceEnded: now >= observed.deleting.deadline }, 'pod deleted from the engine');
     return undefined;
   }
   if (!observed.infra) {
     // Instances without their infra container: what a deletion interrupted halfway left.
-    await removePod(docker, state, observed.uid, [], signal);
+    await removePod(deps, observed, [], signal);
     podLog.info('removed the remains of a pod without its infra container');
     return undefined;
   }
@@ -65,12 +73,14 @@ export async function advancePod(
   }
   let changed = false;
   const infra = observed.infra;
-  if (infra.state !== 'running') changed = (await startContainer(deps, infra.id, podLog)) || changed;
+  if (infra.state !== 'running')
+    changed = (await startContainer(deps, plan.uid, infra.id, podLog)) || changed;
   const progress = podProgress(observed, plan, now);
   const images = new Map<string, ImageView>();
   for (const view of allViews(progress)) {
     const step = view.step;
-    if (step.kind === 'start') changed = (await startContainer(deps, step.instance.id, podLog)) || changed;
+    if (step.kind === 'start')
+      changed = (await startContainer(deps, plan.uid, step.instance.id, podLog)) || changed;
     if (step.kind !== 'create') continue;
     const image = await deps.puller.view(
       view.plan.image,
@@ -122,8 +132,12 @@ export function reportPod(
   return pod;
 }
 
-/** Starts a container; true when the engine changed. A failure is left for the next look to see in the state. */
-async function startContainer(deps: AdvanceDeps, id: string, log: Logger): Promise<boolean> {
+/**
+ * Starts a container of pod `uid`, unless a removal of the pod began here meanwhile; true when the engine
+ * changed. A failure is left for the next look to see in the state.
+ */
+async function startContainer(deps: AdvanceDeps, uid: string, id: string, log: Logger): Promise<boolean> {
+  if (removalOf(uid)) return false;
   deps.state.invalidate(id);
   try {
     await deps.docker.getContainer(id).start();
@@ -143,6 +157,7 @@ async function createInstance(
   infraId: string,
   log: Logger,
 ): Promise<boolean> {
+  if (removalOf(plan.uid)) return false;
   const config = instanceConfig(plan, view.plan, view.role, attempt, infraId);
   let id: string;
   try {
@@ -166,6 +181,6 @@ async function createInstance(
     { container: view.plan.name, attempt },
     attempt === 0 ? 'container created' : 'container restarted',
   );
-  await startContainer(deps, id, log);
+  await startContainer(deps, plan.uid, id, log);
   return true;
 }
