@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
+import { systemClock } from '../../lib/clock.ts';
+import { createLogger } from '../../lib/log/logger.ts';
+import { EngineState } from '../../lib/provider/docker/engine-state.ts';
+import { ImagePuller } from '../../lib/provider/docker/image-puller.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
+import { type AdvanceDeps, advancePod } from '../../lib/provider/docker/pod-advance.ts';
 import {
   engineContainers,
+  INFRA_IMAGE,
   shellPod,
   TEST_IMAGE,
   testDockerProvider,
@@ -11,7 +17,8 @@ import {
   waitForPod,
 } from '../support/docker.ts';
 import { actionOf, type EngineEvent, EngineEvents } from '../support/engine-events.ts';
-import { uniqueName } from '../support/kube.ts';
+import { testEnv } from '../support/env.ts';
+import { uniqueName, waitFor } from '../support/kube.ts';
 
 /**
  * Removals of a pod while other invocations read it, on a real engine. The
@@ -118,7 +125,67 @@ describe('docker provider: removals racing the readers of a pod', () => {
     await events.catchUp(TEST_IMAGE);
     assert.equal(counts(await events.of(uid(pod))).infraCreated, 1, 'the infra container was created once');
   });
+
+  it("does not restart a container that exited on a graceful delete's SIGTERM for a poll that read the pod before the delete marked it", async () => {
+    await events.all();
+    const ns = uniqueName('ns');
+    const node = uniqueName('vk');
+    const pod = shellPod(
+      ns,
+      'stale',
+      { main: "trap 'exit 0' TERM; while true; do sleep 0.1; done" },
+      { restartPolicy: 'Always', node },
+    );
+    created.push(pod);
+    await provider.createPod(pod);
+    await waitForPod(provider, pod, (p) => p.status?.phase === 'Running', 'stale Running');
+    await provider.deletePod({
+      ...pod,
+      metadata: {
+        ...pod.metadata,
+        deletionTimestamp: new Date(Date.now() + 60_000),
+        deletionGracePeriodSeconds: 60,
+      },
+    });
+    await waitFor(
+      async () =>
+        (await engineContainers(docker, uid(pod))).some(
+          (c) => c.Labels[LABELS.role] === 'app' && c.State !== 'running',
+        ),
+      { timeoutMs: 30_000, what: 'the container to exit on SIGTERM' },
+    );
+    // What a poll holds that listed the node before the marker was created and inspected the
+    // container after it exited: the exit, no marker.
+    const deps = advanceDeps();
+    const read = (await deps.state.pods({ [LABELS.uid]: uid(pod) })).get(uid(pod));
+    assert.ok(read?.deleting, 'the delete marked the pod');
+    const { deleting: _marker, ...stale } = read;
+    assert.equal(await advancePod(deps, stale), undefined, 'the pod is reported gone');
+    assert.deepEqual(await engineContainers(docker, uid(pod)), [], 'the stopped pod was removed');
+    await events.catchUp(TEST_IMAGE);
+    assert.deepEqual(
+      (await events.of(uid(pod))).filter((e) => is(e, 'create', 'app')).map(describeEvent),
+      ['create app main'],
+      'the container was never restarted',
+    );
+  });
 });
+
+/** What a provider's polls move pods on with, on the run's engine. */
+function advanceDeps(): AdvanceDeps {
+  const env = testEnv();
+  const docker = testEngine(env);
+  const log = createLogger({ level: process.env.SVK_TEST_LOG_LEVEL ?? 'warn' });
+  return {
+    docker,
+    state: new EngineState(docker, env.docker.network, systemClock),
+    puller: new ImagePuller({ docker, clock: systemClock, log, timeoutMs: 30_000 }),
+    settings: { network: env.docker.network, infraImage: INFRA_IMAGE, hostIp: '127.0.0.1' },
+    clock: systemClock,
+    log,
+    registryAuth: async () => undefined,
+  };
+}
 
 function uid(pod: V1Pod): string {
   return pod.metadata?.uid ?? '';

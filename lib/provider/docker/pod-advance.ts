@@ -7,9 +7,9 @@ import { isEngineNotFound, isImageMissing, isNameConflict, isNotModified } from 
 import type { EngineState } from './engine-state.ts';
 import type { ImagePuller, RegistryAuth } from './image-puller.ts';
 import { LABELS } from './names.ts';
-import type { ObservedPod } from './observed-pod.ts';
+import type { InfraInstance, ObservedPod } from './observed-pod.ts';
 import type { PodPlan } from './pod-plan.ts';
-import { allViews, type ContainerView, podProgress } from './pod-progress.ts';
+import { allViews, type ContainerView, type PodProgress, podProgress } from './pod-progress.ts';
 import { removePod } from './pod-removal.ts';
 import { type ImageView, podObject, podStatus } from './pod-status.ts';
 import { removalOf } from './removals-in-flight.ts';
@@ -32,50 +32,87 @@ export interface AdvanceDeps {
  * deletion finished, or it was a leftover without its infra container).
  * Safe to run concurrently for the same pod from several invocations: every
  * create is by a deterministic name, a start of a started container and a
- * removal of a removed one are no-ops. A pod being removed (its deletion
- * marker on the engine, or a removal running in this process) is only
- * removed, never moved on: nothing is created or started in it.
+ * removal of a removed one are no-ops.
+ *
+ * A pod being deleted (its deletion marker on the engine, or a removal
+ * running in this process) is only stopped and removed: nothing is created
+ * or started in it. `observed` may predate the marker (a poll lists a whole
+ * node, then inspects and moves on its pods one by one), and what it shows
+ * may already be the delete's doing: a container that exited on the
+ * delete's SIGTERM, an instance its removal took. So before it creates or
+ * starts anything, it looks for the marker once more; a delete creates the
+ * marker before it signals or removes anything, so a state that a delete
+ * brought about is never acted on.
  */
 export async function advancePod(
   deps: AdvanceDeps,
   observed: ObservedPod,
   signal?: AbortSignal,
 ): Promise<V1Pod | undefined> {
-  const { docker, state, clock, log } = deps;
-  const now = clock.now();
-  const plan = observed.infra?.plan;
-  const podLog = log.child({
-    pod: `${observed.namespace}/${observed.name}`,
-    uid: observed.uid,
-    node: observed.node,
-  });
   const removing = removalOf(observed.uid);
   if (removing) {
     await removing;
     return undefined;
   }
-  if (observed.deleting) {
-    const running = observed.instances.some((i) => i.state === 'running');
-    if (now < observed.deleting.deadline && running) return reportPod(deps, observed);
-    await removePod(deps, observed, plan?.volumes.map((v) => v.name) ?? [], signal);
-    podLog.info({ graceEnded: now >= observed.deleting.deadline }, 'pod deleted from the engine');
+  if (observed.deleting || !observed.infra) return finishDeletion(deps, observed, signal);
+  const plan = observed.infra.plan;
+  if (!plan) {
+    podLogger(deps, observed).warn('infra container without a readable pod plan: left alone');
     return undefined;
   }
-  if (!observed.infra) {
+  const progress = podProgress(observed, plan, deps.clock.now());
+  const writes =
+    observed.infra.state !== 'running' ||
+    allViews(progress).some((v) => v.step.kind === 'start' || v.step.kind === 'create');
+  if (writes && (await markedForDeletion(deps, observed.uid, signal))) {
+    const marked = (await deps.state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid);
+    if (!marked) return undefined;
+    return marked.deleting ? finishDeletion(deps, marked, signal) : reportPod(deps, marked);
+  }
+  return moveOn(deps, observed, { ...observed.infra, plan }, progress, signal);
+}
+
+/** A pod with a deletion marker or without its infra container: reported while it stops, else removed. */
+async function finishDeletion(
+  deps: AdvanceDeps,
+  observed: ObservedPod,
+  signal?: AbortSignal,
+): Promise<V1Pod | undefined> {
+  const podLog = podLogger(deps, observed);
+  if (!observed.deleting) {
     // Instances without their infra container: what a deletion interrupted halfway left.
     await removePod(deps, observed, [], signal);
     podLog.info('removed the remains of a pod without its infra container');
     return undefined;
   }
-  if (!plan) {
-    podLog.warn('infra container without a readable pod plan: left alone');
-    return undefined;
-  }
+  const now = deps.clock.now();
+  const running = observed.instances.some((i) => i.state === 'running');
+  if (now < observed.deleting.deadline && running) return reportPod(deps, observed);
+  await removePod(deps, observed, observed.infra?.plan?.volumes.map((v) => v.name) ?? [], signal);
+  podLog.info({ graceEnded: now >= observed.deleting.deadline }, 'pod deleted from the engine');
+  return undefined;
+}
+
+/** Whether the pod's deletion marker is on the engine now. */
+async function markedForDeletion(deps: AdvanceDeps, uid: string, signal?: AbortSignal): Promise<boolean> {
+  const listed = await deps.state.containers({ [LABELS.uid]: uid }, signal);
+  return listed.some((c) => c.Labels?.[LABELS.role] === 'deleting');
+}
+
+/** Makes the calls `progress` asks for (starts, creates, removals of old instances), then reports the pod. */
+async function moveOn(
+  deps: AdvanceDeps,
+  observed: ObservedPod,
+  infra: InfraInstance & { plan: PodPlan },
+  progress: PodProgress,
+  signal?: AbortSignal,
+): Promise<V1Pod | undefined> {
+  const { docker, state } = deps;
+  const plan = infra.plan;
+  const podLog = podLogger(deps, observed);
   let changed = false;
-  const infra = observed.infra;
   if (infra.state !== 'running')
     changed = (await startContainer(deps, plan.uid, infra.id, podLog)) || changed;
-  const progress = podProgress(observed, plan, now);
   const images = new Map<string, ImageView>();
   for (const view of allViews(progress)) {
     const step = view.step;
@@ -106,6 +143,14 @@ export async function advancePod(
   if (!changed) return reportPod(deps, observed, images);
   const again = (await state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid);
   return again ? reportPod(deps, again, images) : undefined;
+}
+
+function podLogger(deps: AdvanceDeps, observed: ObservedPod): Logger {
+  return deps.log.child({
+    pod: `${observed.namespace}/${observed.name}`,
+    uid: observed.uid,
+    node: observed.node,
+  });
 }
 
 /** The pod as `observed` shows it, without moving it on. */
