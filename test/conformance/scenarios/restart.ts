@@ -38,17 +38,26 @@ export function restartScenario(ctx: ConformanceContext): void {
 const RUNNING_AT_KILL = 2;
 
 /**
- * Kills every function the moment pod-sync has {@link RUNNING_AT_KILL}
- * invocations running; returns how many pod-sync invocations the kill ended.
- * Only the runtime's own counters are read between the check and the kill
- * (no request), so nothing can finish in between.
+ * Kills every function mid-burst: once the provider visibly acted on the
+ * burst (`acted`, which stays true once it holds: a pod in the provider, a
+ * pod stopped), and then the moment pod-sync has {@link RUNNING_AT_KILL}
+ * invocations running. The first holds while most of the burst's work is
+ * still to come (one pod of 29), so pod-sync is busy when it does; between
+ * the second check and the kill only the runtime's own counters are read (no
+ * request), so nothing can finish in between. Returns how many pod-sync
+ * invocations the kill ended.
  */
-async function killWhilePodSyncRuns(h: PipelineHarness, what: string): Promise<number> {
+async function killMidBurst(
+  h: PipelineHarness,
+  what: string,
+  acted: () => Promise<boolean>,
+): Promise<number> {
   const { runtime } = h.deployment;
+  await waitFor(acted, { timeoutMs: 3 * MINUTE, intervalMs: 100, what: `the provider to act on ${what}` });
   await waitFor(() => runtime.runningCount('pod-sync') >= RUNNING_AT_KILL, {
     timeoutMs: 3 * MINUTE,
     intervalMs: 10,
-    what: `${RUNNING_AT_KILL} pod-sync invocations running ${what}`,
+    what: `${RUNNING_AT_KILL} pod-sync invocations running for ${what}`,
   });
   const before = h.invocations.count('pod-sync', 'error:Runtime.ExitError');
   await h.killFunctions();
@@ -67,15 +76,21 @@ async function killWhilePodSyncRuns(h: PipelineHarness, what: string): Promise<n
 
 /**
  * Each half of the burst starts with one pod alone, seen through to the
- * provider (created; stopped), so that the provider has visibly acted on the
- * burst before the kill; the rest follow at once, so that pod-sync certainly
- * has invocations running when the functions are killed.
+ * provider (created; stopped), so that the pipeline is at work on the burst
+ * before the other 29 follow at once; the kill comes once the provider acted
+ * on one of those 29 too.
  */
 async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void> {
   const ns = await h.namespace('burst');
   const deadLettersBefore = h.deployment.bus.deadLetters.length;
   const [lead = 'b0', ...rest] = Array.from({ length: BURST }, (_, i) => `b${i}`);
   const inProvider = async () => (await h.probe.pods(h.node)).filter((p) => p.namespace === ns);
+  const anyIn = (names: string[]) => async () => (await inProvider()).some((p) => names.includes(p.name));
+  // A pod that was in the provider and is no longer listed stopped too.
+  const anyStopped = (names: string[]) => async () => {
+    const running = new Set((await inProvider()).filter((p) => p.running).map((p) => p.name));
+    return names.some((name) => !running.has(name));
+  };
   const create = (name: string) =>
     h.pods.create(ns, {
       metadata: { name },
@@ -83,13 +98,13 @@ async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void
     });
 
   await create(lead);
-  await waitFor(async () => (await inProvider()).some((p) => p.name === lead), {
+  await waitFor(anyIn([lead]), {
     timeoutMs: 2 * MINUTE,
     intervalMs: 250,
     what: `pod ${lead} in the provider`,
   });
   const creating = mapSettledLimit(rest, 10, create);
-  const killedCreating = await killWhilePodSyncRuns(h, `for the burst's ${rest.length} creates`);
+  const killedCreating = await killMidBurst(h, `the burst's ${rest.length} creates`, anyIn(rest));
   const createdAtKill = (await inProvider()).length;
   const created = await creating;
   assert.deepEqual(
@@ -99,30 +114,13 @@ async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void
   );
   assert.ok(killedCreating > 0, 'the kill ended pod-sync invocations in flight');
 
-  await waitFor(async () => (await h.pods.list(ns)).filter(isRunningAndReady).length === BURST, {
-    timeoutMs: 4 * MINUTE,
-    intervalMs: 1_000,
-    what: `all ${BURST} pods Running after the kill`,
-  });
-  const pods = await h.pods.list(ns);
-  const refs = pods.map(refOf);
-  assert.equal(pods.filter((p: V1Pod) => p.status?.phase === 'Failed').length, 0, 'no pod reported lost');
-  const held = await inProvider();
-  assert.deepEqual(
-    held.map((p) => p.uid).sort(),
-    refs.map((r) => r.uid).sort(),
-    'the provider runs exactly these pods',
-  );
+  const refs = await allRunning(h, ns);
   await assertHistories(h, refs, { creates: 1, deletes: 0 });
 
   await h.pods.delete(ns, lead);
-  await waitFor(async () => !(await inProvider()).some((p) => p.name === lead && p.running), {
-    timeoutMs: 2 * MINUTE,
-    intervalMs: 250,
-    what: `pod ${lead} stopped in the provider`,
-  });
+  await waitFor(anyStopped([lead]), { timeoutMs: 2 * MINUTE, intervalMs: 250, what: `pod ${lead} stopped` });
   const deleting = mapSettledLimit(rest, 10, (name) => h.pods.delete(ns, name));
-  const killedDeleting = await killWhilePodSyncRuns(h, `for the burst's ${rest.length} deletes`);
+  const killedDeleting = await killMidBurst(h, `the burst's ${rest.length} deletes`, anyStopped(rest));
   const runningAtKill = (await inProvider()).filter((p) => p.running).length;
   assert.ok(killedDeleting > 0, 'the kill ended pod-sync invocations in flight');
   const deleted = await deleting;
@@ -142,6 +140,25 @@ async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void
       `${killedCreating} and ${killedDeleting} pod-sync invocations; cold starts ${h.deployment.host?.coldStarts}; ` +
       `dead letters during the scenario ${h.deployment.bus.deadLetters.length - deadLettersBefore}`,
   );
+}
+
+/** Waits for all of the burst Running after the kill; the provider must run exactly those pods. */
+async function allRunning(h: PipelineHarness, ns: string): Promise<PodRef[]> {
+  await waitFor(async () => (await h.pods.list(ns)).filter(isRunningAndReady).length === BURST, {
+    timeoutMs: 4 * MINUTE,
+    intervalMs: 1_000,
+    what: `all ${BURST} pods Running after the kill`,
+  });
+  const pods = await h.pods.list(ns);
+  const refs = pods.map(refOf);
+  assert.equal(pods.filter((p: V1Pod) => p.status?.phase === 'Failed').length, 0, 'no pod reported lost');
+  const held = (await h.probe.pods(h.node)).filter((p) => p.namespace === ns);
+  assert.deepEqual(
+    held.map((p) => p.uid).sort(),
+    refs.map((r) => r.uid).sort(),
+    'the provider runs exactly these pods',
+  );
+  return refs;
 }
 
 /** Every uid's history, where the provider still has one, shows exactly these counts. */
