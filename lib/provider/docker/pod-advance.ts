@@ -35,8 +35,8 @@ export interface AdvanceDeps {
  * removal of a removed one are no-ops.
  *
  * A pod being deleted (its deletion marker on the engine, or a removal
- * running in this process) is only stopped and removed: nothing is created
- * or started in it. `observed` may predate the marker (a poll lists a whole
+ * running in this process) is only reported while it stops, then removed:
+ * nothing is created or started in it. `observed` may predate the marker (a poll lists a whole
  * node, then inspects and moves on its pods one by one), and what it shows
  * may already be the delete's doing: a container that exited on the
  * delete's SIGTERM, an instance its removal took. So before it creates or

@@ -2,9 +2,9 @@
  * The pod removals running in this process, by pod uid.
  *
  * Kept per process, not per provider instance: every function builds its own
- * provider, and the functions of one process (pod-sync's delete and
- * pod-status's poll; locally, every function's sandbox shares one host
- * process) act on the same pod at once. A second removal of a uid that is
+ * provider, and functions that share a process (locally, every function's
+ * sandbox runs in one host process: pod-sync's delete beside pod-status's
+ * poll) act on the same pod at once. A second removal of a uid that is
  * being removed here joins the first instead of racing it round by round,
  * and a poller asks {@link removalOf} before it creates or starts a
  * container, so that it never brings back what a removal here is taking
