@@ -5,7 +5,7 @@ import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import type { PodProvider } from '../provider/provider.ts';
 import { errorMessage } from '../util/error-message.ts';
-import type { KnownPod, KnownPodStore } from './known-pods.ts';
+import { type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
 import { POD_EVENT_REASONS, type PodEventRecorder } from './pod-events.ts';
 import { isTerminalPhase, TERMINATED_MARK, terminatedStatus } from './pod-status-builders.ts';
 import { forceDeletePod, podRef, writePodStatus } from './pod-status-writes.ts';
@@ -146,8 +146,25 @@ export class PodDeleter {
         { cause: err },
       );
     }
-    const [terminated] = await Promise.all([
-      result === 'deleted' ? false : this.writeTerminated(step, log),
+    // Recorded at once, beside the Event and the terminated status: until then pod-status, finding
+    // the pod gone from the provider, has no grace period's end to go by. The terminated status is
+    // recorded as written before its write is answered; a failed write forgets it again, so that
+    // pod-status's poll writes it.
+    const stopped = result !== 'deleted';
+    const handOffMs = this.options.handOffMs ?? 0;
+    const status = stopped
+      ? {
+          hash: TERMINATED_MARK,
+          ...(handOffMs > 0 ? { handedOffUntil: new Date(clock.now() + handOffMs).toISOString() } : {}),
+        }
+      : undefined;
+    const identity = { ...podRef(step.pod), node: step.node };
+    const [markFailure, terminated] = await Promise.all([
+      knownPods.markTerminating(step.record, identity, step.forceDeleteAt, status).then(
+        () => undefined,
+        (err: unknown) => err ?? new Error('markTerminating failed'),
+      ),
+      stopped ? this.writeTerminated(step, log) : false,
       result === 'not-found'
         ? undefined
         : events.record(
@@ -157,17 +174,13 @@ export class PodDeleter {
             'Delete pod in provider successfully',
           ),
     ]);
-    // Recorded right after: until then pod-status, finding the pod gone from the provider, has no
-    // grace period's end to go by (a terminating pod is never reported lost, though).
-    const handOffMs = this.options.handOffMs ?? 0;
-    const status = terminated
-      ? {
-          hash: TERMINATED_MARK,
-          ...(handOffMs > 0 ? { handedOffUntil: new Date(clock.now() + handOffMs).toISOString() } : {}),
-        }
-      : undefined;
-    const identity = { ...podRef(step.pod), node: step.node };
-    await knownPods.markTerminating(step.record, identity, step.forceDeleteAt, status);
+    if (markFailure !== undefined) throw markFailure;
+    if (stopped && !terminated) {
+      await knownPods.forgetStatus(identity).catch((err: unknown) => {
+        // Gone, or about a newer pod: nothing of this one's status to forget.
+        if (!(err instanceof KnownPodConflictError)) throw err;
+      });
+    }
     log.info(
       { forceDeleteAt: step.forceDeleteAt, terminated },
       terminated
