@@ -1119,12 +1119,7 @@ async function main(): Promise<void> {
   markMockRequests();
   try {
     mkdirSync(benchDir, { recursive: true });
-    // Bursts run for minutes: DynamoDB Local's optimising compiler pays for itself.
-    const env = await startBenchEnvironment({
-      dir: join(benchDir, 'control-plane'),
-      log,
-      dynamoJit: 'throughput',
-    });
+    const env = await startBenchEnvironment({ dir: join(benchDir, 'control-plane'), log });
     stops.push(() => env.stop());
     interrupted.throwIfAborted();
 

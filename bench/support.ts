@@ -14,11 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type KubeConfig, Watch } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../lib/local/control-plane.ts';
-import {
-  type DynamoDbLocal,
-  type DynamoDbLocalOptions,
-  startDynamoDbLocal,
-} from '../lib/local/dynamodb-local.ts';
+import { type DynamoDbLocal, startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 
 export type Log = (line: string) => void;
 
@@ -45,17 +41,12 @@ const CONTROL_PLANE_COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-man
  * Starts a control plane under `dir` and an in-memory DynamoDB Local, in
  * parallel. Whatever started is stopped again when the other fails.
  */
-export async function startBenchEnvironment(options: {
-  dir: string;
-  log: Log;
-  /** DynamoDB Local's compilers (see DynamoDbLocalOptions): `throughput` for long bursts. */
-  dynamoJit?: DynamoDbLocalOptions['jit'];
-}): Promise<BenchEnvironment> {
+export async function startBenchEnvironment(options: { dir: string; log: Log }): Promise<BenchEnvironment> {
   const { dir, log } = options;
   const started = performance.now();
   const [cp, db] = await Promise.allSettled([
     startControlPlane({ dir, log }),
-    startDynamoDbLocal({ inMemory: true, log, ...(options.dynamoJit ? { jit: options.dynamoJit } : {}) }),
+    startDynamoDbLocal({ inMemory: true, log }),
   ]);
   if (cp.status === 'rejected' || db.status === 'rejected') {
     if (cp.status === 'fulfilled') await cp.value.stop();

@@ -26,13 +26,6 @@ export interface DynamoDbLocalOptions {
   log?: (line: string) => void;
   /** How long start-up may take before it is abandoned. Default 60 s (a busy 2-core machine). */
   startTimeoutMs?: number;
-  /**
-   * `start-up` (default): the JVM's quick compiler only, for the fastest
-   * start and the least CPU in a short test. `throughput`: its optimising
-   * compiler too, which costs CPU for a minute and then serves a request for
-   * about a third less (0.5 against 0.75 ms measured): for a long benchmark.
-   */
-  jit?: 'start-up' | 'throughput';
 }
 
 export interface DynamoDbLocal {
@@ -104,7 +97,7 @@ async function startOnce(
   options: DynamoDbLocalOptions,
 ): Promise<DynamoDbLocal> {
   const started = performance.now();
-  const jvm = new DynamoDbLocalProcess(port, storage, options.log, options.jit);
+  const jvm = new DynamoDbLocalProcess(port, storage, options.log);
   const endpoint = `http://127.0.0.1:${port}`;
   const timeoutMs = options.startTimeoutMs ?? 60_000;
   const deadline = performance.now() + timeoutMs;
@@ -144,16 +137,11 @@ class DynamoDbLocalProcess {
   #spawnError: NodeJS.ErrnoException | undefined;
   #stopping: Promise<void> | undefined;
 
-  constructor(
-    port: number,
-    storage: string[],
-    log: ((line: string) => void) | undefined,
-    jit: DynamoDbLocalOptions['jit'],
-  ) {
+  constructor(port: number, storage: string[], log: ((line: string) => void) | undefined) {
     this.#port = port;
     this.#log = log;
     const emulatorDir = emulatorDirectory();
-    this.#child = spawn('java', jvmArgs(emulatorDir, port, storage, jit), {
+    this.#child = spawn('java', jvmArgs(emulatorDir, port, storage), {
       cwd: emulatorDir,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, DDB_LOCAL_TELEMETRY: '0' },
@@ -246,16 +234,11 @@ class DynamoDbLocalProcess {
   }
 }
 
-function jvmArgs(
-  emulatorDir: string,
-  port: number,
-  storage: string[],
-  jit: DynamoDbLocalOptions['jit'],
-): string[] {
+function jvmArgs(emulatorDir: string, port: number, storage: string[]): string[] {
   return [
     // Start-up and CPU matter more than peak throughput for tests on 2 cores.
     '-XX:+UseSerialGC',
-    ...(jit === 'throughput' ? [] : ['-XX:TieredStopAtLevel=1']),
+    '-XX:TieredStopAtLevel=1',
     `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`,
     '-jar',
     join(emulatorDir, 'DynamoDBLocal.jar'),
