@@ -171,7 +171,9 @@ class Drain {
       return;
     }
     log.debug({ pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv }, 'pod event received');
-    this.#batcher.push(detail, rv, this.#o.hints.resourcesFor(type, object));
+    // An event pod-sync would skip is not sent; the resourceVersion still moves past it.
+    const announced = this.#o.hints.announce(type, object);
+    this.#batcher.push(announced ? detail : undefined, rv, announced?.resources);
   }
 
   #outcome(requestError: unknown): DrainResult {

@@ -272,7 +272,9 @@ class NodeWatcher {
       { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
       'pod event received',
     );
-    batcher.push(detail, rv, this.#hints.resourcesFor(type, object));
+    // An event pod-sync would skip is not sent; the resourceVersion still moves past it.
+    const announced = this.#hints.announce(type, object);
+    batcher.push(announced ? detail : undefined, rv, announced?.resources);
   }
 
   /** One watch request from `fromRv`, until the server closes it, it fails, or the watcher stops. */
