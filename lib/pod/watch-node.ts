@@ -268,10 +268,8 @@ class NodeWatcher {
       batcher.push(undefined, rv);
       return;
     }
-    this.#log.debug(
-      { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
-      'pod event received',
-    );
+    const fields = { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv };
+    this.#log.debug(fields, 'pod event received');
     // An event pod-sync would skip is not sent; the resourceVersion still moves past it.
     const announced = this.#hints.announce(type, object);
     batcher.push(announced ? detail : undefined, rv, announced?.resources);
