@@ -1,170 +1,185 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS } from '../aws/client-options.ts';
 import { currentDeadline } from '../deadline.ts';
-import { type RetryQuota, retryDelayMs, retryKind } from './dynamodb-retry.ts';
+import { answerObject, type ErrorAnswer, serviceError } from './aws-json-errors.ts';
+import { RetryQuota, retryDelayMs, retryKind } from './aws-retry.ts';
+import { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS } from './client-options.ts';
+import type { CredentialProvider } from './credentials.ts';
 
 /**
- * DynamoDB's JSON protocol (`application/x-amz-json-1.0`, one POST per
- * operation, SigV4-signed), spoken directly instead of through the SDK
- * client's middleware stack, which costs several times more CPU per call
- * than the call itself (bench/README.md, "The pod pipeline's CPU").
- * Everything that is not per call stays the SDK's: the client's resolved
- * credentials (its provider chain, refreshed as it refreshes them), region
- * and endpoint. What the SDK client does per call is done here the same
- * way: the attempt timeout and the invocation's deadline of
- * lib/aws/client-options.ts, and the standard retry strategy (retryable
- * errors, backoff with full jitter, a retry quota) of lib/state/dynamodb-retry.ts.
- * Not done: the SDK's clock-skew correction (Lambda's clock is kept in sync)
- * and endpoint discovery (DynamoDB's is off by default).
+ * The AWS JSON protocol (`application/x-amz-json-1.0`: one SigV4-signed
+ * POST per operation, named by the `X-Amz-Target` header), spoken directly
+ * for the services our functions call on every invocation, DynamoDB
+ * (lib/state/) and SQS (lib/tick/sqs-tick-queue.ts), instead of through the
+ * SDK clients: importing a client costs a cold start about 50-60 ms of CPU
+ * and its middleware stack costs several times more CPU per call than the
+ * call itself (bench/README.md, "Cold start" and "The pod pipeline's CPU").
+ * What the SDK clients give per call is done here the same way: the attempt
+ * timeout and the invocation's deadline of lib/aws/client-options.ts, and
+ * the standard retry strategy (retryable errors, backoff with full jitter, a
+ * retry quota) of lib/aws/aws-retry.ts. Not done: the SDK's clock-skew
+ * correction (Lambda's clock is kept in sync) and DynamoDB's endpoint
+ * discovery (off by default in the SDK).
  */
 
-export interface DynamoDbWireOptions {
+/** What differs between the services spoken this way. */
+export interface AwsJsonService {
+  /** In messages: `DynamoDB`, `SQS`. */
+  name: string;
+  /** SigV4's service name: `dynamodb`, `sqs`. */
+  signingName: string;
+  /** `X-Amz-Target` is `<targetPrefix>.<operation>`: `DynamoDB_20120810`, `AmazonSQS`. */
+  targetPrefix: string;
+  /** SQS: answers carry the legacy query error code too (`x-amzn-query-mode`). */
+  queryCompatible?: boolean;
+  /** Errors the service's model marks retryable (the SDK reads that trait from its schemas). */
+  retryable?: ReadonlySet<string>;
+}
+
+/** Where and as whom the calls go: resolved once per wire, at its first call. */
+export interface AwsEndpoint {
+  /** Origin and path (`/`) the POSTs go to. */
+  url: URL;
+  /** The region signed for. */
+  region: string;
+  credentials: CredentialProvider;
+}
+
+export interface AwsJsonWireOptions {
   /** One HTTP attempt, connection included. Default 5000. */
   requestTimeoutMs?: number;
   /** Attempts per call, retries included. Default 3. */
   maxAttempts?: number;
 }
 
-/** An error DynamoDB answered with: `name` is its type (`ConditionalCheckFailedException`...). */
-export class DynamoDbServiceError extends Error {
-  readonly $metadata: { httpStatusCode: number; attempts: number };
-  /** TransactionCanceledException's reasons, one per operation of the transaction. */
-  readonly CancellationReasons?: Array<{ Code?: string; Message?: string }>;
-
-  constructor(
-    type: string,
-    message: string,
-    status: number,
-    attempts: number,
-    reasons?: Array<{ Code?: string; Message?: string }>,
-  ) {
-    super(message);
-    this.name = type;
-    this.$metadata = { httpStatusCode: status, attempts };
-    if (reasons) this.CancellationReasons = reasons;
-  }
-}
-
-/** A DynamoDB call's answer, as parsed JSON (attribute values still marshalled). */
+/** A call's answer, as parsed JSON (DynamoDB's attribute values still marshalled). */
 export type WireOutput = Record<string, unknown>;
 
-interface Target {
-  protocol: string;
-  hostname: string;
-  port: number | undefined;
-  path: string;
-  region: string;
+interface Resolved {
+  url: URL;
+  signer: SignatureV4;
 }
 
-export class DynamoDbWire {
-  readonly #client: DynamoDBClient;
+export class AwsJsonWire {
+  readonly #service: AwsJsonService;
+  readonly #endpoint: () => Promise<AwsEndpoint>;
   readonly #timeoutMs: number;
   readonly #maxAttempts: number;
-  readonly #quota: RetryQuota = { tokens: 500 };
+  readonly #quota = new RetryQuota();
   readonly #agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
-  #target: Promise<{ target: Target; signer: SignatureV4 }> | undefined;
+  #resolved: Promise<Resolved> | undefined;
 
-  constructor(client: DynamoDBClient, options: DynamoDbWireOptions = {}) {
-    this.#client = client;
+  /** `endpoint` is asked once, at the first call (again after it failed). */
+  constructor(
+    service: AwsJsonService,
+    endpoint: () => Promise<AwsEndpoint>,
+    options: AwsJsonWireOptions = {},
+  ) {
+    this.#service = service;
+    this.#endpoint = endpoint;
     this.#timeoutMs = options.requestTimeoutMs ?? DEFAULT_AWS_REQUEST_TIMEOUT_MS;
     this.#maxAttempts = options.maxAttempts ?? DEFAULT_AWS_MAX_ATTEMPTS;
   }
 
   /**
-   * Calls `operation` (GetItem, UpdateItem...) with `input` as DynamoDB's
+   * Calls `operation` (GetItem, SendMessage...) with `input` as the service's
    * API takes it. Retries what the SDK retries, within `maxAttempts` and the
-   * retry quota, never past the invocation's deadline.
-   * @throws DynamoDbServiceError for an error DynamoDB answered with.
+   * retry quota, never past the invocation's deadline nor after `signal`.
+   * @throws AwsServiceError for an error the service answered with;
+   *   TimeoutError, AbortError or the network's error for no answer.
    */
-  async send(operation: string, input: Record<string, unknown>): Promise<WireOutput> {
-    const { target, signer } = await this.#resolve();
+  async send(operation: string, input: Record<string, unknown>, signal?: AbortSignal): Promise<WireOutput> {
+    const { url, signer } = await this.#resolve();
     const body = JSON.stringify(input);
-    let spent = 0;
+    let lastCost: number | undefined;
     for (let attempt = 1; ; attempt++) {
-      const deadline = currentDeadline();
-      deadline?.throwIfAborted();
+      const abort = abortSignalOf(currentDeadline(), signal);
+      if (abort?.aborted) throw abortError(abort);
       try {
-        const output = await this.#attempt(target, signer, operation, body, attempt, deadline);
-        this.#quota.tokens = Math.min(500, this.#quota.tokens + (spent > 0 ? spent : 1));
+        const output = await this.#attempt(url, signer, operation, body, attempt, abort);
+        this.#quota.release(lastCost);
         return output;
       } catch (err) {
-        const kind = retryKind(err);
-        const cost = kind === 'timeout' ? 10 : 5;
-        if (!kind || attempt >= this.#maxAttempts || deadline?.aborted || this.#quota.tokens < cost)
-          throw err;
-        this.#quota.tokens -= cost;
-        spent += cost;
-        await pause(retryDelayMs(kind, attempt), deadline);
+        const kind = retryKind(err, this.#service.retryable);
+        if (!kind || attempt >= this.#maxAttempts || abort?.aborted) throw err;
+        const cost = this.#quota.take(kind);
+        if (cost === undefined) throw err;
+        lastCost = cost;
+        await pause(retryDelayMs(kind, attempt), abort);
       }
     }
   }
 
   async #attempt(
-    target: Target,
+    url: URL,
     signer: SignatureV4,
     operation: string,
     body: string,
     attempt: number,
-    deadline: AbortSignal | undefined,
+    abort: AbortSignal | undefined,
   ): Promise<WireOutput> {
-    const host = target.port === undefined ? target.hostname : `${target.hostname}:${target.port}`;
+    const port = url.port === '' ? undefined : Number(url.port);
     const signed = await signer.sign({
       method: 'POST',
-      protocol: target.protocol,
-      hostname: target.hostname,
-      ...(target.port === undefined ? {} : { port: target.port }),
-      path: target.path,
+      protocol: url.protocol,
+      hostname: url.hostname,
+      ...(port === undefined ? {} : { port }),
+      path: url.pathname,
       query: {},
       headers: {
-        host,
+        host: url.host,
         'content-type': 'application/x-amz-json-1.0',
-        'x-amz-target': `DynamoDB_20120810.${operation}`,
+        'x-amz-target': `${this.#service.targetPrefix}.${operation}`,
+        ...(this.#service.queryCompatible ? { 'x-amzn-query-mode': 'true' } : {}),
         'content-length': String(Buffer.byteLength(body)),
       },
       body,
     });
-    const { status, text } = await this.#post(target, signed.headers, body, deadline);
-    const parsed: unknown = text === '' ? {} : JSON.parse(text);
-    const output = typeof parsed === 'object' && parsed !== null ? (parsed as WireOutput) : {};
-    if (status >= 200 && status < 300) return output;
-    throw serviceError(output, status, attempt);
+    const answer = await this.#post(url, signed.headers, body, abort);
+    if (answer.status >= 200 && answer.status < 300) return answerObject(answer.body, this.#service.name);
+    throw serviceError(answer, attempt, {
+      service: this.#service.name,
+      ...(this.#service.queryCompatible ? { queryCompatible: true } : {}),
+    });
   }
 
-  /** One HTTP POST, destroyed after the attempt timeout (TimeoutError) or at the deadline (AbortError). */
+  /** One HTTP POST, destroyed after the attempt timeout (TimeoutError) or when `abort` fires (AbortError). */
   #post(
-    target: Target,
+    url: URL,
     headers: Record<string, string>,
     body: string,
-    deadline: AbortSignal | undefined,
-  ): Promise<{ status: number; text: string }> {
-    const https = target.protocol === 'https:';
+    abort: AbortSignal | undefined,
+  ): Promise<ErrorAnswer> {
+    const https = url.protocol === 'https:';
     const send = https ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
       const req = send(
         {
           method: 'POST',
-          hostname: target.hostname,
-          ...(target.port === undefined ? {} : { port: target.port }),
-          path: target.path,
+          hostname: url.hostname,
+          ...(url.port === '' ? {} : { port: Number(url.port) }),
+          path: url.pathname,
           headers,
           agent: https ? this.#agents.https : this.#agents.http,
-          ...(deadline ? { signal: deadline } : {}),
+          ...(abort ? { signal: abort } : {}),
         },
         (res: IncomingMessage) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
           res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: Buffer.concat(chunks).toString('utf8'),
+            }),
           );
           res.on('error', reject);
         },
       );
       const timer = setTimeout(() => {
-        const err = new Error(`DynamoDB did not answer within ${this.#timeoutMs} ms`);
+        const err = new Error(`${this.#service.name} did not answer within ${this.#timeoutMs} ms`);
         err.name = 'TimeoutError';
         req.destroy(err);
       }, this.#timeoutMs);
@@ -174,68 +189,44 @@ export class DynamoDbWire {
     });
   }
 
-  /** The endpoint and the signer, resolved once from the client's configuration. */
-  #resolve(): Promise<{ target: Target; signer: SignatureV4 }> {
-    this.#target ??= this.#resolveOnce().catch((err: unknown) => {
-      this.#target = undefined;
-      throw err;
-    });
-    return this.#target;
-  }
-
-  async #resolveOnce(): Promise<{ target: Target; signer: SignatureV4 }> {
-    const config = this.#client.config;
-    const region = await config.region();
-    let url: URL;
-    const custom = config.endpoint ? await config.endpoint() : undefined;
-    if (custom) {
-      url = new URL(
-        `${custom.protocol}//${custom.hostname}${custom.port ? `:${custom.port}` : ''}${custom.path}`,
-      );
-    } else {
-      const resolved = config.endpointProvider({
-        Region: region,
-        UseFIPS: await config.useFipsEndpoint(),
-        UseDualStack: await config.useDualstackEndpoint(),
-      });
-      url = resolved.url;
-    }
-    const target: Target = {
-      protocol: url.protocol,
-      hostname: url.hostname,
-      port: url.port === '' ? undefined : Number(url.port),
-      path: url.pathname || '/',
-      region,
-    };
-    const signer = new SignatureV4({
-      service: 'dynamodb',
-      region,
-      credentials: config.credentials,
-      sha256: Hash.bind(null, 'sha256'),
-    });
-    return { target, signer };
+  /** The endpoint and the signer, resolved once. */
+  #resolve(): Promise<Resolved> {
+    this.#resolved ??= this.#endpoint().then(
+      (endpoint) => ({
+        url: endpoint.url,
+        signer: new SignatureV4({
+          service: this.#service.signingName,
+          region: endpoint.region,
+          credentials: endpoint.credentials,
+          sha256: Hash.bind(null, 'sha256'),
+        }),
+      }),
+      (err: unknown) => {
+        this.#resolved = undefined;
+        throw err;
+      },
+    );
+    return this.#resolved;
   }
 }
 
-function serviceError(output: WireOutput, status: number, attempts: number): DynamoDbServiceError {
-  const rawType = typeof output.__type === 'string' ? output.__type : `HTTP${status}`;
-  const type = rawType.slice(rawType.lastIndexOf('#') + 1);
-  const message =
-    typeof output.message === 'string'
-      ? output.message
-      : typeof output.Message === 'string'
-        ? output.Message
-        : `DynamoDB answered ${status}`;
-  const reasons = Array.isArray(output.CancellationReasons)
-    ? (output.CancellationReasons as Array<{ Code?: string; Message?: string }>)
-    : undefined;
-  return new DynamoDbServiceError(type, message, status, attempts, reasons);
+/** The invocation's deadline and the caller's signal, whichever fires first. */
+function abortSignalOf(deadline: AbortSignal | undefined, signal: AbortSignal | undefined) {
+  if (deadline && signal) return AbortSignal.any([deadline, signal]);
+  return deadline ?? signal;
+}
+
+/** What an aborted call throws, whatever aborted it: an AbortError, never retried, as the SDK's. */
+function abortError(signal: AbortSignal): Error {
+  const err = new Error('Request aborted', { cause: signal.reason });
+  err.name = 'AbortError';
+  return err;
 }
 
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
-      reject(signal.reason);
+      reject(abortError(signal));
       return;
     }
     const timer = setTimeout(() => {
@@ -244,7 +235,7 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
     }, ms);
     const onAbort = () => {
       clearTimeout(timer);
-      reject(signal?.reason);
+      if (signal) reject(abortError(signal));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });

@@ -179,6 +179,15 @@ export const ENV_VARIABLES = {
   SVK_POD_WATCH_FLUSH_MS: wholeNumber(200, 0, 10000),
   SVK_POD_WATCH_BOOKMARK_INTERVAL_MS: wholeNumber(1000, 0, 60000),
   AWS_REGION: z.string().trim().min(1).default('us-east-1'),
+  // The function role's credentials, which Lambda sets (lib/aws/credentials.ts).
+  AWS_ACCESS_KEY_ID: z.string().trim().optional(),
+  AWS_SECRET_ACCESS_KEY: z.string().optional(),
+  AWS_SESSION_TOKEN: z.string().optional(),
+  // Any of these makes DynamoDB's endpoint the SDK rules' (lib/state/dynamodb-wire.ts).
+  AWS_USE_FIPS_ENDPOINT: z.string().optional(),
+  AWS_USE_DUALSTACK_ENDPOINT: z.string().optional(),
+  AWS_ENDPOINT_URL: z.string().optional(),
+  AWS_ENDPOINT_URL_DYNAMODB: z.string().optional(),
   SVK_KUBECONFIG: z.string().trim().min(1, 'must be a path').optional(),
   SVK_KUBECONFIG_SECRET: secretsManagerSecret(),
   SVK_KUBECONFIG_PARAMETER: z
