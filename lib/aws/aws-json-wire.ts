@@ -5,8 +5,8 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { currentDeadline } from '../deadline.ts';
 import { answerObject, type ErrorAnswer, serviceError } from './aws-json-errors.ts';
 import { RetryQuota, retryDelayMs, retryKind } from './aws-retry.ts';
-import { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS } from './client-options.ts';
 import type { CredentialProvider } from './credentials.ts';
+import { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS } from './defaults.ts';
 
 /**
  * The AWS JSON protocol (`application/x-amz-json-1.0`: one SigV4-signed
