@@ -1,12 +1,11 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { currentDeadline } from '../deadline.ts';
 import { answerObject, type ErrorAnswer, serviceError } from './aws-json-errors.ts';
 import { RetryQuota, retryDelayMs, retryKind } from './aws-retry.ts';
 import type { CredentialProvider } from './credentials.ts';
 import { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS } from './defaults.ts';
+import { SigV4Signer } from './sigv4.ts';
 
 /**
  * The AWS JSON protocol (`application/x-amz-json-1.0`: one SigV4-signed
@@ -16,7 +15,8 @@ import { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS } from './defa
  * SDK clients: importing a client costs a cold start about 50-60 ms of CPU
  * and its middleware stack costs several times more CPU per call than the
  * call itself (bench/README.md, "Cold start" and "The pod pipeline's CPU").
- * What the SDK clients give per call is done here the same way: the attempt
+ * Requests are signed by lib/aws/sigv4.ts. What the SDK clients give per
+ * call is done here the same way: the attempt
  * timeout and the invocation's deadline of lib/aws/client-options.ts, and
  * the standard retry strategy (retryable errors, backoff with full jitter, a
  * retry quota) of lib/aws/aws-retry.ts. Not done: the SDK's clock-skew
@@ -59,7 +59,8 @@ export type WireOutput = Record<string, unknown>;
 
 interface Resolved {
   url: URL;
-  signer: SignatureV4;
+  credentials: CredentialProvider;
+  signer: SigV4Signer;
 }
 
 export class AwsJsonWire {
@@ -91,14 +92,14 @@ export class AwsJsonWire {
    *   TimeoutError, AbortError or the network's error for no answer.
    */
   async send(operation: string, input: Record<string, unknown>, signal?: AbortSignal): Promise<WireOutput> {
-    const { url, signer } = await this.#resolve();
+    const resolved = await this.#resolve();
     const body = JSON.stringify(input);
     let lastCost: number | undefined;
     for (let attempt = 1; ; attempt++) {
       const abort = abortSignalOf(currentDeadline(), signal);
       if (abort?.aborted) throw abortError(abort);
       try {
-        const output = await this.#attempt(url, signer, operation, body, attempt, abort);
+        const output = await this.#attempt(resolved, operation, body, attempt, abort);
         this.#quota.release(lastCost);
         return output;
       } catch (err) {
@@ -113,31 +114,28 @@ export class AwsJsonWire {
   }
 
   async #attempt(
-    url: URL,
-    signer: SignatureV4,
+    { url, credentials, signer }: Resolved,
     operation: string,
     body: string,
     attempt: number,
     abort: AbortSignal | undefined,
   ): Promise<WireOutput> {
-    const port = url.port === '' ? undefined : Number(url.port);
-    const signed = await signer.sign({
-      method: 'POST',
-      protocol: url.protocol,
-      hostname: url.hostname,
-      ...(port === undefined ? {} : { port }),
-      path: url.pathname,
-      query: {},
-      headers: {
+    const headers = signer.sign(
+      {
+        method: 'POST',
         host: url.host,
-        'content-type': 'application/x-amz-json-1.0',
-        'x-amz-target': `${this.#service.targetPrefix}.${operation}`,
-        ...(this.#service.queryCompatible ? { 'x-amzn-query-mode': 'true' } : {}),
-        'content-length': String(Buffer.byteLength(body)),
+        path: url.pathname,
+        headers: {
+          'content-type': 'application/x-amz-json-1.0',
+          'x-amz-target': `${this.#service.targetPrefix}.${operation}`,
+          ...(this.#service.queryCompatible ? { 'x-amzn-query-mode': 'true' } : {}),
+          'content-length': String(Buffer.byteLength(body)),
+        },
+        body,
       },
-      body,
-    });
-    const answer = await this.#post(url, signed.headers, body, abort);
+      await credentials(),
+    );
+    const answer = await this.#post(url, headers, body, abort);
     if (answer.status >= 200 && answer.status < 300) return answerObject(answer.body, this.#service.name);
     throw serviceError(answer, attempt, {
       service: this.#service.name,
@@ -194,12 +192,8 @@ export class AwsJsonWire {
     this.#resolved ??= this.#endpoint().then(
       (endpoint) => ({
         url: endpoint.url,
-        signer: new SignatureV4({
-          service: this.#service.signingName,
-          region: endpoint.region,
-          credentials: endpoint.credentials,
-          sha256: Hash.bind(null, 'sha256'),
-        }),
+        credentials: endpoint.credentials,
+        signer: new SigV4Signer({ service: this.#service.signingName, region: endpoint.region }),
       }),
       (err: unknown) => {
         this.#resolved = undefined;

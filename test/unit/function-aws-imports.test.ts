@@ -9,8 +9,9 @@
  * other partitions) is loaded by a dynamic `import()` when first used, and
  * types are imported with `import type`, which esbuild erases. Each
  * function's static import graph is followed with TypeScript's parser
- * (test/support/source-graph.ts); a value import of an `@aws-sdk/` package
- * or of the SDK clients' HTTP handler anywhere in it fails, naming the chain.
+ * (test/support/source-graph.ts); a value import of an `@aws-sdk/` or
+ * `@smithy/` package (the SDK clients' HTTP handler, signer and core)
+ * anywhere in it fails, naming the chain.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -20,7 +21,7 @@ import { filesUnder, packageImports, reachableWithin } from '../support/source-g
 const ALL_HOPS = 1_000;
 
 function isSdkClientPackage(specifier: string): boolean {
-  return specifier.startsWith('@aws-sdk/') || specifier === '@smithy/node-http-handler';
+  return specifier.startsWith('@aws-sdk/') || specifier.startsWith('@smithy/');
 }
 
 /** The clients whose calls went onto our wire: not even the ECS function, which needs ECS's, loads these. */
