@@ -13,7 +13,7 @@ import {
 
 /**
  * The Docker provider's own environment variables, validated at cold start
- * with the rest of the configuration. Light on purpose (zod and env-parsing
+ * with the rest of the configuration. Light on purpose (zod/mini and env-parsing
  * only): the provider itself, and dockerode with it, is loaded only when it
  * is chosen. The TLS material is named (a secret, a directory), never held.
  */

@@ -11,7 +11,7 @@ import { type OverrideRule, parseOverrideAllowlist } from './override-allowlist.
 
 /**
  * The ECS Fargate provider's own environment variables, validated at cold
- * start with every issue named at once. Light on purpose (zod only): the
+ * start with every issue named at once. Light on purpose (zod/mini only): the
  * provider and the ECS, CloudWatch Logs and SSM clients load only when it is
  * chosen.
  */
