@@ -86,7 +86,7 @@ export class DynamoDbWire {
     let spent = 0;
     for (let attempt = 1; ; attempt++) {
       const deadline = currentDeadline();
-      deadline?.throwIfAborted();
+      if (deadline?.aborted) throw abortError(deadline);
       try {
         const output = await this.#attempt(target, signer, operation, body, attempt, deadline);
         this.#quota.tokens = Math.min(500, this.#quota.tokens + (spent > 0 ? spent : 1));
@@ -232,10 +232,17 @@ function serviceError(output: WireOutput, status: number, attempts: number): Dyn
   return new DynamoDbServiceError(type, message, status, attempts, reasons);
 }
 
+/** How a call ends at the invocation's deadline: an AbortError, as the SDK's request handler ends it (never retried). */
+function abortError(signal: AbortSignal): Error {
+  const err = new Error('Request aborted: the invocation reached its deadline', { cause: signal.reason });
+  err.name = 'AbortError';
+  return err;
+}
+
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
-      reject(signal.reason);
+      reject(abortError(signal));
       return;
     }
     const timer = setTimeout(() => {
@@ -244,7 +251,7 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
     }, ms);
     const onAbort = () => {
       clearTimeout(timer);
-      reject(signal?.reason);
+      if (signal) reject(abortError(signal));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
