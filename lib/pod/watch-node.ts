@@ -272,9 +272,7 @@ class NodeWatcher {
       { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
       'pod event received',
     );
-    // An event pod-sync would skip is not sent; the resourceVersion still moves past it.
-    const announced = this.#hints.announce(type, object);
-    batcher.push(announced ? detail : undefined, rv, announced?.resources);
+    this.#hints.push(batcher, { type, pod: object, detail, resourceVersion: rv });
   }
 
   /** One watch request from `fromRv`, until the server closes it, it fails, or the watcher stops. */
