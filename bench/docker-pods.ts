@@ -24,7 +24,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
 import Docker from 'dockerode';
-import { createKubeClients, isNotFound, type KubeClients, loadKubeConfig } from '../lib/kube/client.ts';
+import { isNotFound } from '../lib/kube/client.ts';
+import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-clients.ts';
 import { LocalDeployment } from '../lib/local/local-deployment.ts';
 import { type PodmanService, startPodman } from '../lib/local/podman.ts';
 import { LABELS } from '../lib/provider/docker/names.ts';
@@ -88,7 +89,7 @@ interface BurstFigures {
   deleteS?: number;
 }
 
-async function nodeReady(admin: KubeClients, node: string): Promise<boolean> {
+async function nodeReady(admin: ToolingClients, node: string): Promise<boolean> {
   try {
     const n = await admin.core.readNode({ name: node });
     return n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
@@ -115,7 +116,7 @@ async function until(
   return false;
 }
 
-async function createNamespace(admin: KubeClients, name: string, signal: AbortSignal): Promise<void> {
+async function createNamespace(admin: ToolingClients, name: string, signal: AbortSignal): Promise<void> {
   await admin.core.createNamespace({ body: { metadata: { name } } });
   await until(
     `the default service account of ${name}`,
@@ -212,7 +213,7 @@ async function runBurst(
   capMs: number,
   signal: AbortSignal,
 ): Promise<BurstFigures> {
-  const admin = createKubeClients(loadKubeConfig({ kubeconfigPath: env.controlPlane.adminKubeconfig }));
+  const admin = createToolingClients(env.controlPlane.adminKubeconfig);
   const node = `bench-${provider}`;
   const docker = new Docker({ socketPath: podman.socketPath });
   const deployment = new LocalDeployment({
@@ -239,7 +240,7 @@ async function runBurst(
     const bound = new Map<string, number>();
     const running = new Map<string, number>();
     const watch = await resumingWatch(
-      loadKubeConfig({ kubeconfigPath: env.controlPlane.adminKubeconfig }),
+      admin.config,
       `/api/v1/namespaces/${namespace}/pods`,
       {},
       (_type, object) => {

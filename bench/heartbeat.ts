@@ -41,7 +41,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Context } from 'aws-lambda';
 import { createHeartbeatHandler } from '../functions/heartbeat.ts';
 import { TICK_PART_NAMES, type TickPartName } from '../lib/config/env-variables.ts';
-import { createKubeClients, type KubeClients, loadKubeConfig } from '../lib/kube/client.ts';
+import { loadKubeConfig } from '../lib/kube/client.ts';
+import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-clients.ts';
 import type { Cadence } from '../lib/local/cadence.ts';
 import { type ControlPlane, startControlPlane } from '../lib/local/control-plane.ts';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
@@ -497,7 +498,7 @@ function sum(counts: Record<string, number>): number {
 interface Environment {
   controlPlane: ControlPlane;
   dynamo: DynamoDbLocal;
-  admin: KubeClients;
+  admin: ToolingClients;
   recorder: RequestRecorder;
   pids: Map<string, number>;
   interrupted: AbortSignal;
@@ -807,7 +808,7 @@ async function runOnce(envt: Environment, spec: RunSpec, minutes: number): Promi
 }
 
 /** Deletes the run's nodes and leases, so that the node lifecycle controller does not work on them during the next run. */
-async function cleanUp(admin: KubeClients, selector: string, prefix: string): Promise<void> {
+async function cleanUp(admin: ToolingClients, selector: string, prefix: string): Promise<void> {
   await admin.core.deleteCollectionNode({ labelSelector: selector }).catch((err: unknown) => {
     log(`deleting nodes ${selector}: ${String(err)}`);
   });
@@ -1076,7 +1077,7 @@ async function main(): Promise<void> {
     interrupt.signal.throwIfAborted();
 
     const kubelet = loadKubeConfig({ kubeconfigPath: controlPlane.kubeletKubeconfig });
-    const token = kubelet.getCurrentUser()?.token;
+    const token = kubelet.token;
     if (!token) throw new Error('the kubelet kubeconfig has no token');
     const pids = new Map<string, number>([['dynamodb-local', dynamo.pid]]);
     for (const name of ['kube-apiserver', 'etcd', 'kube-controller-manager', 'kube-scheduler']) {
@@ -1086,7 +1087,7 @@ async function main(): Promise<void> {
       controlPlane,
       dynamo,
       // Deleting a thousand nodes in one request takes longer than the default 5 s bound.
-      admin: createKubeClients(loadKubeConfig({ kubeconfigPath: controlPlane.adminKubeconfig }), {
+      admin: createToolingClients(controlPlane.adminKubeconfig, {
         requestTimeoutMs: 120_000,
       }),
       recorder: new RequestRecorder(`Bearer ${token}`),

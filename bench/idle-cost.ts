@@ -43,7 +43,8 @@ import {
   SQS_EVENT_SOURCE_POLLERS,
   SQS_LONG_POLL_SECONDS,
 } from '../lib/cost/prices.ts';
-import { createKubeClients, type KubeClients, loadKubeConfig } from '../lib/kube/client.ts';
+import { loadKubeConfig } from '../lib/kube/client.ts';
+import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-clients.ts';
 import type { Cadence } from '../lib/local/cadence.ts';
 import { currentInvocation } from '../lib/local/invocation-scope.ts';
 import type { Invocation, InvocationResult } from '../lib/local/lambda-runtime.ts';
@@ -171,7 +172,7 @@ class LogCounter {
 interface Environment {
   bench: BenchEnvironment;
   proxy: DynamoProxy;
-  admin: KubeClients;
+  admin: ToolingClients;
   kube: HttpRequestCounter;
   logs: LogCounter;
   interrupted: AbortSignal;
@@ -575,7 +576,7 @@ async function killOne(
 
 /** Creates pods bound to `node` at random moments of an idle deployment; returns each one's bound to Running (ms). */
 async function measurePods(
-  admin: KubeClients,
+  admin: ToolingClients,
   label: string,
   node: string,
   count: number,
@@ -630,7 +631,7 @@ async function measurePods(
 }
 
 /** Deletes the run's nodes (the garbage collector takes their leases), so that the next run is alone. */
-async function cleanUp(admin: KubeClients, selector: string): Promise<void> {
+async function cleanUp(admin: ToolingClients, selector: string): Promise<void> {
   await admin.core.deleteCollectionNode({ labelSelector: selector }).catch((err: unknown) => {
     log(`deleting nodes ${selector}: ${String(err)}`);
   });
@@ -868,7 +869,7 @@ async function main(): Promise<void> {
     const proxy = await startDynamoProxy(bench.dynamo.endpoint);
     stops.push(() => proxy.stop());
     const kubelet = loadKubeConfig({ kubeconfigPath: bench.controlPlane.kubeletKubeconfig });
-    const token = `Bearer ${kubelet.getCurrentUser()?.token ?? ''}`;
+    const token = `Bearer ${kubelet.token ?? ''}`;
     attributeTickParts();
     const kube = new HttpRequestCounter((request) => {
       if (headerValue(request, 'authorization') !== token) return undefined;
@@ -877,7 +878,7 @@ async function main(): Promise<void> {
       const part = currentTickPart();
       return kind && part ? `${part}: ${kind}` : kind;
     });
-    const admin = createKubeClients(loadKubeConfig({ kubeconfigPath: bench.controlPlane.adminKubeconfig }), {
+    const admin = createToolingClients(bench.controlPlane.adminKubeconfig, {
       requestTimeoutMs: 60_000,
     });
     const envt: Environment = { bench, proxy, admin, kube, logs, interrupted };

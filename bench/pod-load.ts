@@ -14,13 +14,8 @@ import type { ClientRequest } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { V1Pod } from '@kubernetes/client-node';
-import {
-  apiStatusCode,
-  createKubeClients,
-  isNotFound,
-  type KubeClients,
-  loadKubeConfig,
-} from '../lib/kube/client.ts';
+import { apiStatusCode, isNotFound } from '../lib/kube/client.ts';
+import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-clients.ts';
 import { mockNodeIndexPartition } from '../lib/provider/mock/mock-pod-record.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
 import { benchLog, bump, kubeRequestKind, resumingWatch } from './support.ts';
@@ -162,7 +157,7 @@ async function waitUntil(
   }
 }
 
-export async function createNamespace(admin: KubeClients, name: string): Promise<void> {
+export async function createNamespace(admin: ToolingClients, name: string): Promise<void> {
   await admin.core.createNamespace({ body: { metadata: { name } } });
   // 1.20's ServiceAccount admission refuses pods until the default account has its token.
   await waitUntil(
@@ -181,12 +176,12 @@ export async function createNamespace(admin: KubeClients, name: string): Promise
 }
 
 class LoadGenerator {
-  private readonly admin: KubeClients;
+  private readonly admin: ToolingClients;
   private readonly table: StateTable;
 
   constructor(private readonly data: LoadWorkerData) {
     // The load's own requests wait their turn under load; a 5 s bound would fail creates that succeed.
-    this.admin = createKubeClients(loadKubeConfig({ kubeconfigPath: data.adminKubeconfig }), {
+    this.admin = createToolingClients(data.adminKubeconfig, {
       requestTimeoutMs: 120_000,
     });
     const { doc } = createDynamoDbClient({ endpoint: data.dynamoEndpoint, region: 'local' });

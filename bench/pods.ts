@@ -49,7 +49,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../lib/events/pod-event.ts';
-import { createKubeClients, isNotFound, type KubeClients, loadKubeConfig } from '../lib/kube/client.ts';
+import { isNotFound } from '../lib/kube/client.ts';
+import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-clients.ts';
 import { currentInvocation } from '../lib/local/invocation-scope.ts';
 import type { InvocationResult } from '../lib/local/lambda-function.ts';
 import {
@@ -377,7 +378,7 @@ function isSyncResult(value: unknown): value is { key: string; outcome: string }
 
 interface Run {
   env: BenchEnvironment;
-  admin: KubeClients;
+  admin: ToolingClients;
   table: StateTable;
   deployment: LocalDeployment;
   observer: Observer;
@@ -540,7 +541,7 @@ interface BurstFigures {
   deletion: DeletionLoad & { window: WindowFigures };
 }
 
-async function nodeReady(admin: KubeClients): Promise<boolean> {
+async function nodeReady(admin: ToolingClients): Promise<boolean> {
   try {
     const node = await admin.core.readNode({ name: NODE });
     const ready = node.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
@@ -1127,7 +1128,7 @@ async function main(): Promise<void> {
     const { client, doc } = createDynamoDbClient({ endpoint: env.dynamo.endpoint, region: 'local' });
     await createTable(client, tableName);
     const table = new StateTable(doc, tableName);
-    const admin = createKubeClients(loadKubeConfig({ kubeconfigPath: env.controlPlane.adminKubeconfig }), {
+    const admin = createToolingClients(env.controlPlane.adminKubeconfig, {
       requestTimeoutMs: 120_000,
     });
     const load = new LoadWorker({

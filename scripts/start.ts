@@ -34,7 +34,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../lib/config/config.ts';
 import { loadConfig } from '../lib/config/load-config.ts';
-import { isApiServerReachable, loadKubeConfig } from '../lib/kube/client.ts';
+import { isApiServerReachable } from '../lib/kube/client.ts';
+import { contextFromKubeconfig, type KubeContext } from '../lib/kube/kube-context.ts';
+import { defaultKubeconfig, type KubeconfigDocument, resolveCurrentContext } from '../lib/kube/kubeconfig.ts';
 import { type Cadence, cadenceFromEnv } from '../lib/local/cadence.ts';
 import { controlPlaneBinariesPresent } from '../lib/local/control-plane/binaries.ts';
 import { CertificateAuthority, type CertificateFiles } from '../lib/local/control-plane/pki.ts';
@@ -87,23 +89,25 @@ async function currentKubeconfig(): Promise<string | undefined> {
   const paths = kubeconfigEnv
     ? kubeconfigEnv.split(delimiter).filter(Boolean)
     : [join(homedir(), '.kube', 'config')];
-  let kc: ReturnType<typeof loadKubeConfig>;
+  let document: KubeconfigDocument;
+  let kc: KubeContext;
   try {
-    kc = loadKubeConfig({ default: true });
+    document = defaultKubeconfig();
+    kc = contextFromKubeconfig(resolveCurrentContext(document));
   } catch {
     return undefined;
   }
-  const server = kc.getCurrentCluster()?.server ?? '';
+  const server = kc.server;
   if (!(await isApiServerReachable(kc))) {
     say(`current kubeconfig's API server ${server || '(none)'} does not answer`);
     return undefined;
   }
-  say(`using the current kubeconfig: context ${kc.getCurrentContext()}, ${server}`);
+  say(`using the current kubeconfig: context ${kc.name}, ${server}`);
   if (paths.length === 1 && paths[0]) return paths[0];
-  // Several files in KUBECONFIG: hand the functions the merged view, as kubectl sees it.
+  // Several files in KUBECONFIG: hand the functions the merged view, as kubectl sees it (JSON is YAML).
   mkdirSync(dir, { recursive: true });
   const merged = join(dir, 'current.kubeconfig');
-  writeFileSync(merged, kc.exportConfig(), { mode: 0o600 });
+  writeFileSync(merged, JSON.stringify(document), { mode: 0o600 });
   return merged;
 }
 

@@ -28,7 +28,7 @@ const patterns = process.argv.slice(2).filter((a) => !a.startsWith('--'));
  * The providers whose conformance suite (`test/conformance/<provider>.test.ts`)
  * the default run includes. A provider joins once its suite passes here.
  */
-const CONFORMANCE_PROVIDERS = ['mock', 'ecs-fargate'];
+const CONFORMANCE_PROVIDERS = ['mock', 'docker', 'ecs-fargate'];
 const files =
   patterns.length > 0
     ? patterns

@@ -1,9 +1,9 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config/config.ts';
 import { awsCredentialSources, type ClusterCredentialSources } from '../kube/aws-credential-sources.ts';
 import { createKubeClients, type KubeClients, loadKubeConfig } from '../kube/client.ts';
 import { loadClusterKubeConfig, needsAwsSources } from '../kube/credentials.ts';
+import type { KubeContext } from '../kube/kube-context.ts';
 import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import type { LockFence, LockStore } from '../lock/lock.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
@@ -44,8 +44,8 @@ export interface DependencyOverrides {
   /** Added to every log line of the default logger as `fn`. */
   functionName?: string;
   /** Cluster access already loaded; without it, the config's kubeconfig file, secret, parameter or EKS cluster. */
-  kubeConfig?: KubeConfig;
-  /** Kubernetes clients already built (then `kubeConfig` is not used). */
+  kubeContext?: KubeContext;
+  /** Kubernetes clients already built (then `kubeContext` is not used). */
   kube?: KubeClients;
   /** Where a secret, a parameter or an EKS cluster is read from (tests replace the AWS clients). */
   sources?: ClusterCredentialSources;
@@ -99,7 +99,7 @@ export async function loadDependencies(
     });
   const kube =
     overrides.kube ??
-    createKubeClients(overrides.kubeConfig ?? (await loadClusterAccess(config, clock, overrides.sources)), {
+    createKubeClients(overrides.kubeContext ?? (await loadClusterAccess(config, clock, overrides.sources)), {
       requestTimeoutMs: config.kube.requestTimeoutMs,
     });
   const table =

@@ -1,8 +1,8 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import type { ClusterCredentialSources } from './aws-credential-sources.ts';
 import { KubeConfigError, loadKubeConfig } from './client.ts';
 import { createEksToken } from './eks-token.ts';
+import { type KubeAuthenticator, KubeContext, type RequestCredentials } from './kube-context.ts';
 
 /**
  * Where the functions get their access to the cluster, one of (config.ts
@@ -14,7 +14,7 @@ import { createEksToken } from './eks-token.ts';
  * - EKS IAM authentication (SVK_EKS_CLUSTER_NAME): a token presigned with the
  *   function's own role, the endpoint and CA from SVK_EKS_ENDPOINT and
  *   SVK_EKS_CA_DATA or else eks:DescribeCluster;
- * - nothing: the client's default lookup (KUBECONFIG, ~/.kube/config).
+ * - nothing: kubectl's default lookup (KUBECONFIG, ~/.kube/config).
  */
 export interface ClusterAccessConfig {
   kubeconfigPath?: string;
@@ -31,9 +31,6 @@ export function needsAwsSources(access: ClusterAccessConfig): boolean {
 /** A new token is made this long before the old one expires; invocations run for at most 15 minutes. */
 export const TOKEN_REFRESH_MARGIN_MS = 5 * 60_000;
 
-const EKS_AUTH_PROVIDER = 'serverless-virtual-kubelet-eks';
-const EKS_USER = 'eks-iam';
-
 /**
  * Fills in the bearer token of the EKS user on every request to the API
  * server (typed clients and watches alike), making a new one when none was
@@ -41,7 +38,7 @@ const EKS_USER = 'eks-iam';
  * A token is local signing only, so "per invocation or before it expires"
  * costs nothing; concurrent requests share one in-flight generation.
  */
-export class EksTokenAuthenticator {
+export class EksTokenAuthenticator implements KubeAuthenticator {
   #current: { token: string; expiresAt: number } | undefined;
   #pending: Promise<string> | undefined;
 
@@ -54,15 +51,8 @@ export class EksTokenAuthenticator {
     },
   ) {}
 
-  isAuthProvider(user: { authProvider?: { name?: string } }): boolean {
-    return user.authProvider?.name === EKS_AUTH_PROVIDER;
-  }
-
-  async applyAuthentication(_user: unknown, opts: { headers?: unknown }): Promise<void> {
-    const token = await this.token();
-    const headers = (opts.headers ?? {}) as Record<string, string>;
-    headers.Authorization = `Bearer ${token}`;
-    opts.headers = headers;
+  async credentials(): Promise<RequestCredentials> {
+    return { headers: { Authorization: `Bearer ${await this.token()}` } };
   }
 
   /** The current token, made anew when due. */
@@ -90,7 +80,7 @@ export class EksTokenAuthenticator {
 }
 
 /**
- * Builds the KubeConfig for `access`: reads the kubeconfig secret or
+ * Builds the Kubernetes context for `access`: reads the kubeconfig secret or
  * parameter, or describes the EKS cluster, once. Call once per cold start.
  * @throws KubeConfigError naming the source (never its content) when it
  * cannot be read or is not a usable kubeconfig.
@@ -98,7 +88,7 @@ export class EksTokenAuthenticator {
 export async function loadClusterKubeConfig(
   access: ClusterAccessConfig,
   options: { region: string; clock: Clock; sources: ClusterCredentialSources },
-): Promise<KubeConfig> {
+): Promise<KubeContext> {
   const { sources } = options;
   if (access.eks) return eksKubeConfig(access.eks, options);
   if (access.kubeconfigSecret || access.kubeconfigParameter) {
@@ -132,7 +122,7 @@ export async function loadClusterKubeConfig(
 async function eksKubeConfig(
   eks: NonNullable<ClusterAccessConfig['eks']>,
   options: { region: string; clock: Clock; sources: ClusterCredentialSources },
-): Promise<KubeConfig> {
+): Promise<KubeContext> {
   let { endpoint, caData } = eks;
   if (!endpoint || !caData) {
     try {
@@ -145,22 +135,18 @@ async function eksKubeConfig(
       });
     }
   }
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: eks.clusterName, server: endpoint, caData, skipTLSVerify: false }],
-    users: [{ name: EKS_USER, authProvider: { name: EKS_AUTH_PROVIDER, config: {} } }],
-    contexts: [{ name: eks.clusterName, cluster: eks.clusterName, user: EKS_USER }],
-    currentContext: eks.clusterName,
-  });
-  kc.addAuthenticator(
-    new EksTokenAuthenticator({
+  if (!endpoint) throw new KubeConfigError(`EKS cluster ${eks.clusterName} has no endpoint`);
+  return new KubeContext({
+    name: eks.clusterName,
+    server: endpoint,
+    ...(caData ? { ca: Buffer.from(caData, 'base64') } : {}),
+    authenticator: new EksTokenAuthenticator({
       clusterName: eks.clusterName,
       region: options.region,
       sources: options.sources,
       clock: options.clock,
     }),
-  );
-  return kc;
+  });
 }
 
 function errorText(err: unknown): string {

@@ -1,19 +1,17 @@
-import type { Agent as HttpAgent } from 'node:http';
-import { Agent, type AgentOptions } from 'node:https';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import type { Duplex } from 'node:stream';
-import type { KubeConfig, RequestContext, SecurityAuthentication } from '@kubernetes/client-node';
 
 /**
- * Kept-alive connections for the typed Kubernetes clients.
+ * Kept-alive connections to the API server.
  *
- * `@kubernetes/client-node` 1.x builds a new `https.Agent` for every request
- * (KubeConfig.applySecurityAuthentication), so every request opens a new TCP
- * connection and does a full TLS handshake: a round trip and the server's
- * private-key operation each time. This wraps the kubeconfig's
- * authentication: the headers it sets stay per request (a token may be
- * refreshed), but the request goes through one kept-alive agent for as long
- * as the TLS identity (CA, client certificate and key, server name) is the
- * same, so that connections are reused.
+ * Without them every request opens a new TCP connection and does a full TLS
+ * handshake: a round trip and the server's private-key operation each time
+ * (`@kubernetes/client-node` 1.x builds a new agent for every request). A
+ * request goes through one kept-alive agent for as long as the TLS identity
+ * (CA, client certificate and key, server name) is the same, so that
+ * connections are reused; the headers stay per request (a token may be
+ * refreshed).
  *
  * A connection idle for longer than {@link MAX_IDLE_MS} is closed before it
  * could be reused: a Lambda sandbox may be frozen for minutes between two
@@ -26,7 +24,17 @@ import type { KubeConfig, RequestContext, SecurityAuthentication } from '@kubern
 /** Longest idle time after which a connection is not reused (well under load balancers' idle timeouts). */
 export const MAX_IDLE_MS = 30_000;
 
-/** The agent options that decide which TLS identity a connection has. */
+/** The TLS options that decide which identity a connection has. */
+export interface TlsIdentity {
+  ca?: Buffer | string | Array<Buffer | string>;
+  cert?: Buffer | string | Array<Buffer | string>;
+  key?: Buffer | string | Array<Buffer | string>;
+  pfx?: Buffer | string;
+  passphrase?: string;
+  servername?: string;
+  rejectUnauthorized?: boolean;
+}
+
 const IDENTITY_OPTIONS = [
   'ca',
   'cert',
@@ -35,7 +43,7 @@ const IDENTITY_OPTIONS = [
   'passphrase',
   'servername',
   'rejectUnauthorized',
-] as const;
+] as const satisfies ReadonlyArray<keyof TlsIdentity>;
 
 function sameOption(a: unknown, b: unknown): boolean {
   if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
@@ -44,7 +52,7 @@ function sameOption(a: unknown, b: unknown): boolean {
   return a === b;
 }
 
-export function sameIdentity(a: AgentOptions, b: AgentOptions): boolean {
+export function sameIdentity(a: TlsIdentity, b: TlsIdentity): boolean {
   return IDENTITY_OPTIONS.every((name) => sameOption(a[name], b[name]));
 }
 
@@ -55,34 +63,51 @@ export interface KeepAliveOptions {
   now?: () => number;
 }
 
-/** An https.Agent that keeps connections alive and never reuses one idle for longer than `maxIdleMs`. */
-export class KeepAliveAgent extends Agent {
-  readonly #idleSince = new WeakMap<Duplex, number>();
+/**
+ * The kept-alive agent of one API server: one at a time, replaced when the
+ * TLS identity changes (a rotated client certificate: the old agent's
+ * connections close when idle), its stale free connections closed before
+ * every request.
+ */
+export class KeptAliveConnections {
   readonly #maxIdleMs: number;
   readonly #now: () => number;
+  #current: { agent: HttpAgent; identity: TlsIdentity; idleSince: WeakMap<Duplex, number> } | undefined;
 
-  constructor(
-    readonly identity: AgentOptions,
-    options: KeepAliveOptions = {},
-  ) {
-    const maxIdleMs = options.maxIdleMs ?? MAX_IDLE_MS;
-    // `timeout` also closes a connection left idle while nothing else uses the agent.
-    super({ ...identity, keepAlive: true, timeout: maxIdleMs });
-    this.#maxIdleMs = maxIdleMs;
+  constructor(options: KeepAliveOptions = {}) {
+    this.#maxIdleMs = options.maxIdleMs ?? MAX_IDLE_MS;
     this.#now = options.now ?? (() => performance.now());
-    // After the agent's own listener, which put the socket back in the pool.
-    this.on('free', (socket: Duplex) => this.#idleSince.set(socket, this.#now()));
   }
 
-  /** Closes the free connections idle for longer than the limit; called before every request. */
-  closeStale(): void {
+  /** The agent for `identity` (ignored for plain http), with the connections idle for too long closed. */
+  agent(protocol: string, identity: TlsIdentity): HttpAgent {
+    let current = this.#current;
+    if (!current || !sameIdentity(current.identity, identity)) {
+      current = this.#create(protocol, identity);
+      this.#current = current;
+    }
+    this.#closeStale(current.agent, current.idleSince);
+    return current.agent;
+  }
+
+  #create(protocol: string, identity: TlsIdentity) {
+    // `timeout` also closes a connection left idle while nothing else uses the agent.
+    const options = { keepAlive: true, timeout: this.#maxIdleMs };
+    const agent = protocol === 'http:' ? new HttpAgent(options) : new HttpsAgent({ ...identity, ...options });
+    const idleSince = new WeakMap<Duplex, number>();
+    // After the agent's own listener, which put the socket back in the pool.
+    agent.on('free', (socket: Duplex) => idleSince.set(socket, this.#now()));
+    return { agent, identity: { ...identity }, idleSince };
+  }
+
+  #closeStale(agent: HttpAgent, idleSince: WeakMap<Duplex, number>): void {
     const now = this.#now();
-    for (const sockets of Object.values(this.freeSockets)) {
+    for (const sockets of Object.values(agent.freeSockets)) {
       if (!sockets) continue;
       for (let i = sockets.length - 1; i >= 0; i--) {
         const socket = sockets[i];
         if (!socket) continue;
-        const since = this.#idleSince.get(socket) ?? Number.NEGATIVE_INFINITY;
+        const since = idleSince.get(socket) ?? Number.NEGATIVE_INFINITY;
         if (socket.destroyed || now - since > this.#maxIdleMs) {
           sockets.splice(i, 1);
           socket.destroy();
@@ -90,34 +115,4 @@ export class KeepAliveAgent extends Agent {
       }
     }
   }
-}
-
-function isHttpsAgent(agent: HttpAgent | Agent | undefined): agent is Agent {
-  return agent instanceof Agent;
-}
-
-/**
- * The kubeconfig's authentication, with the per-request agent replaced by a
- * kept-alive one for the same TLS identity. Agents that are not plain
- * `https.Agent`s (a proxy's) are left as they are.
- */
-export function keepAliveAuthentication(
-  kc: KubeConfig,
-  options: KeepAliveOptions = {},
-): SecurityAuthentication {
-  let current: KeepAliveAgent | undefined;
-  return {
-    getName: () => 'default',
-    async applySecurityAuthentication(context: RequestContext) {
-      await kc.applySecurityAuthentication(context);
-      const fresh = context.getAgent();
-      if (!isHttpsAgent(fresh) || fresh instanceof KeepAliveAgent) return;
-      if (!current || !sameIdentity(current.identity, fresh.options)) {
-        // A new identity (rotated client certificate): the old agent's connections close when idle.
-        current = new KeepAliveAgent({ ...fresh.options }, options);
-      }
-      current.closeStale();
-      context.setAgent(current);
-    },
-  };
 }

@@ -1,4 +1,5 @@
-import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { CoreApi } from './core-api.ts';
 
 /** Every pod bound to one node, and the resourceVersion the list was served at. */
 export interface NodePodList {
@@ -13,7 +14,7 @@ export function nodePodsSelector(node: string): string {
 }
 
 /** Lists every pod bound to `node`, across namespaces, page by page (`limit` and `_continue`). */
-export async function listNodePods(core: CoreV1Api, node: string, pageSize = 500): Promise<NodePodList> {
+export async function listNodePods(core: CoreApi, node: string, pageSize = 500): Promise<NodePodList> {
   const pods: V1Pod[] = [];
   let resourceVersion: string | undefined;
   let next: string | undefined;

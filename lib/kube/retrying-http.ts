@@ -1,17 +1,12 @@
-import {
-  type HttpLibrary,
-  type RequestContext,
-  type ResponseContext,
-  wrapHttpLibrary,
-} from '@kubernetes/client-node';
 import { type Clock, systemClock } from '../clock.ts';
 import { currentDeadline } from '../deadline.ts';
+import type { KubeRequest, KubeResponse } from './kube-http.ts';
 
 /**
- * The HTTP layer under every typed Kubernetes client (lib/kube/client.ts):
- * each attempt gets its own timeout and the current invocation's deadline
- * (lib/deadline.ts), and the API server's "not now" answers are retried a
- * bounded number of times:
+ * The retries of every request of the typed Kubernetes clients
+ * (kube-http.ts gives each attempt its own timeout and the current
+ * invocation's deadline, lib/deadline.ts): the API server's "not now"
+ * answers are retried a bounded number of times:
  *
  * - 429 Too Many Requests (API Priority and Fairness, max-inflight limits):
  *   the request was not processed, so any method is retried, after the
@@ -59,42 +54,30 @@ export function retryAfterMs(header: string | undefined, now: number): number | 
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-/** Wraps `inner` (the client's own fetch library) with per-attempt timeouts, the deadline and retries. */
-export function retryingHttpLibrary(
-  inner: HttpLibrary,
-  requestTimeoutMs: number,
+/** Wraps `attempt` (one request, its answer whatever the status) with the retries above. */
+export function retrying(
+  attempt: (request: KubeRequest) => Promise<KubeResponse>,
   options: KubeRetryOptions = {},
-): HttpLibrary {
+): (request: KubeRequest) => Promise<KubeResponse> {
   const maxAttempts = Math.max(1, options.maxAttempts ?? 3);
   const baseDelayMs = options.baseDelayMs ?? 200;
   const maxDelayMs = options.maxDelayMs ?? 5_000;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 10_000;
   const clock = options.clock ?? systemClock;
   const random = options.random ?? Math.random;
-  const attempt = (request: RequestContext): Promise<ResponseContext> => {
-    const deadline = currentDeadline();
-    const timeout = AbortSignal.timeout(requestTimeoutMs);
-    request.setSignal(deadline ? AbortSignal.any([timeout, deadline]) : timeout);
-    options.onAttempt?.();
-    return inner.send(request).toPromise();
-  };
-  return wrapHttpLibrary({
-    async send(request) {
-      const method = request.getHttpMethod().toString();
-      for (let n = 1; ; n++) {
-        const response = await attempt(request);
-        if (n >= maxAttempts || !isRetriableAnswer(response.httpStatusCode, method)) return response;
-        const asked = retryAfterMs(response.headers['retry-after'], clock.now());
-        const backoff = Math.min(maxDelayMs, baseDelayMs * 2 ** (n - 1)) * random();
-        const wait = asked !== undefined ? Math.min(asked, maxRetryAfterMs) : backoff;
-        try {
-          await clock.sleep(wait, currentDeadline());
-        } catch {
-          return response;
-        }
-        // The refused answer's body is not needed; reading it frees the connection.
-        await response.body.text().catch(() => '');
+  return async (request) => {
+    for (let n = 1; ; n++) {
+      const response = await attempt(request);
+      if (n >= maxAttempts || !isRetriableAnswer(response.status, request.method)) return response;
+      const header = response.headers['retry-after'];
+      const asked = retryAfterMs(Array.isArray(header) ? header[0] : header, clock.now());
+      const backoff = Math.min(maxDelayMs, baseDelayMs * 2 ** (n - 1)) * random();
+      const wait = asked !== undefined ? Math.min(asked, maxRetryAfterMs) : backoff;
+      try {
+        await clock.sleep(wait, currentDeadline());
+      } catch {
+        return response;
       }
-    },
-  });
+    }
+  };
 }

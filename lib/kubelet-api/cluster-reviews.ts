@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { AuthenticationV1Api, AuthorizationV1Api } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
+import type { AuthenticationApi, AuthorizationApi } from '../kube/group-apis.ts';
 import { TtlCache } from './ttl-cache.ts';
 
 /** Who a request comes from, as the API server's authenticators and authorizers see users. */
@@ -42,7 +42,7 @@ export const REVIEW_CACHE_TTL_MS = { token: 120_000, allowed: 300_000, denied: 3
 
 /** Reviews through the API server's authentication.k8s.io and authorization.k8s.io APIs, cached. */
 export function kubeClusterReviews(
-  apis: { authentication: AuthenticationV1Api; authorization: AuthorizationV1Api },
+  apis: { authentication: AuthenticationApi; authorization: AuthorizationApi },
   clock: Clock,
 ): ClusterReviews {
   const tokens = new TtlCache<Identity>(clock);

@@ -1,12 +1,13 @@
-import type { CoreV1Api, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
+import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { isNotFound } from '../kube/client.ts';
+import type { CoreApi } from '../kube/core-api.ts';
 import { limitBytes } from '../provider/log-lines.ts';
 import { isProviderNotFound, type PodProvider } from '../provider/provider.ts';
 import { isLogQueryError, parseLogQuery } from './log-options.ts';
 import { type KubeletApiResponse, textResponse } from './responses.ts';
 
 export interface ContainerLogsContext {
-  core: CoreV1Api;
+  core: CoreApi;
   podProvider: PodProvider;
   /** The node asked (from the Host header). */
   node: string;
@@ -68,7 +69,7 @@ export async function containerLogs(
   };
 }
 
-async function readPod(core: CoreV1Api, namespace: string, name: string): Promise<V1Pod | undefined> {
+async function readPod(core: CoreApi, namespace: string, name: string): Promise<V1Pod | undefined> {
   try {
     return await core.readNamespacedPod({ namespace, name });
   } catch (err) {

@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Dependencies } from '../app/dependencies.ts';
+import type { KubeContext } from '../kube/kube-context.ts';
 import { kubeClusterReviews } from './cluster-reviews.ts';
 import { isKubeletApiEventError, parseKubeletApiEvent } from './kubelet-api-request.ts';
 import { textResponse } from './responses.ts';
@@ -20,11 +19,9 @@ export class KubeletApiConfigError extends Error {
  * one, else the cluster CA of the kubeconfig (on kubeadm and EKS the API
  * server's kubelet client certificate is signed by it).
  */
-function clientCaPem(configured: string | undefined, kc: KubeConfig): string {
+function clientCaPem(configured: string | undefined, context: KubeContext): string {
   if (configured) return configured;
-  const cluster = kc.getCurrentCluster();
-  if (cluster?.caData) return Buffer.from(cluster.caData, 'base64').toString('utf8');
-  if (cluster?.caFile) return readFileSync(cluster.caFile, 'utf8');
+  if (context.ca) return context.ca.toString('utf8');
   throw new KubeletApiConfigError(
     'no client CA: the kubeconfig names no cluster CA; set SVK_KUBELET_API_CLIENT_CA_DATA to the CA that signs the API server kubelet client certificate',
   );
@@ -42,7 +39,7 @@ export function kubeletApiDependencies(deps: Dependencies): KubeletApiDependenci
       'the kubelet API needs SVK_KUBELET_API_DOMAIN (AWS) or SVK_KUBELET_API_ADDRESSES (local) to tell its nodes apart',
     );
   }
-  const clientCas = parseCertificateBundle(clientCaPem(config.kubeletApi.clientCaPem, deps.kube.config));
+  const clientCas = parseCertificateBundle(clientCaPem(config.kubeletApi.clientCaPem, deps.kube.context));
   if (clientCas.length === 0) throw new KubeletApiConfigError('the client CA bundle holds no certificate');
   return {
     nodes: config.nodeNames,

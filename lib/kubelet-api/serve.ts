@@ -114,7 +114,7 @@ async function route(
 async function nodePods(node: string, deps: KubeletApiDependencies): Promise<KubeletApiResponse> {
   const selector = encodeURIComponent(`spec.nodeName=${node}`);
   const answer = await rawGet(
-    deps.kube.config,
+    deps.kube.context,
     `/api/v1/pods?fieldSelector=${selector}`,
     deps.requestTimeoutMs,
   );

@@ -24,7 +24,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { createKubeClients, loadKubeConfig } from '../kube/client.ts';
+import { createToolingClients } from '../kube/tooling-clients.ts';
 import { binDir, DEFAULT_ETCD, missingBinary } from './control-plane/binaries.ts';
 import { type Components, components } from './control-plane/components.ts';
 import { type Credentials, writeCredentials } from './control-plane/credentials.ts';
@@ -254,8 +254,7 @@ class LocalControlPlane implements ControlPlane {
       await this.#waitApiServer();
       log(`kube-apiserver ready at ${this.server} in ${seconds(t)}`);
       for (const { component } of this.#controllers) component.start();
-      const admin = loadKubeConfig({ kubeconfigPath: this.adminKubeconfig });
-      const { core } = createKubeClients(admin);
+      const { config: admin, core } = createToolingClients(this.adminKubeconfig);
       await this.#installRbac(admin, core);
       for (const controller of this.#controllers) await this.#waitController(controller, core);
     } catch (err) {

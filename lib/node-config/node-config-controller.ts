@@ -1,8 +1,8 @@
-import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import type { NodeSettings } from '../config/node-settings.ts';
 import { apiErrorMessage } from '../kube/api-error-message.ts';
 import { isNotFound } from '../kube/client.ts';
+import type { CoreApi } from '../kube/core-api.ts';
 import type { Logger } from '../log/logger.ts';
 import type { StateTable } from '../state/dynamodb.ts';
 import { errorMessage } from '../util/error-message.ts';
@@ -29,7 +29,7 @@ export interface NodeConfigControllerOptions {
   /** The local config (defaults + environment), already validated. */
   local: NodeSettings;
   trialMs: number;
-  core: CoreV1Api;
+  core: CoreApi;
   table: StateTable;
   clock: Clock;
   log: Logger;

@@ -1,7 +1,8 @@
-import { PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
+import type { V1Node } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import type { NodeSettings } from '../config/node-settings.ts';
 import { isNotFound, type KubeClients } from '../kube/client.ts';
+import { PatchStrategy, setHeaderOptions } from '../kube/patch.ts';
 import type { Logger } from '../log/logger.ts';
 import type { NodeProvider, ProviderNodeCondition, ProviderNodeStatus } from '../provider/provider.ts';
 import { errorMessage } from '../util/error-message.ts';

@@ -1,6 +1,7 @@
-import { type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import type { V1Lease } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import { isConflict, isNotFound, type KubeClients } from '../kube/client.ts';
+import { MicroTime } from '../kube/micro-time.ts';
 import type { Logger } from '../log/logger.ts';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
@@ -218,7 +219,7 @@ export class NodeLease {
         spec: { holderIdentity: nodeName, leaseDurationSeconds: durationSeconds },
       },
     );
-    lease.spec = { ...lease.spec, renewTime: new V1MicroTime(clock.now()) };
+    lease.spec = { ...lease.spec, renewTime: new MicroTime(clock.now()) };
     const owner = lease.metadata?.ownerReferences?.[0];
     if (!owner || owner.uid !== this.nodeUid) {
       // Owned by another uid than the one known here: the Node was registered again, perhaps by

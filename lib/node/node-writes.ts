@@ -1,6 +1,7 @@
-import { PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
+import type { V1Node } from '@kubernetes/client-node';
 import type { NodeSettings } from '../config/node-settings.ts';
 import { isConflict, type KubeClients } from '../kube/client.ts';
+import { PatchStrategy, setHeaderOptions } from '../kube/patch.ts';
 import type { Logger } from '../log/logger.ts';
 import { FIELD_MANAGER, metadataPatch, registrationNode } from './node-object.ts';
 

@@ -1,4 +1,6 @@
-import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
+import type { V1Node } from '@kubernetes/client-node';
+import type { CoreApi } from '../kube/core-api.ts';
+import { PatchStrategy, setHeaderOptions } from '../kube/patch.ts';
 import type { ProviderNodeCondition } from '../provider/provider.ts';
 
 /**
@@ -39,7 +41,7 @@ export function stateStoreAvailable(): ProviderNodeCondition {
  * as written.
  */
 export async function markStateStoreUnavailable(
-  core: CoreV1Api,
+  core: CoreApi,
   node: string,
   since: Date,
   now: Date,

@@ -1,5 +1,5 @@
-import type { CoreV1Api } from '@kubernetes/client-node';
 import { isNotFound } from '../kube/client.ts';
+import type { CoreApi } from '../kube/core-api.ts';
 import { errorMessage } from '../util/error-message.ts';
 import { ENV_REASONS, EnvResolveError, type EnvWarning } from './env-reasons.ts';
 
@@ -18,7 +18,7 @@ export interface EnvSources {
 }
 
 /** ConfigMaps and Secrets read from the API server by name (RBAC: get only). */
-export function kubeEnvSources(core: CoreV1Api): EnvSources {
+export function kubeEnvSources(core: CoreApi): EnvSources {
   return {
     configMap: async (namespace, name) => {
       try {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { CoreV1Api, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
+import type { CoreApi } from '../kube/core-api.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import {
@@ -40,7 +41,7 @@ import { isOlderReading, stampReadAt } from './status-order.ts';
  */
 
 export interface PodApplierOptions {
-  core: CoreV1Api;
+  core: CoreApi;
   provider: PodProvider;
   knownPods: KnownPodStore;
   events: PodEventRecorder;

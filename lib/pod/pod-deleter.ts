@@ -1,6 +1,6 @@
-import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import { isNotFound } from '../kube/client.ts';
+import type { CoreApi } from '../kube/core-api.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import type { PodProvider } from '../provider/provider.ts';
@@ -22,7 +22,7 @@ import { deleteInProvider, deleteUidInProvider } from './provider-delete.ts';
  */
 
 export interface PodDeleterOptions {
-  core: CoreV1Api;
+  core: CoreApi;
   provider: PodProvider;
   knownPods: KnownPodStore;
   events: PodEventRecorder;

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
-import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import { isNamespaceGoing } from '../kube/api-error-message.ts';
 import { isConflict } from '../kube/client.ts';
+import type { CoreApi } from '../kube/core-api.ts';
+import { PatchStrategy, setHeaderOptions } from '../kube/patch.ts';
 import type { Logger } from '../log/logger.ts';
 
 /** Event reasons on pods, from virtual-kubelet's node/pod.go. */
@@ -27,7 +29,7 @@ export interface PodEventRecorder {
 }
 
 export interface KubePodEventRecorderOptions {
-  core: CoreV1Api;
+  core: CoreApi;
   clock: Clock;
   log: Logger;
   /** `source.component` and `reportingComponent`. */

@@ -1,6 +1,7 @@
-import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import { isNotFound } from '../kube/client.ts';
+import type { CoreApi } from '../kube/core-api.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import {
@@ -90,7 +91,7 @@ import { PodSyncRetryError, type SyncOutcome, type SyncResult } from './pod-sync
  */
 
 export interface PodReconcilerOptions {
-  core: CoreV1Api;
+  core: CoreApi;
   knownPods: KnownPodStore;
   /** Our virtual nodes: records are read on each of them. */
   nodes: readonly string[];

@@ -1,5 +1,6 @@
-import type { CoreV1Api, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
+import type { CoreApi } from '../kube/core-api.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import type { PodProvider } from '../provider/provider.ts';
@@ -22,7 +23,7 @@ import { forceDeletePod, writeRecordedStatus, writeReportedStatus } from './pod-
  */
 
 export interface PodStatusSyncerOptions {
-  core: CoreV1Api;
+  core: CoreApi;
   provider: PodProvider;
   knownPods: KnownPodStore;
   clock: Clock;

@@ -1,5 +1,6 @@
-import type { CoreV1Api, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../kube/client.ts';
+import type { CoreApi } from '../kube/core-api.ts';
 import {
   type KnownPod,
   KnownPodConflictError,
@@ -53,7 +54,7 @@ export function podRef(pod: V1Pod): PodRef {
  * guards the write, and a 409 reads afresh).
  */
 export async function writePodStatus(
-  core: CoreV1Api,
+  core: CoreApi,
   ref: PodRef,
   make: StatusMaker,
   options: { pod?: V1Pod } = {},
@@ -92,7 +93,7 @@ export async function writePodStatus(
 
 /** Where statuses are written and what was written is recorded. */
 export interface StatusTargets {
-  core: CoreV1Api;
+  core: CoreApi;
   knownPods: KnownPodStore;
 }
 
@@ -158,7 +159,7 @@ export function providerStatusOver(reported: V1PodStatus, { readAtMs }: ReadAt):
  * hash itself, as pod-sync does when it completes its claim.
  */
 export function writeProviderStatus(
-  core: CoreV1Api,
+  core: CoreApi,
   ref: PodRef,
   reported: V1PodStatus,
   options: ReadAt & { pod?: V1Pod },
@@ -194,7 +195,7 @@ export async function writeReportedStatus(
  * uid. `gone` when it was already gone or is another pod now (the UID
  * precondition failed).
  */
-export async function forceDeletePod(core: CoreV1Api, ref: PodRef): Promise<'deleted' | 'gone'> {
+export async function forceDeletePod(core: CoreApi, ref: PodRef): Promise<'deleted' | 'gone'> {
   try {
     await core.deleteNamespacedPod({
       namespace: ref.namespace,

@@ -181,7 +181,7 @@ export class PodWatchTick {
     const from = state.resourceVersion ?? '';
     const drained = await drainWatch({
       node,
-      kubeConfig: kube.config,
+      kubeContext: kube.context,
       publisher: this.#publisher,
       clock,
       log: tick.log,

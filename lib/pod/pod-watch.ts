@@ -140,7 +140,7 @@ export function podWatch(
         node,
         handle,
         locks,
-        kubeConfig: kube.config,
+        kubeContext: kube.context,
         core: kube.core,
         knownPods,
         bookmarks,

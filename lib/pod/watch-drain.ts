@@ -1,9 +1,10 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import type { EventPublisher } from '../events/publisher.ts';
-import { isGone, watchStream } from '../kube/client.ts';
+import { isGone } from '../kube/client.ts';
+import type { KubeContext } from '../kube/kube-context.ts';
 import { nodePodsSelector } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
+import { watchStream } from '../kube/watch.ts';
 import type { Logger } from '../log/logger.ts';
 import { WatchBatcher } from './watch-batcher.ts';
 import { isPodLike, isWatchEventType, podDetail, resourceVersionOf } from './watch-events.ts';
@@ -19,7 +20,7 @@ export const DRAIN_WATCH_SECONDS = 3;
 
 export interface DrainOptions {
   node: string;
-  kubeConfig: KubeConfig;
+  kubeContext: KubeContext;
   publisher: EventPublisher;
   clock: Clock;
   log: Logger;
@@ -123,7 +124,7 @@ class Drain {
     let requestError: unknown;
     try {
       await watchStream(
-        this.#o.kubeConfig,
+        this.#o.kubeContext,
         '/api/v1/pods',
         {
           fieldSelector: nodePodsSelector(this.#o.node),

@@ -1,9 +1,9 @@
-import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
 import { type EventPublisher, PublishError } from '../events/publisher.ts';
-import { isGone, watchStream } from '../kube/client.ts';
+import { type CoreApi, isGone, type KubeContext } from '../kube/client.ts';
 import { nodePodsSelector } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
+import { watchStream } from '../kube/watch.ts';
 import { keepLock } from '../lock/leader-loop.ts';
 import { type LockHandle, LockLostError, type LockManager } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
@@ -35,8 +35,8 @@ export interface NodeWatchOptions {
   /** The node's watch lock, already acquired; released at the end unless the invocation was aborted. */
   handle: LockHandle;
   locks: LockManager;
-  kubeConfig: KubeConfig;
-  core: CoreV1Api;
+  kubeContext: KubeContext;
+  core: CoreApi;
   knownPods: KnownPodStore;
   bookmarks: WatchBookmarkStore;
   /** The cluster's identity and current resourceVersion, to judge the bookmark (see watch-resume.ts). */
@@ -303,7 +303,7 @@ class NodeWatcher {
     let requestError: unknown;
     try {
       await watchStream(
-        this.#o.kubeConfig,
+        this.#o.kubeContext,
         PODS_PATH,
         {
           fieldSelector: nodePodsSelector(node),

@@ -1,5 +1,5 @@
-import type { CoreV1Api } from '@kubernetes/client-node';
 import type { EventPublisher } from '../events/publisher.ts';
+import type { CoreApi } from '../kube/core-api.ts';
 import { listNodePods } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
@@ -10,7 +10,7 @@ import { forgetAnotherClustersPods, type RelistReason } from './watch-resume.ts'
 export interface RelistOptions {
   node: string;
   reason: RelistReason;
-  core: CoreV1Api;
+  core: CoreApi;
   knownPods: KnownPodStore;
   publisher: EventPublisher;
   log: Logger;

@@ -1,4 +1,4 @@
-import type { CoreV1Api } from '@kubernetes/client-node';
+import type { CoreApi } from '../kube/core-api.ts';
 import type { Logger } from '../log/logger.ts';
 import { type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
 import type { WatchBookmark } from './watch-bookmark.ts';
@@ -91,7 +91,7 @@ const PROBE_NAMESPACE = 'kube-node-lease';
  * (one probe per invocation); the resourceVersion on every call, since it
  * must be read after the bookmark it is compared with.
  */
-export function clusterProbe(core: CoreV1Api): ClusterProbe {
+export function clusterProbe(core: CoreApi): ClusterProbe {
   let uid: Promise<string> | undefined;
   return {
     uid() {

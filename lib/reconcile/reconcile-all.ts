@@ -1,7 +1,8 @@
-import { PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Dependencies } from '../app/dependencies.ts';
 import { isConflict, isNotFound } from '../kube/client.ts';
 import { listNodePods } from '../kube/node-pods.ts';
+import { PatchStrategy, setHeaderOptions } from '../kube/patch.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import { buildNodeController } from '../node/heartbeat-entry.ts';

@@ -7,7 +7,8 @@ import type {
   V1Pod,
   V1PodSpec,
 } from '@kubernetes/client-node';
-import { isNotFound, type KubeClients } from '../../lib/kube/client.ts';
+import { isNotFound } from '../../lib/kube/client.ts';
+import type { ToolingClients } from '../../lib/kube/tooling-clients.ts';
 import { waitFor } from '../support/kube.ts';
 
 /** How long to wait, and what for (named in the timeout error). */
@@ -33,7 +34,7 @@ export function shell(
  */
 export class HarnessPods {
   constructor(
-    private readonly admin: KubeClients,
+    private readonly admin: ToolingClients,
     private readonly batch: BatchV1Api,
     private readonly apps: AppsV1Api,
     private readonly node: string,

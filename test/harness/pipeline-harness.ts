@@ -1,5 +1,5 @@
 import { AppsV1Api, BatchV1Api } from '@kubernetes/client-node';
-import { createKubeClients, type KubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
+import { createToolingClients, type ToolingClients } from '../../lib/kube/tooling-clients.ts';
 import type { Cadence } from '../../lib/local/cadence.ts';
 import {
   LocalDeployment,
@@ -110,7 +110,7 @@ export const HARNESS_FUNCTION_ENV: Readonly<Record<string, string>> = {
  * (`bench/`), which pass their own {@link HarnessEnvironment}.
  */
 export class PipelineHarness {
-  readonly admin: KubeClients;
+  readonly admin: ToolingClients;
   readonly apps: AppsV1Api;
   readonly batch: BatchV1Api;
   readonly pods: HarnessPods;
@@ -138,9 +138,7 @@ export class PipelineHarness {
     this.deployment = parts.deployment;
     this.probe = parts.probe;
     // Setup and assertions must outlast a slow API server on a loaded machine: 30 s, not the functions' 5 s.
-    this.admin = createKubeClients(loadKubeConfig({ kubeconfigPath: parts.adminKubeconfig }), {
-      requestTimeoutMs: ADMIN_REQUEST_TIMEOUT_MS,
-    });
+    this.admin = createToolingClients(parts.adminKubeconfig, { requestTimeoutMs: ADMIN_REQUEST_TIMEOUT_MS });
     this.apps = this.admin.config.makeApiClient(AppsV1Api);
     this.batch = this.admin.config.makeApiClient(BatchV1Api);
     this.pods = new HarnessPods(this.admin, this.batch, this.apps, this.node, this.provider.image);

@@ -22,7 +22,8 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { CoordinationApi } from '@kubernetes/client-node';
 import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
-import { apiStatusCode, createKubeClients, type KubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
+import { apiStatusCode } from '../../lib/kube/client.ts';
+import { createToolingClients, type ToolingClients } from '../../lib/kube/tooling-clients.ts';
 import { type ControlPlane, startControlPlane } from '../../lib/local/control-plane.ts';
 import { LocalLambdaRuntime } from '../../lib/local/lambda-runtime.ts';
 import { freshTable, functionEnv, readNode, readyStatus, uniqueName, waitFor } from '../support/kube.ts';
@@ -49,7 +50,7 @@ interface HeartbeatSample {
 
 describe('heartbeat on a cluster without the Lease API', () => {
   let cp: ControlPlane | undefined;
-  let admin: KubeClients | undefined;
+  let admin: ToolingClients | undefined;
   const runtime = new LocalLambdaRuntime();
   let failed = false;
 
@@ -68,7 +69,7 @@ describe('heartbeat on a cluster without the Lease API', () => {
         apiServerArgs: [NO_LEASE_API],
         log: (line) => process.stderr.write(`[no-lease control plane] ${line}\n`),
       });
-      admin = createKubeClients(loadKubeConfig({ kubeconfigPath: cp.adminKubeconfig }));
+      admin = createToolingClients(cp.adminKubeconfig);
     }),
   );
 

@@ -4,7 +4,6 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
 import type { ClientRequest } from 'node:http';
 import { after, describe, it } from 'node:test';
-import { CoreV1Api, createConfiguration, ServerConfiguration, V1MicroTime } from '@kubernetes/client-node';
 import {
   createKubeClients,
   isConflict,
@@ -12,7 +11,8 @@ import {
   isNotFound,
   loadKubeConfig,
 } from '../../lib/kube/client.ts';
-import { keepAliveAuthentication } from '../../lib/kube/keep-alive.ts';
+import { MicroTime } from '../../lib/kube/micro-time.ts';
+import { createToolingClients } from '../../lib/kube/tooling-clients.ts';
 import { testEnv } from '../support/env.ts';
 
 const LEASE_NAMESPACE = 'kube-node-lease';
@@ -20,10 +20,12 @@ const LEASE_NAMESPACE = 'kube-node-lease';
 describe('Kubernetes client as the virtual kubelet, against the real API server', () => {
   const env = testEnv();
   const kubelet = createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.kubeletKubeconfig }));
-  const admin = createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }));
+  const admin = createToolingClients(env.kube.adminKubeconfig);
   const suffix = randomBytes(4).toString('hex');
   const nodeName = `svk-client-test-${suffix}`;
-  const renewTime = new V1MicroTime(Date.now());
+  const renewTime = new MicroTime(Date.now());
+  // The same identity with client-node's whole API, for the calls the virtual kubelet never makes.
+  const kubeletTools = createToolingClients(env.kube.kubeletKubeconfig);
 
   after(async () => {
     await ignoreNotFound(
@@ -75,7 +77,7 @@ describe('Kubernetes client as the virtual kubelet, against the real API server'
     });
     assert.equal(lease.spec?.holderIdentity, nodeName);
     assert.equal(lease.spec?.leaseDurationSeconds, 40);
-    // client-node 1.4 types renewTime as V1MicroTime but hands back the wire string; new Date() reads both.
+    // A MicroTime goes out with microseconds and comes back as the wire string (as client-node's did); new Date() reads both.
     const readBack = lease.spec?.renewTime;
     assert.ok(readBack);
     assert.equal(new Date(readBack).getTime(), renewTime.getTime());
@@ -105,14 +107,14 @@ describe('Kubernetes client as the virtual kubelet, against the real API server'
   });
 
   it('is forbidden from listing Secrets cluster-wide', async () => {
-    await assert.rejects(kubelet.core.listSecretForAllNamespaces(), (err) => isForbidden(err));
+    await assert.rejects(kubeletTools.core.listSecretForAllNamespaces(), (err) => isForbidden(err));
   });
 
   it('is forbidden from deleting a Namespace, which stays', async () => {
     const name = `svk-forbidden-${suffix}`;
     await admin.core.createNamespace({ body: { metadata: { name } } });
     try {
-      await assert.rejects(kubelet.core.deleteNamespace({ name }), (err) => isForbidden(err));
+      await assert.rejects(kubeletTools.core.deleteNamespace({ name }), (err) => isForbidden(err));
       const ns = await admin.core.readNamespace({ name });
       assert.equal(ns.status?.phase, 'Active');
     } finally {
@@ -175,11 +177,11 @@ describe('Kubernetes client connections', () => {
 
   it('opens a new connection instead of reusing one idle for longer than the limit', async () => {
     let now = 0;
-    const core = new CoreV1Api(
-      createConfiguration({
-        baseServer: new ServerConfiguration(kc.getCurrentCluster()?.server ?? '', {}),
-        authMethods: { default: keepAliveAuthentication(kc, { maxIdleMs: 1_000, now: () => now }) },
-      }),
+    const { core } = createKubeClients(
+      loadKubeConfig(
+        { kubeconfigPath: env.kube.adminKubeconfig },
+        { keepAlive: { maxIdleMs: 1_000, now: () => now } },
+      ),
     );
     const counter = connectionCounter('/api/v1/namespaces/default');
     try {

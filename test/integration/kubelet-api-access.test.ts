@@ -214,7 +214,7 @@ describe('kubelet API authentication in the handler itself', () => {
   });
 
   it('takes a bearer token the API server authenticates (TokenReview)', async () => {
-    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).getCurrentUser()?.token ?? '';
+    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).token ?? '';
     assert.ok(token);
     assert.deepEqual(await invokeStreaming(handler(), event({ Authorization: `Bearer ${token}` })), {
       status: 200,
@@ -232,7 +232,7 @@ describe('kubelet API authentication in the handler itself', () => {
   });
 
   it('answers a domain that names no node of ours with 404', async () => {
-    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).getCurrentUser()?.token ?? '';
+    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).token ?? '';
     const answer = await invokeStreaming(handler(), {
       ...event({ Authorization: `Bearer ${token}`, Host: 'elsewhere.example.com' }),
     });

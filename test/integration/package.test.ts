@@ -28,6 +28,17 @@ const BUNDLES = {
 /** A string only the ECS provider's code holds (lib/provider/ecs/ecs-node.ts). */
 const ECS_MARKER = 'AWS Fargate (serverless-virtual-kubelet ecs-fargate provider)';
 
+/**
+ * Strings only `@kubernetes/client-node`'s code holds: its generated APIs'
+ * error for an unexpected status, and its KubeConfig's refusal of plain
+ * http. No function loads client-node at import (lib/kube/client.ts); its
+ * KubeConfig comes in a chunk of its own when a kubeconfig needs it.
+ */
+const CLIENT_NODE_MARKERS = [
+  'Unknown API Status Code!',
+  'HTTP protocol is not allowed when skipTLSVerify is not set or false',
+];
+
 /** Packaged as an ECS Fargate deployment, so that the template carries the provider's IAM and event rule with real values. */
 const ECS_PARAMS = {
   provider: 'ecs-fargate',
@@ -629,7 +640,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
     }
   });
 
-  it('bundles every function as ESM, the provider factory in a chunk of its own loaded by import()', () => {
+  it('bundles every function as ESM, the provider factory in a chunk of its own loaded by import(), client-node not at import', () => {
     // A string only the mock provider's code holds (lib/provider/mock/mock-node.ts).
     const mockMarker = HEALTHY_CONDITIONS[0]?.message ?? assert.fail('no mock condition');
     for (const [zip, entry] of Object.entries(BUNDLES)) {
@@ -652,6 +663,13 @@ describe('serverless package (offline, no AWS credentials)', () => {
         // The ECS provider is ecs-task-state's own code; every other function loads it only when chosen.
         if (zip !== 'ecsTaskState.zip')
           assert.ok(!source(name).includes(ECS_MARKER), `${zip}: ${name} holds no ECS provider`);
+      }
+      for (const name of eager) {
+        for (const marker of CLIENT_NODE_MARKERS)
+          assert.ok(
+            !source(name).includes(marker),
+            `${zip}: ${name} holds no @kubernetes/client-node (${marker})`,
+          );
       }
       const lazy = relativeImports(source(entry)).filter((i) => i.dynamic);
       for (const [marker, provider] of [

@@ -19,7 +19,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createPodWatchHandler } from '../../functions/pod-watch.ts';
 import type { PodEventDetail } from '../../lib/events/pod-event.ts';
-import { createKubeClients, type KubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
+import { createToolingClients, type ToolingClients } from '../../lib/kube/tooling-clients.ts';
 import { type ControlPlane, startControlPlane } from '../../lib/local/control-plane.ts';
 import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { type InvocationResult, LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
@@ -57,11 +57,11 @@ const SHORT_ENV = {
 
 const num = (rv: string | undefined) => (rv === undefined ? -1n : BigInt(rv));
 
-async function fakeNode(kube: KubeClients, name: string): Promise<void> {
+async function fakeNode(kube: ToolingClients, name: string): Promise<void> {
   await kube.core.createNode({ body: { metadata: { name } } });
 }
 
-async function createPod(kube: KubeClients, namespace: string, node: string, name: string) {
+async function createPod(kube: ToolingClients, namespace: string, node: string, name: string) {
   return kube.core.createNamespacedPod({
     namespace,
     body: {
@@ -77,7 +77,7 @@ async function createPod(kube: KubeClients, namespace: string, node: string, nam
 }
 
 /** The current resourceVersion of a cluster: what a list without resourceVersion returns. */
-async function currentRv(kube: KubeClients): Promise<bigint> {
+async function currentRv(kube: ToolingClients): Promise<bigint> {
   return num(
     (await kube.core.listNamespacedConfigMap({ namespace: 'kube-system', limit: 1 })).metadata
       ?.resourceVersion,
@@ -116,7 +116,7 @@ function watcher(table: { name: string; table: StateTable }, node: string) {
 
 describe('pod-watch with state from another cluster or from before an etcd restore', () => {
   let cp: ControlPlane | undefined;
-  let adminB: KubeClients | undefined;
+  let adminB: ToolingClients | undefined;
   let failed = false;
   const nodes: string[] = [];
   const runtimes: LocalLambdaRuntime[] = [];
@@ -128,7 +128,7 @@ describe('pod-watch with state from another cluster or from before an etcd resto
       scheduler: false,
       log: (line) => process.stderr.write(`[cluster B] ${line}\n`),
     });
-    adminB = createKubeClients(loadKubeConfig({ kubeconfigPath: cp.adminKubeconfig }));
+    adminB = createToolingClients(cp.adminKubeconfig);
   });
 
   after(async () => {

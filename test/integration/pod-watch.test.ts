@@ -16,7 +16,8 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createPodWatchHandler } from '../../functions/pod-watch.ts';
 import type { PodEventDetail } from '../../lib/events/pod-event.ts';
-import { isGone, watchStream } from '../../lib/kube/client.ts';
+import { isGone } from '../../lib/kube/client.ts';
+import { watchStream } from '../../lib/kube/watch.ts';
 import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { type InvocationResult, LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
 import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
@@ -103,7 +104,7 @@ async function recordTruth(node: string): Promise<{ events: Seen[]; stop(): Prom
   const loop = (async () => {
     while (!stop.signal.aborted) {
       await watchStream(
-        admin.config,
+        admin.context,
         '/api/v1/pods',
         { fieldSelector: `spec.nodeName=${node}`, resourceVersion: rv, timeoutSeconds: 300 },
         (type, object) => {
@@ -509,7 +510,7 @@ async function watchStatus(node: string, rv: string): Promise<unknown> {
   let status: unknown = 'ok';
   try {
     await watchStream(
-      admin.config,
+      admin.context,
       '/api/v1/pods',
       { fieldSelector: `spec.nodeName=${node}`, resourceVersion: rv, timeoutSeconds: 2 },
       (type, object) => {

@@ -13,7 +13,8 @@ import {
   setHeaderOptions,
   type V1ResourceAttributes,
 } from '@kubernetes/client-node';
-import { apiStatusCode, createKubeClients, isForbidden, loadKubeConfig } from '../../lib/kube/client.ts';
+import { apiStatusCode, isForbidden } from '../../lib/kube/client.ts';
+import { createToolingClients } from '../../lib/kube/tooling-clients.ts';
 import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
 import { testEnv } from '../support/env.ts';
 import {
@@ -27,10 +28,10 @@ import {
 
 const env = testEnv();
 const admin = adminClients(env);
-const kubeletConfig = loadKubeConfig({ kubeconfigPath: env.kube.kubeletKubeconfig });
-const kubelet = createKubeClients(kubeletConfig);
-const authz = kubeletConfig.makeApiClient(AuthorizationV1Api);
-const kubeletRbac = kubeletConfig.makeApiClient(RbacAuthorizationV1Api);
+// The virtual kubelet's identity with client-node's whole API: what RBAC refuses, asked for real.
+const kubelet = createToolingClients(env.kube.kubeletKubeconfig);
+const authz = kubelet.config.makeApiClient(AuthorizationV1Api);
+const kubeletRbac = kubelet.config.makeApiClient(RbacAuthorizationV1Api);
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 const ns = uniqueName('rbac');

@@ -15,6 +15,8 @@ import { waitFor } from './kube.ts';
  */
 
 export const TEST_IMAGE = 'busybox:1.36';
+/** The infra image the test provider runs (a busybox stand-in for the pause image). */
+export const INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
 
 /** A client of the run's engine, for assertions on what the provider left there. */
 export function testEngine(env: TestEnv = testEnv()): Docker {
@@ -31,7 +33,7 @@ export function testDockerProvider(
     log: createLogger({ level: process.env.SVK_TEST_LOG_LEVEL ?? 'warn' }),
     settings: {
       network: env.docker.network,
-      infraImage: 'registry.k8s.io/pause:3.10',
+      infraImage: INFRA_IMAGE,
       hostIp: '127.0.0.1',
       pullTimeoutMs: 30_000,
     },

@@ -1,19 +1,26 @@
 import { randomBytes } from 'node:crypto';
 import type { V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
 import { createKubeClients, isNotFound, type KubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
+import { createToolingClients, type ToolingClients } from '../../lib/kube/tooling-clients.ts';
 import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
 import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
 import { createTable } from '../../lib/state/table-definition.ts';
 import { type TestEnv, testEnv } from './env.ts';
+
+/** The admin's tooling clients or the virtual kubelet's own: the helpers that take either only read and delete. */
+export type AnyClients = KubeClients | ToolingClients;
 
 /** A name no other test (or earlier run against the same cluster) uses. */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(3).toString('hex')}`;
 }
 
-/** Cluster-admin clients: for setting up and asserting, never for the code under test. */
-export function adminClients(env: TestEnv = testEnv()): KubeClients {
-  return createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }));
+/**
+ * Cluster-admin clients: for setting up and asserting, never for the code
+ * under test; client-node's whole API over our HTTP layer (tooling-clients.ts).
+ */
+export function adminClients(env: TestEnv = testEnv()): ToolingClients {
+  return createToolingClients(env.kube.adminKubeconfig);
 }
 
 /** Clients with the virtual kubelet's own identity (bound to infra/rbac.yaml only). */
@@ -71,7 +78,7 @@ export function functionEnv(tableName: string, overrides: Record<string, string>
   };
 }
 
-export async function readNode(kube: KubeClients, name: string): Promise<V1Node | undefined> {
+export async function readNode(kube: AnyClients, name: string): Promise<V1Node | undefined> {
   try {
     return await kube.core.readNode({ name });
   } catch (err) {
@@ -80,7 +87,7 @@ export async function readNode(kube: KubeClients, name: string): Promise<V1Node 
   }
 }
 
-export async function readLease(kube: KubeClients, name: string): Promise<V1Lease | undefined> {
+export async function readLease(kube: AnyClients, name: string): Promise<V1Lease | undefined> {
   try {
     return await kube.coordination.readNamespacedLease({ name, namespace: NODE_LEASE_NAMESPACE });
   } catch (err) {
@@ -112,10 +119,7 @@ export interface Sample {
 }
 
 /** Samples the node's Ready status and its lease age every second until stopped. */
-export function sampleNode(
-  kube: KubeClients,
-  name: string,
-): { samples: Sample[]; stop(): Promise<Sample[]> } {
+export function sampleNode(kube: AnyClients, name: string): { samples: Sample[]; stop(): Promise<Sample[]> } {
   const samples: Sample[] = [];
   let running = true;
   const loop = (async () => {
@@ -136,7 +140,7 @@ export function sampleNode(
   };
 }
 
-export async function deleteNodeAndLease(kube: KubeClients, name: string): Promise<void> {
+export async function deleteNodeAndLease(kube: AnyClients, name: string): Promise<void> {
   await kube.core.deleteNode({ name }).catch(() => undefined);
   await kube.coordination
     .deleteNamespacedLease({ name, namespace: NODE_LEASE_NAMESPACE })
@@ -147,7 +151,7 @@ export async function deleteNodeAndLease(kube: KubeClients, name: string): Promi
  * Creates a namespace and waits until its default service account has its
  * token: 1.20's admission refuses pods before that.
  */
-export async function createTestNamespace(kube: KubeClients, name: string): Promise<void> {
+export async function createTestNamespace(kube: ToolingClients, name: string): Promise<void> {
   await kube.core.createNamespace({ body: { metadata: { name } } });
   await waitFor(
     async () => {
@@ -163,7 +167,7 @@ export async function createTestNamespace(kube: KubeClients, name: string): Prom
 }
 
 /** Force-deletes every pod of a namespace (nothing may be running them), then the namespace. */
-export async function deleteTestNamespace(kube: KubeClients, name: string): Promise<void> {
+export async function deleteTestNamespace(kube: ToolingClients, name: string): Promise<void> {
   const pods = await kube.core.listNamespacedPod({ namespace: name }).catch(() => ({ items: [] as V1Pod[] }));
   await Promise.all(
     pods.items.map((p) =>

@@ -77,6 +77,29 @@ export function staticImports(path: string): string[] {
   return imports;
 }
 
+/**
+ * The packages `path` imports statically for their values (bare specifiers
+ * such as `@kubernetes/client-node` or `node:fs`, as written), in source
+ * order: type-only imports and dynamic `import()` are left out, as esbuild
+ * leaves them out of what runs at import.
+ */
+export function packageImports(path: string): string[] {
+  const packages: string[] = [];
+  for (const statement of sourceFile(path).statements) {
+    let specifier: ts.Expression | undefined;
+    if (ts.isImportDeclaration(statement)) {
+      if (typeOnly(statement.importClause, statement.importClause?.isTypeOnly ?? false)) continue;
+      specifier = statement.moduleSpecifier;
+    } else if (ts.isExportDeclaration(statement)) {
+      if (typeOnly(statement.exportClause, statement.isTypeOnly)) continue;
+      specifier = statement.moduleSpecifier;
+    }
+    if (specifier && ts.isStringLiteral(specifier) && !specifier.text.startsWith('.'))
+      packages.push(specifier.text);
+  }
+  return packages;
+}
+
 /** Every file reachable from `from` in at most `hops` static imports, with one shortest path to it. */
 export function reachableWithin(from: string, hops: number): Map<string, string[]> {
   const paths = new Map<string, string[]>([[from, [from]]]);

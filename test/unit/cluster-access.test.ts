@@ -115,12 +115,12 @@ describe('kubeconfig from Secrets Manager or SSM', () => {
       { kubeconfigSecret: 'svk/kubeconfig' },
       options(sources({ secret: KUBECONFIG }, calls)),
     );
-    assert.equal(fromSecret.getCurrentCluster()?.server, 'https://10.0.0.1:6443');
+    assert.equal(fromSecret.server, 'https://10.0.0.1:6443');
     const fromParameter = await loadClusterKubeConfig(
       { kubeconfigParameter: '/svk/kubeconfig' },
       options(sources({ parameter: KUBECONFIG }, calls)),
     );
-    assert.equal(fromParameter.getCurrentUser()?.token, 's3cr3t-token-value');
+    assert.equal(fromParameter.token, 's3cr3t-token-value');
     assert.deepEqual(calls, ['secret svk/kubeconfig', 'parameter /svk/kubeconfig']);
   });
 

@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterCredentialSources } from '../../lib/kube/aws-credential-sources.ts';
 import { loadClusterKubeConfig, TOKEN_REFRESH_MARGIN_MS } from '../../lib/kube/credentials.ts';
 import { createEksToken, EKS_TOKEN_PREFIX, TOKEN_VALIDITY_MS } from '../../lib/kube/eks-token.ts';
+import type { KubeContext } from '../../lib/kube/kube-context.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 
 const credentials = {
@@ -114,17 +114,13 @@ describe('EKS cluster access', () => {
   it('describes the cluster once, and signs a token into each request until it is near expiry', async () => {
     const calls: string[] = [];
     const clock = new FakeClock({ wall: now });
-    const kc: KubeConfig = await loadClusterKubeConfig(
+    const kc: KubeContext = await loadClusterKubeConfig(
       { eks: { clusterName: 'my-cluster' } },
       { region: 'us-west-2', clock, sources: fakeSources(calls) },
     );
-    assert.equal(kc.getCurrentCluster()?.server, 'https://ABC.gr7.us-west-2.eks.amazonaws.com');
-    assert.equal(kc.getCurrentCluster()?.caData, 'Y2E=');
-    const header = async () => {
-      const opts: { headers?: Record<string, string> } = {};
-      await kc.applyToHTTPSOptions(opts);
-      return opts.headers?.Authorization ?? '';
-    };
+    assert.equal(kc.server, 'https://ABC.gr7.us-west-2.eks.amazonaws.com');
+    assert.equal(kc.ca?.toString('base64'), 'Y2E=');
+    const header = async () => (await kc.connect()).headers.Authorization ?? '';
     const first = await header();
     const expected = await createEksToken({
       clusterName: 'my-cluster',
@@ -147,7 +143,7 @@ describe('EKS cluster access', () => {
       { eks: { clusterName: 'c', endpoint: 'https://x.example', caData: 'Q0E=' } },
       { region: 'eu-west-1', clock: new FakeClock({ wall: now }), sources: fakeSources(calls) },
     );
-    assert.equal(kc.getCurrentCluster()?.server, 'https://x.example');
+    assert.equal(kc.server, 'https://x.example');
     assert.deepEqual(calls, []);
   });
 });

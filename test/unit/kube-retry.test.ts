@@ -1,15 +1,14 @@
 /**
  * The Kubernetes clients against an API server that refuses (429 with
  * Retry-After, 5xx) or stalls: a plain HTTP server on loopback in front of
- * the real client-node clients built by createKubeClients.
+ * the real clients built by createKubeClients.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
 import { runWithDeadline } from '../../lib/deadline.ts';
-import { apiStatusCode, createKubeClients } from '../../lib/kube/client.ts';
+import { apiStatusCode, createKubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
 import { isRetriableAnswer, retryAfterMs } from '../../lib/kube/retrying-http.ts';
 
 const servers: Array<{ server: Server; sockets: Set<Socket> }> = [];
@@ -49,12 +48,13 @@ async function apiServer(answer: (n: number, req: IncomingMessage) => Answer) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   assert.ok(address && typeof address === 'object');
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${address.port}`, skipTLSVerify: true }],
-    users: [{ name: 'u', token: 't' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
+  const kc = loadKubeConfig({
+    kubeconfigYaml: `
+clusters: [{ name: c, cluster: { server: 'http://127.0.0.1:${address.port}', insecure-skip-tls-verify: true } }]
+users: [{ name: u, user: { token: t } }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`,
   });
   return { kc, requests };
 }
@@ -114,7 +114,7 @@ describe('Kubernetes client retries', () => {
     const api = await apiServer(() => ({ status: 409 }));
     const { core } = createKubeClients(api.kc, { retry: fast });
     await assert.rejects(
-      () => core.replaceNode({ name: 'vk-1', body: node }),
+      () => core.replaceNamespacedPodStatus({ namespace: 'ns', name: 'p', body: {} }),
       (err: unknown) => apiStatusCode(err) === 409,
     );
     assert.equal(api.requests.length, 1);

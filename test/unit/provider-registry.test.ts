@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
 import { systemClock } from '../../lib/clock.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
 import { createKubeClients } from '../../lib/kube/client.ts';
+import { KubeContext } from '../../lib/kube/kube-context.ts';
 import { createLogger } from '../../lib/log/logger.ts';
 import { DockerNodeProvider } from '../../lib/provider/docker/docker-node.ts';
 import { DockerPodProvider } from '../../lib/provider/docker/docker-pods.ts';
@@ -45,11 +45,11 @@ describe('provider registry', () => {
   });
 
   function context(config: ReturnType<typeof loadConfig>) {
-    const kc = new KubeConfig();
-    kc.loadFromClusterAndUser(
-      { name: 'unused', server: 'https://127.0.0.1:9', skipTLSVerify: true },
-      { name: 'u' },
-    );
+    const kc = new KubeContext({
+      name: 'unused',
+      server: 'https://127.0.0.1:9',
+      insecureSkipTlsVerify: true,
+    });
     return {
       config,
       table: new StateTable(createDynamoDbClient({ endpoint: 'http://127.0.0.1:9' }).doc, 'unused'),

@@ -6,7 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ApiException, type CoreV1Api, type V1Pod, type V1PodStatus } from '@kubernetes/client-node';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { CoreApi } from '../../lib/kube/core-api.ts';
+import { KubeApiError } from '../../lib/kube/kube-errors.ts';
 import { mergeStatus } from '../../lib/pod/pod-status-builders.ts';
 import { OLDER_READING, providerStatusOver, writeProviderStatus } from '../../lib/pod/pod-status-writes.ts';
 import { isOlderReading, READ_AT_CONDITION, stampReadAt, statusReadAt } from '../../lib/pod/status-order.ts';
@@ -89,12 +91,16 @@ describe('status order', () => {
       readNamespacedPod: async () => stored,
       replaceNamespacedPodStatus: async ({ body }: { body: V1Pod }) => {
         if (body.metadata?.resourceVersion !== stored.metadata?.resourceVersion)
-          throw new ApiException(409, 'Conflict', '{"kind":"Status","code":409}', {});
+          throw new KubeApiError(
+            409,
+            { kind: 'Status', code: 409 },
+            'PUT /api/v1/namespaces/ns/pods/p/status',
+          );
         writes.push(body.status ?? {});
         stored = { ...body, metadata: { ...body.metadata, resourceVersion: '3' } };
         return stored;
       },
-    } as unknown as CoreV1Api;
+    } as unknown as CoreApi;
     const result = await writeProviderStatus(core, { namespace: 'ns', name: 'p', uid: 'u' }, pending, {
       pod: pod(undefined, '1'),
       readAtMs: T,

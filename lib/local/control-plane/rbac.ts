@@ -1,7 +1,7 @@
 /** Installs the virtual kubelet's RBAC (`infra/rbac.yaml`) into the local cluster. */
 import { readFileSync } from 'node:fs';
 import { type KubeConfig, type KubernetesObject, loadAllYaml, PatchStrategy } from '@kubernetes/client-node';
-import { createObjectClient } from '../../kube/client.ts';
+import { createObjectClient } from '../../kube/tooling-clients.ts';
 
 const RBAC_MANIFEST = new URL('../../../infra/rbac.yaml', import.meta.url);
 const FIELD_MANAGER = 'svk-local-control-plane';

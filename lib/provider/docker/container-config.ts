@@ -108,14 +108,15 @@ export function instanceConfig(
 
 /**
  * The deletion marker: created and never started, it records on the engine
- * that the pod is being deleted and when its grace period ends, so that no
- * poller restarts a container that was sent SIGTERM, and any of them kills
- * what is left once the deadline passes.
+ * that the pod is being deleted and when its grace period ends (now, for a
+ * removal that does not wait), so that no poller creates or starts a
+ * container of the pod (a restart of one that was sent SIGTERM, say), and
+ * any of them kills what is left once the deadline passes.
  */
 export function deletingConfig(
   pod: PodIdentity,
   deadline: Date,
-  settings: EngineSettings,
+  settings: Pick<EngineSettings, 'infraImage'>,
 ): Docker.ContainerCreateOptions {
   return {
     name: deletingName(pod.uid),

@@ -23,6 +23,7 @@ import { type PodPlan, podPlan } from './pod-plan.ts';
 import { removePod } from './pod-removal.ts';
 import { type CpuSamples, podStats } from './pod-stats.ts';
 import { unsupportedFields } from './pod-support.ts';
+import { removalOf } from './removals-in-flight.ts';
 
 export interface DockerPodProviderOptions {
   docker: Docker;
@@ -77,7 +78,9 @@ export class DockerPodProvider implements PodProvider {
   /**
    * Creates the pod's volumes and infra container, starts what can start now
    * and resolves with its status. Idempotent by uid; another uid under the
-   * same name is removed first.
+   * same name is removed first. A uid that is being deleted (its deletion
+   * marker on the engine) is not created again: it resolves with no status,
+   * or the status of its graceful stop.
    * @throws ProviderUnsupportedError naming every field it cannot honour; nothing is created then.
    */
   async createPod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
@@ -91,15 +94,12 @@ export class DockerPodProvider implements PodProvider {
     );
     for (const [uid, other] of byName) {
       if (uid !== plan.uid)
-        await removePod(
-          this.options.docker,
-          this.state,
-          uid,
-          other.infra?.plan?.volumes.map((v) => v.name) ?? [],
-          signal,
-        );
+        await removePod(this.deps, other, other.infra?.plan?.volumes.map((v) => v.name) ?? [], signal);
     }
     const current = byName.get(plan.uid);
+    // A uid being deleted never comes back (a create that read its pod before the delete, retried late).
+    if (current?.deleting || removalOf(plan.uid))
+      return current ? (await advancePod(this.deps, current, signal))?.status : undefined;
     if (!current?.infra) await this.createInfra(plan, signal);
     const observed = (await this.state.pods({ [LABELS.uid]: plan.uid }, signal)).get(plan.uid);
     if (!observed) throw new Error(`docker provider: pod ${describe(plan)} vanished while it was created`);
@@ -156,7 +156,7 @@ export class DockerPodProvider implements PodProvider {
     const running = observed.instances.filter((i) => i.state === 'running');
     const volumes = observed.infra?.plan?.volumes.map((v) => v.name) ?? [];
     if (!graceful || running.length === 0) {
-      await removePod(this.options.docker, this.state, uid, volumes, signal);
+      await removePod(this.deps, observed, volumes, signal);
       return;
     }
     if (!observed.deleting) await this.markDeleting(observed, new Date(deadline), signal);

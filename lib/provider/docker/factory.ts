@@ -1,8 +1,8 @@
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import type { CoreV1Api } from '@kubernetes/client-node';
 import { awsClientOptions } from '../../aws/client-options.ts';
 import type { Config } from '../../config/config.ts';
 import { isNotFound } from '../../kube/client.ts';
+import type { CoreApi } from '../../kube/core-api.ts';
 import type { ProviderContext, Providers } from '../registry.ts';
 import { DockerNodeProvider } from './docker-node.ts';
 import { DockerPodProvider } from './docker-pods.ts';
@@ -93,7 +93,7 @@ export function secretsManagerReader(region: string, client?: SecretsManagerClie
 }
 
 /** A pod's imagePullSecrets, read by name (the RBAC's `get secrets`), decoded. */
-function kubeSecrets(core: CoreV1Api): PullSecretSource {
+function kubeSecrets(core: CoreApi): PullSecretSource {
   return async (namespace, name) => {
     try {
       const secret = await core.readNamespacedSecret({ namespace, name });

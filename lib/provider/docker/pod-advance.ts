@@ -7,11 +7,12 @@ import { isEngineNotFound, isImageMissing, isNameConflict, isNotModified } from 
 import type { EngineState } from './engine-state.ts';
 import type { ImagePuller, RegistryAuth } from './image-puller.ts';
 import { LABELS } from './names.ts';
-import type { ObservedPod } from './observed-pod.ts';
+import type { InfraInstance, ObservedPod } from './observed-pod.ts';
 import type { PodPlan } from './pod-plan.ts';
-import { allViews, type ContainerView, podProgress } from './pod-progress.ts';
+import { allViews, type ContainerView, type PodProgress, podProgress } from './pod-progress.ts';
 import { removePod } from './pod-removal.ts';
 import { type ImageView, podObject, podStatus } from './pod-status.ts';
+import { removalOf } from './removals-in-flight.ts';
 
 export interface AdvanceDeps {
   docker: Docker;
@@ -32,45 +33,91 @@ export interface AdvanceDeps {
  * Safe to run concurrently for the same pod from several invocations: every
  * create is by a deterministic name, a start of a started container and a
  * removal of a removed one are no-ops.
+ *
+ * A pod being deleted (its deletion marker on the engine, or a removal
+ * running in this process) is only reported while it stops, then removed:
+ * nothing is created or started in it. `observed` may predate the marker (a poll lists a whole
+ * node, then inspects and moves on its pods one by one), and what it shows
+ * may already be the delete's doing: a container that exited on the
+ * delete's SIGTERM, an instance its removal took. So before it creates or
+ * starts anything, it looks for the marker once more; a delete creates the
+ * marker before it signals or removes anything, so a state that a delete
+ * brought about is never acted on.
  */
 export async function advancePod(
   deps: AdvanceDeps,
   observed: ObservedPod,
   signal?: AbortSignal,
 ): Promise<V1Pod | undefined> {
-  const { docker, state, clock, log } = deps;
-  const now = clock.now();
-  const plan = observed.infra?.plan;
-  const podLog = log.child({
-    pod: `${observed.namespace}/${observed.name}`,
-    uid: observed.uid,
-    node: observed.node,
-  });
-  if (observed.deleting) {
-    const running = observed.instances.some((i) => i.state === 'running');
-    if (now < observed.deleting.deadline && running) return reportPod(deps, observed);
-    await removePod(docker, state, observed.uid, plan?.volumes.map((v) => v.name) ?? [], signal);
-    podLog.info({ graceEnded: now >= observed.deleting.deadline }, 'pod deleted from the engine');
+  const removing = removalOf(observed.uid);
+  if (removing) {
+    await removing;
     return undefined;
   }
-  if (!observed.infra) {
+  if (observed.deleting || !observed.infra) return finishDeletion(deps, observed, signal);
+  const plan = observed.infra.plan;
+  if (!plan) {
+    podLogger(deps, observed).warn('infra container without a readable pod plan: left alone');
+    return undefined;
+  }
+  const progress = podProgress(observed, plan, deps.clock.now());
+  const writes =
+    observed.infra.state !== 'running' ||
+    allViews(progress).some((v) => v.step.kind === 'start' || v.step.kind === 'create');
+  if (writes && (await markedForDeletion(deps, observed.uid, signal))) {
+    const marked = (await deps.state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid);
+    if (!marked) return undefined;
+    return marked.deleting ? finishDeletion(deps, marked, signal) : reportPod(deps, marked);
+  }
+  return moveOn(deps, observed, { ...observed.infra, plan }, progress, signal);
+}
+
+/** A pod with a deletion marker or without its infra container: reported while it stops, else removed. */
+async function finishDeletion(
+  deps: AdvanceDeps,
+  observed: ObservedPod,
+  signal?: AbortSignal,
+): Promise<V1Pod | undefined> {
+  const podLog = podLogger(deps, observed);
+  if (!observed.deleting) {
     // Instances without their infra container: what a deletion interrupted halfway left.
-    await removePod(docker, state, observed.uid, [], signal);
+    await removePod(deps, observed, [], signal);
     podLog.info('removed the remains of a pod without its infra container');
     return undefined;
   }
-  if (!plan) {
-    podLog.warn('infra container without a readable pod plan: left alone');
-    return undefined;
-  }
+  const now = deps.clock.now();
+  const running = observed.instances.some((i) => i.state === 'running');
+  if (now < observed.deleting.deadline && running) return reportPod(deps, observed);
+  await removePod(deps, observed, observed.infra?.plan?.volumes.map((v) => v.name) ?? [], signal);
+  podLog.info({ graceEnded: now >= observed.deleting.deadline }, 'pod deleted from the engine');
+  return undefined;
+}
+
+/** Whether the pod's deletion marker is on the engine now. */
+async function markedForDeletion(deps: AdvanceDeps, uid: string, signal?: AbortSignal): Promise<boolean> {
+  const listed = await deps.state.containers({ [LABELS.uid]: uid }, signal);
+  return listed.some((c) => c.Labels?.[LABELS.role] === 'deleting');
+}
+
+/** Makes the calls `progress` asks for (starts, creates, removals of old instances), then reports the pod. */
+async function moveOn(
+  deps: AdvanceDeps,
+  observed: ObservedPod,
+  infra: InfraInstance & { plan: PodPlan },
+  progress: PodProgress,
+  signal?: AbortSignal,
+): Promise<V1Pod | undefined> {
+  const { docker, state } = deps;
+  const plan = infra.plan;
+  const podLog = podLogger(deps, observed);
   let changed = false;
-  const infra = observed.infra;
-  if (infra.state !== 'running') changed = (await startContainer(deps, infra.id, podLog)) || changed;
-  const progress = podProgress(observed, plan, now);
+  if (infra.state !== 'running')
+    changed = (await startContainer(deps, plan.uid, infra.id, podLog)) || changed;
   const images = new Map<string, ImageView>();
   for (const view of allViews(progress)) {
     const step = view.step;
-    if (step.kind === 'start') changed = (await startContainer(deps, step.instance.id, podLog)) || changed;
+    if (step.kind === 'start')
+      changed = (await startContainer(deps, plan.uid, step.instance.id, podLog)) || changed;
     if (step.kind !== 'create') continue;
     const image = await deps.puller.view(
       view.plan.image,
@@ -98,6 +145,14 @@ export async function advancePod(
   return again ? reportPod(deps, again, images) : undefined;
 }
 
+function podLogger(deps: AdvanceDeps, observed: ObservedPod): Logger {
+  return deps.log.child({
+    pod: `${observed.namespace}/${observed.name}`,
+    uid: observed.uid,
+    node: observed.node,
+  });
+}
+
 /** The pod as `observed` shows it, without moving it on. */
 export function reportPod(
   deps: Pick<AdvanceDeps, 'clock' | 'settings'>,
@@ -122,8 +177,12 @@ export function reportPod(
   return pod;
 }
 
-/** Starts a container; true when the engine changed. A failure is left for the next look to see in the state. */
-async function startContainer(deps: AdvanceDeps, id: string, log: Logger): Promise<boolean> {
+/**
+ * Starts a container of pod `uid`, unless a removal of the pod began here meanwhile; true when the engine
+ * changed. A failure is left for the next look to see in the state.
+ */
+async function startContainer(deps: AdvanceDeps, uid: string, id: string, log: Logger): Promise<boolean> {
+  if (removalOf(uid)) return false;
   deps.state.invalidate(id);
   try {
     await deps.docker.getContainer(id).start();
@@ -143,6 +202,7 @@ async function createInstance(
   infraId: string,
   log: Logger,
 ): Promise<boolean> {
+  if (removalOf(plan.uid)) return false;
   const config = instanceConfig(plan, view.plan, view.role, attempt, infraId);
   let id: string;
   try {
@@ -166,6 +226,6 @@ async function createInstance(
     { container: view.plan.name, attempt },
     attempt === 0 ? 'container created' : 'container restarted',
   );
-  await startContainer(deps, id, log);
+  await startContainer(deps, plan.uid, id, log);
   return true;
 }

@@ -15,8 +15,7 @@ const BURST = 30;
  * Exits on SIGTERM, so that a pod stops as soon as pod-sync's delete reaches
  * the provider, while the rest of the burst is still being deleted. (A
  * process that leaves SIGTERM to its default, as `sleep` does as a
- * container's PID 1, would stop only when the grace period ends, all at
- * once, after pod-sync's work on the burst is over.)
+ * container's PID 1, would stop only when the grace period ends.)
  */
 const STOPS_ON_TERM = "trap 'exit 0' TERM; sleep 3600 & wait";
 
@@ -32,24 +31,34 @@ export function restartScenario(ctx: ConformanceContext): void {
 }
 
 /**
- * Kills every function once the burst has visibly started (`progress` at
- * least 1) while pod-sync still has invocations running or queued; returns
- * the progress seen then, and how many pod-sync invocations the kill ended.
+ * Pod-sync invocations running at the kill: more than one, so that the kill
+ * ends at least one mid-invocation even if another had just finished and its
+ * result was still on its way to the runtime.
+ */
+const RUNNING_AT_KILL = 2;
+
+/**
+ * Kills every function mid-burst: once the provider visibly acted on the
+ * burst (`acted`, which stays true once it holds: a pod in the provider, a
+ * pod stopped), and then the moment pod-sync has {@link RUNNING_AT_KILL}
+ * invocations running. The first holds while most of the burst's work is
+ * still to come (one pod of 29), so pod-sync is busy when it does; between
+ * the second check and the kill only the runtime's own counters are read (no
+ * request), so nothing can finish in between. Returns how many pod-sync
+ * invocations the kill ended.
  */
 async function killMidBurst(
   h: PipelineHarness,
-  progress: () => Promise<number>,
   what: string,
-): Promise<{ progress: number; podSyncKilled: number }> {
+  acted: () => Promise<boolean>,
+): Promise<number> {
   const { runtime } = h.deployment;
-  const seen = await waitFor(
-    async () => {
-      const n = await progress();
-      const busy = runtime.runningCount('pod-sync') + runtime.queuedCount('pod-sync');
-      return n >= 1 && busy > 0 ? n : undefined;
-    },
-    { timeoutMs: 3 * MINUTE, intervalMs: 50, what: `${what} while pod-sync still has work` },
-  );
+  await waitFor(acted, { timeoutMs: 3 * MINUTE, intervalMs: 100, what: `the provider to act on ${what}` });
+  await waitFor(() => runtime.runningCount('pod-sync') >= RUNNING_AT_KILL, {
+    timeoutMs: 3 * MINUTE,
+    intervalMs: 10,
+    what: `${RUNNING_AT_KILL} pod-sync invocations running for ${what}`,
+  });
   const before = h.invocations.count('pod-sync', 'error:Runtime.ExitError');
   await h.killFunctions();
   // The runtime reports each killed invocation as it learns of the exit.
@@ -62,62 +71,58 @@ async function killMidBurst(
       what: 'the killed pod-sync invocations to be reported',
     },
   );
-  return {
-    progress: seen,
-    podSyncKilled: h.invocations.count('pod-sync', 'error:Runtime.ExitError') - before,
-  };
+  return h.invocations.count('pod-sync', 'error:Runtime.ExitError') - before;
 }
 
+/**
+ * Each half of the burst starts with one pod alone, seen through to the
+ * provider (created; stopped), so that the pipeline is at work on the burst
+ * before the other 29 follow at once; the kill comes once the provider acted
+ * on one of those 29 too.
+ */
 async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void> {
   const ns = await h.namespace('burst');
   const deadLettersBefore = h.deployment.bus.deadLetters.length;
-  const names = Array.from({ length: BURST }, (_, i) => `b${i}`);
+  const [lead = 'b0', ...rest] = Array.from({ length: BURST }, (_, i) => `b${i}`);
   const inProvider = async () => (await h.probe.pods(h.node)).filter((p) => p.namespace === ns);
-
-  const creating = mapSettledLimit(names, 10, (name) =>
+  const anyIn = (names: string[]) => async () => (await inProvider()).some((p) => names.includes(p.name));
+  // A pod that was in the provider and is no longer listed stopped too.
+  const anyStopped = (names: string[]) => async () => {
+    const running = new Set((await inProvider()).filter((p) => p.running).map((p) => p.name));
+    return names.some((name) => !running.has(name));
+  };
+  const create = (name: string) =>
     h.pods.create(ns, {
       metadata: { name },
       spec: h.pods.spec({ terminationGracePeriodSeconds: 5, containers: [shell('main', STOPS_ON_TERM)] }),
-    }),
-  );
-  const first = await killMidBurst(
-    h,
-    async () => (await inProvider()).length,
-    'a pod of the burst in the provider',
-  );
+    });
+
+  await create(lead);
+  await waitFor(anyIn([lead]), {
+    timeoutMs: 2 * MINUTE,
+    intervalMs: 250,
+    what: `pod ${lead} in the provider`,
+  });
+  const creating = mapSettledLimit(rest, 10, create);
+  const killedCreating = await killMidBurst(h, `the burst's ${rest.length} creates`, anyIn(rest));
+  const createdAtKill = (await inProvider()).length;
   const created = await creating;
   assert.deepEqual(
     created.filter((c) => c.status === 'rejected'),
     [],
     'every create accepted by the API server',
   );
-  assert.ok(first.podSyncKilled > 0, 'the kill ended pod-sync invocations in flight');
+  assert.ok(killedCreating > 0, 'the kill ended pod-sync invocations in flight');
 
-  await waitFor(async () => (await h.pods.list(ns)).filter(isRunningAndReady).length === BURST, {
-    timeoutMs: 4 * MINUTE,
-    intervalMs: 1_000,
-    what: `all ${BURST} pods Running after the kill`,
-  });
-  const pods = await h.pods.list(ns);
-  const refs = pods.map(refOf);
-  assert.equal(pods.filter((p: V1Pod) => p.status?.phase === 'Failed').length, 0, 'no pod reported lost');
-  const held = await inProvider();
-  assert.deepEqual(
-    held.map((p) => p.uid).sort(),
-    refs.map((r) => r.uid).sort(),
-    'the provider runs exactly these pods',
-  );
+  const refs = await allRunning(h, ns);
   await assertHistories(h, refs, { creates: 1, deletes: 0 });
 
-  // One after another: pod-sync has deletes to do for as long as the burst lasts, also on an idle host
-  // where it handles each within moments, while the pods deleted first already stop.
-  const deleting = mapSettledLimit(names, 1, (name) => h.pods.delete(ns, name));
-  const second = await killMidBurst(
-    h,
-    async () => BURST - (await inProvider()).filter((p) => p.running).length,
-    'a pod of the burst stopped in the provider',
-  );
-  assert.ok(second.podSyncKilled > 0, 'the kill ended pod-sync invocations in flight');
+  await h.pods.delete(ns, lead);
+  await waitFor(anyStopped([lead]), { timeoutMs: 2 * MINUTE, intervalMs: 250, what: `pod ${lead} stopped` });
+  const deleting = mapSettledLimit(rest, 10, (name) => h.pods.delete(ns, name));
+  const killedDeleting = await killMidBurst(h, `the burst's ${rest.length} deletes`, anyStopped(rest));
+  const runningAtKill = (await inProvider()).filter((p) => p.running).length;
+  assert.ok(killedDeleting > 0, 'the kill ended pod-sync invocations in flight');
   const deleted = await deleting;
   assert.deepEqual(
     deleted.filter((d) => d.status === 'rejected'),
@@ -131,10 +136,29 @@ async function restartMidBurst(h: PipelineHarness, t: TestContext): Promise<void
   });
   await assertHistories(h, refs, { creates: 1, deletes: 1 });
   t.diagnostic(
-    `kills at ${first.progress} created and ${second.progress} stopped of ${BURST}, ending ${first.podSyncKilled} and ` +
-      `${second.podSyncKilled} pod-sync invocations; cold starts ${h.deployment.host?.coldStarts}; ` +
+    `kills with ${createdAtKill} of ${BURST} pods in the provider, then ${runningAtKill} still running, ending ` +
+      `${killedCreating} and ${killedDeleting} pod-sync invocations; cold starts ${h.deployment.host?.coldStarts}; ` +
       `dead letters during the scenario ${h.deployment.bus.deadLetters.length - deadLettersBefore}`,
   );
+}
+
+/** Waits for all of the burst Running after the kill; the provider must run exactly those pods. */
+async function allRunning(h: PipelineHarness, ns: string): Promise<PodRef[]> {
+  await waitFor(async () => (await h.pods.list(ns)).filter(isRunningAndReady).length === BURST, {
+    timeoutMs: 4 * MINUTE,
+    intervalMs: 1_000,
+    what: `all ${BURST} pods Running after the kill`,
+  });
+  const pods = await h.pods.list(ns);
+  const refs = pods.map(refOf);
+  assert.equal(pods.filter((p: V1Pod) => p.status?.phase === 'Failed').length, 0, 'no pod reported lost');
+  const held = (await h.probe.pods(h.node)).filter((p) => p.namespace === ns);
+  assert.deepEqual(
+    held.map((p) => p.uid).sort(),
+    refs.map((r) => r.uid).sort(),
+    'the provider runs exactly these pods',
+  );
+  return refs;
 }
 
 /** Every uid's history, where the provider still has one, shows exactly these counts. */

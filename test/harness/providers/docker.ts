@@ -5,6 +5,7 @@ import type { DockerPodProvider } from '../../../lib/provider/docker/docker-pods
 import { EngineState } from '../../../lib/provider/docker/engine-state.ts';
 import { LABELS } from '../../../lib/provider/docker/names.ts';
 import { testDockerProvider, testEngine } from '../../support/docker.ts';
+import { actionOf, type EngineEvent, EngineEvents } from '../../support/engine-events.ts';
 import type { TestEnv } from '../../support/env.ts';
 import type { PodRef, ProbedHistory, ProbedPod, ProviderProbe, ProviderSetup } from '../provider-setup.ts';
 
@@ -13,8 +14,9 @@ import type { PodRef, ProbedHistory, ProbedPod, ProviderProbe, ProviderSetup } f
  * by the integration orchestrator). The probe reads the engine itself: its
  * containers and their labels for what the provider holds, and the engine's
  * event stream for each pod's history: a create of the pod's infra container
- * is a create of the pod, its deletion marker (or, for a pod removed at once,
- * its infra container's removal) a delete.
+ * is a create of the pod; a delete shows as a create of its deletion marker
+ * (every delete makes one first) and as a removal of its infra container;
+ * a pod deleted twice shows either twice, and the larger count is taken.
  */
 export function dockerProviderSetup(env: TestEnv): ProviderSetup {
   return {
@@ -25,28 +27,20 @@ export function dockerProviderSetup(env: TestEnv): ProviderSetup {
   };
 }
 
-interface EngineEvent {
-  Action?: string;
-  status?: string;
-  Actor?: { Attributes?: Record<string, string> };
-}
-
 class DockerProbe implements ProviderProbe {
   readonly #docker: Docker;
   readonly #provider: DockerPodProvider;
   /** Lists as the provider does: again when Podman fails a list because a container vanished under it. */
   readonly #state: EngineState;
   /** Events from a second before the probe was made: the deployment starts after it. */
-  readonly #since = Math.floor(Date.now() / 1000) - 1;
-  readonly #seen: EngineEvent[] = [];
-  #watching: Promise<void> | undefined;
-  #stream: { destroy?: () => void } | undefined;
+  readonly #events: EngineEvents;
 
   constructor(env: TestEnv) {
     this.#docker = testEngine(env);
     this.#provider = testDockerProvider({}, env);
     this.#state = new EngineState(this.#docker, env.docker.network, systemClock);
-    void this.#events();
+    this.#events = new EngineEvents(this.#docker);
+    void this.#events.all();
   }
 
   async pods(node: string): Promise<ProbedPod[]> {
@@ -73,10 +67,10 @@ class DockerProbe implements ProviderProbe {
     const hasInfra = containers.some((c) => c.Labels?.[LABELS.role] === 'infra');
     // The event stream trails the engine's state by a moment: wait for the create of an infra container seen.
     const deadline = Date.now() + 10_000;
-    let counts = countEvents(await this.#events(), ref.uid);
+    let counts = countEvents(await this.#events.of(ref.uid));
     while (hasInfra && counts.creates === 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 200));
-      counts = countEvents(await this.#events(), ref.uid);
+      counts = countEvents(await this.#events.of(ref.uid));
     }
     if (counts.seen === 0 && containers.length === 0) return undefined;
     return { creates: counts.creates, deletes: counts.deletes, running: containers.some(isRunningProcess) };
@@ -101,41 +95,11 @@ class DockerProbe implements ProviderProbe {
   }
 
   async close(): Promise<void> {
-    this.#stream?.destroy?.();
+    this.#events.close();
   }
 
   #list(label: string, value: string): Promise<Docker.ContainerInfo[]> {
     return this.#state.containers({ [label]: value });
-  }
-
-  /** Every container event since the probe was made, from one live stream. */
-  #events(): Promise<EngineEvent[]> {
-    this.#watching ??= this.#watch().catch(() => {
-      // The engine refused the stream for now: the next call asks again.
-      this.#watching = undefined;
-    });
-    return this.#watching.then(() => this.#seen);
-  }
-
-  async #watch(): Promise<void> {
-    const stream = (await this.#docker.getEvents({
-      since: this.#since,
-      filters: { type: ['container'] },
-    })) as NodeJS.ReadableStream & { destroy?: () => void };
-    this.#stream = stream;
-    let rest = '';
-    stream.on('data', (chunk: Buffer) => {
-      const lines = (rest + chunk.toString()).split('\n');
-      rest = lines.pop() ?? '';
-      for (const line of lines) {
-        try {
-          if (line.trim()) this.#seen.push(JSON.parse(line) as EngineEvent);
-        } catch {
-          // Not an event: the stream carries one JSON object per line.
-        }
-      }
-    });
-    stream.on('error', () => {});
   }
 }
 
@@ -145,14 +109,9 @@ function isRunningProcess(c: Docker.ContainerInfo): boolean {
   return (role === 'app' || role === 'init') && c.State === 'running';
 }
 
-function countEvents(
-  events: readonly EngineEvent[],
-  uid: string,
-): { seen: number; creates: number; deletes: number } {
-  const mine = events.filter((e) => e.Actor?.Attributes?.[LABELS.uid] === uid);
+function countEvents(mine: readonly EngineEvent[]): { seen: number; creates: number; deletes: number } {
   const count = (action: string, role: string) =>
-    mine.filter((e) => (e.Action ?? e.status) === action && e.Actor?.Attributes?.[LABELS.role] === role)
-      .length;
+    mine.filter((e) => actionOf(e).action === action && actionOf(e).role === role).length;
   return {
     seen: mine.length,
     creates: count('create', 'infra'),

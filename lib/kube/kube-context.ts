@@ -1,0 +1,154 @@
+import type { Agent as HttpAgent } from 'node:http';
+import { clientNodeAuthenticator } from './client-node-credentials.ts';
+import { type KeepAliveOptions, KeptAliveConnections, type TlsIdentity } from './keep-alive.ts';
+import {
+  KubeConfigError,
+  type KubeConfigSource,
+  kubeconfigDocument,
+  type ResolvedKubeconfig,
+  readToken,
+  resolveCurrentContext,
+} from './kubeconfig.ts';
+
+/** What one request carries besides its own headers: credentials, and how to connect. */
+export interface RequestCredentials {
+  headers: Record<string, string>;
+  /** TLS material beyond the context's own (a client certificate an exec plugin returned). */
+  tls?: TlsIdentity;
+  /** An agent to use as it is (a proxy's); otherwise the context's kept-alive one. */
+  agent?: HttpAgent;
+}
+
+/** Credentials made per request: the EKS token, or client-node's KubeConfig for what our loader delegates. */
+export interface KubeAuthenticator {
+  credentials(): Promise<RequestCredentials>;
+}
+
+/** A context built in code rather than read from a kubeconfig (EKS, tests). */
+export interface KubeContextOptions {
+  /** For messages: the kubeconfig context's name, or what the context stands for. */
+  name: string;
+  server: string;
+  ca?: Buffer;
+  insecureSkipTlsVerify?: boolean;
+  tlsServerName?: string;
+  token?: string;
+  tokenFile?: string;
+  cert?: Buffer;
+  key?: Buffer;
+  authenticator?: KubeAuthenticator;
+  keepAlive?: KeepAliveOptions;
+}
+
+/** A token file is read again after this long (client-go's interval; projected tokens rotate). */
+const TOKEN_FILE_MAX_AGE_MS = 60_000;
+
+/**
+ * One API server and the identity to use on it: the current context of a
+ * kubeconfig, or one built in code. It owns the kept-alive connections
+ * (keep-alive.ts), so every client and watch on the same context shares
+ * them. Cheap to keep, built once per cold start.
+ */
+export class KubeContext {
+  readonly name: string;
+  /** The API server's URL, without a trailing slash. */
+  readonly server: string;
+  /** The cluster CA (PEM) when the kubeconfig names one. */
+  readonly ca: Buffer | undefined;
+  /** The user's static bearer token, if it has one. */
+  readonly token: string | undefined;
+  readonly #protocol: string;
+  readonly #tls: TlsIdentity;
+  readonly #tokenFile: string | undefined;
+  #fileToken: { token: string; readAt: number } | undefined;
+  readonly #authenticator: KubeAuthenticator | undefined;
+  readonly #connections: KeptAliveConnections;
+
+  constructor(options: KubeContextOptions) {
+    this.name = options.name;
+    this.server = options.server.replace(/\/+$/, '');
+    this.#protocol = new URL(this.server).protocol;
+    this.ca = options.ca;
+    this.token = options.token || undefined;
+    this.#tokenFile = options.token ? undefined : options.tokenFile;
+    this.#authenticator = options.authenticator;
+    this.#tls = {
+      ...(options.ca ? { ca: options.ca } : {}),
+      ...(options.cert ? { cert: options.cert } : {}),
+      ...(options.key ? { key: options.key } : {}),
+      ...(options.insecureSkipTlsVerify ? { rejectUnauthorized: false } : {}),
+      ...(options.tlsServerName ? { servername: options.tlsServerName } : {}),
+    };
+    this.#connections = new KeptAliveConnections(options.keepAlive);
+  }
+
+  /** The URL of an API path (which may hold its query already) with `query` added. */
+  url(path: string, query?: Record<string, unknown>): URL {
+    const url = new URL(this.server + path);
+    for (const [key, value] of Object.entries(query ?? {})) {
+      if (value !== undefined && value !== null) url.searchParams.set(key, String(value));
+    }
+    return url;
+  }
+
+  /** The headers and the agent of one request, credentials refreshed when due. */
+  async connect(): Promise<{ headers: Record<string, string>; agent: HttpAgent }> {
+    const made = this.#authenticator ? await this.#authenticator.credentials() : undefined;
+    const bearer = this.token ?? this.#currentFileToken();
+    const headers = { ...made?.headers, ...(bearer ? { Authorization: `Bearer ${bearer}` } : {}) };
+    if (made?.agent) return { headers, agent: made.agent };
+    const identity = made?.tls ? { ...this.#tls, ...definedOnly(made.tls) } : this.#tls;
+    return { headers, agent: this.#connections.agent(this.#protocol, identity) };
+  }
+
+  #currentFileToken(): string | undefined {
+    if (!this.#tokenFile) return undefined;
+    const now = performance.now();
+    if (!this.#fileToken || now - this.#fileToken.readAt > TOKEN_FILE_MAX_AGE_MS)
+      this.#fileToken = { token: readToken(this.#tokenFile), readAt: now };
+    return this.#fileToken.token;
+  }
+}
+
+function definedOnly(tls: TlsIdentity): TlsIdentity {
+  return Object.fromEntries(Object.entries(tls).filter(([, v]) => v !== undefined && v !== null));
+}
+
+/** The context of a resolved kubeconfig; what it delegates goes through client-node's KubeConfig. */
+export function contextFromKubeconfig(
+  resolved: ResolvedKubeconfig,
+  keepAlive?: KeepAliveOptions,
+): KubeContext {
+  if (resolved.delegated.length > 0) {
+    // client-node makes the whole identity (headers and TLS material); ours only connects.
+    return new KubeContext({
+      name: resolved.context,
+      server: resolved.server,
+      ...(resolved.ca ? { ca: resolved.ca } : {}),
+      authenticator: clientNodeAuthenticator(resolved.document, resolved.context, resolved.delegated),
+      ...(keepAlive ? { keepAlive } : {}),
+    });
+  }
+  const { context: name, delegated: _d, document: _doc, ...fields } = resolved;
+  return new KubeContext({ name, ...fields, ...(keepAlive ? { keepAlive } : {}) });
+}
+
+/**
+ * Loads a kubeconfig's current context. `{ default: true }` looks where
+ * kubectl does (KUBECONFIG, ~/.kube/config, the in-cluster service account).
+ * @throws KubeConfigError naming the source and what is wrong with it.
+ */
+export function loadKubeContext(source: KubeConfigSource, options: { keepAlive?: KeepAliveOptions } = {}) {
+  const from =
+    'kubeconfigPath' in source
+      ? `kubeconfig ${source.kubeconfigPath}`
+      : 'kubeconfigYaml' in source
+        ? 'inline kubeconfig'
+        : 'default kubeconfig';
+  try {
+    return contextFromKubeconfig(resolveCurrentContext(kubeconfigDocument(source)), options.keepAlive);
+  } catch (err) {
+    if (!(err instanceof KubeConfigError)) throw err;
+    throw new KubeConfigError(`cannot load ${from}: ${err.message}`);
+  }
+}
