@@ -14,11 +14,9 @@ import type { ClientRequest } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { V1Pod } from '@kubernetes/client-node';
-import { systemClock } from '../lib/clock.ts';
 import { apiStatusCode, isNotFound } from '../lib/kube/client.ts';
 import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-clients.ts';
-import { KnownPodStore } from '../lib/pod/known-pods.ts';
-import { MockPodProvider } from '../lib/provider/mock/mock-pods.ts';
+import { mockNodeIndexPartition } from '../lib/provider/mock/mock-pod-record.ts';
 import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
 import { benchLog, bump, kubeRequestKind, resumingWatch } from './support.ts';
 
@@ -179,8 +177,7 @@ export async function createNamespace(admin: ToolingClients, name: string): Prom
 
 class LoadGenerator {
   private readonly admin: ToolingClients;
-  private readonly provider: MockPodProvider;
-  private readonly knownPods: KnownPodStore;
+  private readonly table: StateTable;
 
   constructor(private readonly data: LoadWorkerData) {
     // The load's own requests wait their turn under load; a 5 s bound would fail creates that succeed.
@@ -188,9 +185,7 @@ class LoadGenerator {
       requestTimeoutMs: 120_000,
     });
     const { doc } = createDynamoDbClient({ endpoint: data.dynamoEndpoint, region: 'local' });
-    const table = new StateTable(doc, data.tableName);
-    this.provider = new MockPodProvider({ table, clock: systemClock });
-    this.knownPods = new KnownPodStore(table);
+    this.table = new StateTable(doc, data.tableName);
   }
 
   /** Creates the namespace and `n` pods bound to the node, and waits until a watch saw each Running. */
@@ -253,21 +248,24 @@ class LoadGenerator {
 
   /** Deletes the namespace and waits until the provider, the known-pod records and the API server have none of it. */
   async deleteNamespace(command: Extract<LoadCommand, { cmd: 'delete' }>): Promise<DeletionLoad> {
-    const { namespace, n, capMs } = command;
-    const node = this.data.node;
+    const { namespace, capMs } = command;
     const started = performance.now();
     await this.admin.core.deleteNamespace({ name: namespace });
     const since = () => (performance.now() - started) / 1000;
     const result: DeletionLoad = { providerLeft: Number.NaN, knownLeft: Number.NaN };
     let lastLog = performance.now();
+    const count = async () => {
+      result.providerLeft = (await this.left('provider', namespace)).length;
+      result.knownLeft = (await this.left('known', namespace)).length;
+    };
     await waitUntil(
       `${namespace} to be gone`,
       async () => {
-        const [live, known] = await Promise.all([this.provider.listPods(node), this.knownPods.list(node)]);
-        result.providerLeft = live.filter((p) => p.metadata?.namespace === namespace).length;
-        result.knownLeft = known.filter((k) => k.namespace === namespace).length;
-        if (result.providerLeft === 0) result.providerEmptyS ??= since();
-        if (result.knownLeft === 0) result.knownEmptyS ??= since();
+        // One item is enough to tell "not yet": the poll costs DynamoDB Local next to nothing.
+        if (result.providerEmptyS === undefined && (await this.left('provider', namespace, 1)).length === 0)
+          result.providerEmptyS = since();
+        if (result.knownEmptyS === undefined && (await this.left('known', namespace, 1)).length === 0)
+          result.knownEmptyS = since();
         if (result.namespaceGoneS === undefined) {
           try {
             await this.admin.core.readNamespace({ name: namespace });
@@ -278,6 +276,7 @@ class LoadGenerator {
         }
         if (performance.now() - lastLog > 15_000) {
           lastLog = performance.now();
+          await count();
           log(
             `deleting ${namespace}: ${result.providerLeft} in provider, ${result.knownLeft} known pods left`,
           );
@@ -288,10 +287,26 @@ class LoadGenerator {
           result.namespaceGoneS !== undefined
         );
       },
-      // Each round lists every pod of the node twice: keep big bursts from polling DynamoDB Local hard.
-      { timeoutMs: capMs, intervalMs: Math.min(2_000, Math.max(500, n / 5)) },
+      { timeoutMs: capMs, intervalMs: 500 },
     );
+    await count();
     return result;
+  }
+
+  /**
+   * The namespace's pods the provider still holds (the mock's node index,
+   * where a deleted pod's record leaves once it stopped), or its known-pod
+   * records, up to `limit`.
+   */
+  private left(what: 'provider' | 'known', namespace: string, limit?: number): Promise<unknown[]> {
+    const sk = { op: 'begins_with', value: `${namespace}/` } as const;
+    return what === 'provider'
+      ? this.table.query(mockNodeIndexPartition(this.data.node), {
+          index: 'gsi1',
+          sk,
+          ...(limit ? { limit } : {}),
+        })
+      : this.table.query(`pods#${this.data.node}`, { sk, ...(limit ? { limit } : {}) });
   }
 
   /**

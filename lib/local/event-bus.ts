@@ -54,7 +54,10 @@ export interface LocalEventBusOptions {
   retryPolicy?: Pick<AsyncRetryPolicy, 'retries' | 'retryDelaysMs' | 'maxEventAgeMs'>;
   /** Source of randomness for `reorder: 'shuffle'`. */
   random?: () => number;
-  /** `published` and `deliveries` keep this many newest records, so a long `npm start` stays small. Default 10 000. */
+  /**
+   * `published` and `deliveries` keep at least this many newest records, and
+   * at most a tenth more, so a long `npm start` stays small. Default 10 000.
+   */
   logLimit?: number;
 }
 
@@ -219,7 +222,10 @@ export class LocalEventBus {
 
   #log<T>(list: T[], ...items: T[]): void {
     list.push(...items);
-    if (list.length > this.#logLimit) list.splice(0, list.length - this.#logLimit);
+    // Trimmed by a tenth at a time: trimming one entry per push moves the whole list every time.
+    if (list.length > this.#logLimit + Math.ceil(this.#logLimit / 10)) {
+      list.splice(0, list.length - this.#logLimit);
+    }
   }
 
   #dispatch(events: BusEvent[]): void {

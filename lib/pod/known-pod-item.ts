@@ -106,3 +106,17 @@ export function heldBy(token: string) {
     values: { ':token': token },
   };
 }
+
+/** The version attribute every versioned write names. */
+export const VERSION = { '#v': 'version' };
+
+/** `current` unchanged since it was read, or no record when there was none. */
+export function unchangedSince(current: KnownPod | undefined, identity: KnownPodIdentity) {
+  return current === undefined
+    ? { expression: 'attribute_not_exists(pk)' }
+    : {
+        expression: '#v = :v AND #uid = :uid',
+        names: { ...VERSION, '#uid': 'uid' },
+        values: { ':v': current.version, ':uid': identity.uid },
+      };
+}

@@ -13,6 +13,8 @@ import {
   identityValues,
   knownPodKey,
   toItem,
+  unchangedSince,
+  VERSION,
 } from './known-pod-item.ts';
 
 export { isClaimLive, type KnownPodClaim } from './known-pod-claim.ts';
@@ -74,19 +76,6 @@ export type KnownPodIdentity = Pick<KnownPod, 'node' | 'namespace' | 'name' | 'u
 /** Another writer changed the record since it was read: re-read and reconcile again. */
 export class KnownPodConflictError extends Error {
   override readonly name = 'KnownPodConflictError';
-}
-
-const VERSION = { '#v': 'version' };
-
-/** `current` unchanged since it was read, or no record when there was none. */
-function unchangedSince(current: KnownPod | undefined, identity: KnownPodIdentity) {
-  return current === undefined
-    ? { expression: 'attribute_not_exists(pk)' }
-    : {
-        expression: '#v = :v AND #uid = :uid',
-        names: { ...VERSION, '#uid': 'uid' },
-        values: { ':v': current.version, ':uid': identity.uid },
-      };
 }
 
 /** The known-pod records in the state table. */
@@ -212,18 +201,42 @@ export class KnownPodStore {
    * Records that the provider was told to delete the pod and when its grace
    * period ends, which puts the record on the force-delete index. Creates the
    * record when `current` is undefined, else requires it unchanged. Drops an
-   * (expired) claim.
+   * (expired) claim. `status`: the status just written for this uid (the
+   * terminated one, when the provider stopped the pod at once) and until
+   * when its event has the force delete to itself (see handedOffUntil),
+   * recorded in the same write; without it the hand-off is dropped.
    * @throws KnownPodConflictError when another writer got there first.
    */
   markTerminating(
     current: KnownPod | undefined,
     identity: KnownPodIdentity,
     forceDeleteAt: string,
+    status?: { hash: string; handedOffUntil?: string },
   ): Promise<KnownPod> {
+    const handedOffUntil = status?.handedOffUntil;
+    const due = forceDeleteDueAt({ forceDeleteAt, ...(handedOffUntil ? { handedOffUntil } : {}) });
+    const set = [`${IDENTITY_SET}, #due = :due, #gpk = :gpk, #gsk = :gsk, #v = :next`];
+    const remove = ['#claim'];
+    const values: Record<string, unknown> = {
+      ...identityValues(identity),
+      ':due': forceDeleteAt,
+      ':gpk': FORCE_DELETE_INDEX_PARTITION,
+      ':gsk': forceDeleteSortKey(identity, due ?? forceDeleteAt),
+      ':next': (current?.version ?? 0) + 1,
+    };
+    if (status) {
+      set.push('#status = :status');
+      remove.push('#push');
+      values[':status'] = status.hash;
+    }
+    if (handedOffUntil) {
+      set.push('#handoff = :handoff');
+      values[':handoff'] = handedOffUntil;
+    } else remove.push('#handoff');
     return this.update(
       identity,
       {
-        expression: `SET ${IDENTITY_SET}, #due = :due, #gpk = :gpk, #gsk = :gsk, #v = :next REMOVE #claim, #handoff`,
+        expression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
         names: {
           ...IDENTITY_NAMES,
           '#due': 'forceDeleteAt',
@@ -231,15 +244,10 @@ export class KnownPodStore {
           '#gsk': 'gsi1sk',
           '#claim': 'claim',
           '#handoff': 'handedOffUntil',
+          ...(status ? { '#status': 'statusHash', '#push': 'pushUntil' } : {}),
           ...VERSION,
         },
-        values: {
-          ...identityValues(identity),
-          ':due': forceDeleteAt,
-          ':gpk': FORCE_DELETE_INDEX_PARTITION,
-          ':gsk': forceDeleteSortKey(identity, forceDeleteAt),
-          ':next': (current?.version ?? 0) + 1,
-        },
+        values,
       },
       unchangedSince(current, identity),
     );

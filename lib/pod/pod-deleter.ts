@@ -5,9 +5,10 @@ import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import type { PodProvider } from '../provider/provider.ts';
 import { errorMessage } from '../util/error-message.ts';
-import type { KnownPod, KnownPodStore } from './known-pods.ts';
+import { type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
 import { POD_EVENT_REASONS, type PodEventRecorder } from './pod-events.ts';
-import { forceDeletePod, podRef } from './pod-status-writes.ts';
+import { isTerminalPhase, TERMINATED_MARK, terminatedStatus } from './pod-status-builders.ts';
+import { forceDeletePod, podRef, writePodStatus } from './pod-status-writes.ts';
 import type { SyncState, SyncStep } from './pod-sync-decision.ts';
 import { PodSyncRetryError, type SyncOutcome } from './pod-sync-result.ts';
 import { deleteInProvider, deleteUidInProvider } from './provider-delete.ts';
@@ -28,6 +29,13 @@ export interface PodDeleterOptions {
   /** Our virtual nodes: only pods bound to one of them are touched. */
   nodes: readonly string[];
   clock: Clock;
+  /**
+   * How long a pod whose terminated status pod-sync wrote with its provider
+   * delete is left to the event of that write before pod-status or the
+   * reconciler force-deletes it (SVK_POD_FORCE_DELETE_HANDOFF_SECONDS, as
+   * pod-status hands it off); 0 leaves it to the grace period alone.
+   */
+  handOffMs?: number;
   signal?: AbortSignal;
 }
 
@@ -115,14 +123,21 @@ export class PodDeleter {
   /**
    * A terminating pod that still runs: deleted in the provider, with an event
    * either way, and the grace period's end recorded so that pod-status
-   * force-deletes it then.
+   * force-deletes it then. When the provider no longer has the pod
+   * (DeletedPodStatus `stopped`, or not found), its terminated status is
+   * written at once against the pod just read, as pod-status would write it
+   * at its next poll, and recorded (TERMINATED_MARK) with the grace period's
+   * end; with `handOff` (a reconcile of an event, whose watcher will see the
+   * write) the force delete is handed off to the event of that write, else
+   * the next reconcile of the pod does it.
    */
   async providerDelete(
     step: Extract<SyncStep, { kind: 'provider-delete' }>,
     log: Logger,
+    options: { handOff: boolean },
   ): Promise<SyncOutcome> {
-    const { knownPods, events, provider, signal } = this.options;
-    let result: 'deleted' | 'not-found';
+    const { knownPods, events, provider, signal, clock } = this.options;
+    let result: 'deleted' | 'stopped' | 'not-found';
     try {
       result = await deleteInProvider(provider, step.pod, signal);
     } catch (err) {
@@ -134,23 +149,75 @@ export class PodDeleter {
         { cause: err },
       );
     }
-    // Recorded at once, beside the Event: until then pod-status, finding the
-    // pod gone from the provider, would take it for lost.
-    await Promise.all([
-      knownPods.markTerminating(step.record, { ...podRef(step.pod), node: step.node }, step.forceDeleteAt),
-      result === 'deleted'
-        ? events.record(
+    // Recorded at once, beside the Event and the terminated status: until then pod-status, finding
+    // the pod gone from the provider, has no grace period's end to go by. The terminated status is
+    // recorded as written before its write is answered; a failed write forgets it again, so that
+    // pod-status's poll writes it.
+    const stopped = result !== 'deleted';
+    const handOffMs = options.handOff ? (this.options.handOffMs ?? 0) : 0;
+    const status = stopped
+      ? {
+          hash: TERMINATED_MARK,
+          ...(handOffMs > 0 ? { handedOffUntil: new Date(clock.now() + handOffMs).toISOString() } : {}),
+        }
+      : undefined;
+    const identity = { ...podRef(step.pod), node: step.node };
+    const [markFailure, terminated] = await Promise.all([
+      knownPods.markTerminating(step.record, identity, step.forceDeleteAt, status).then(
+        () => undefined,
+        (err: unknown) => err ?? new Error('markTerminating failed'),
+      ),
+      stopped ? this.writeTerminated(step, log) : false,
+      result === 'not-found'
+        ? undefined
+        : events.record(
             step.pod,
             'Normal',
             POD_EVENT_REASONS.deleteSuccess,
             'Delete pod in provider successfully',
-          )
-        : undefined,
+          ),
     ]);
+    if (markFailure !== undefined) throw markFailure;
+    if (stopped && !terminated) {
+      await knownPods.forgetStatus(identity).catch((err: unknown) => {
+        // Gone, or about a newer pod: nothing of this one's status to forget.
+        if (!(err instanceof KnownPodConflictError)) throw err;
+      });
+    }
     log.info(
-      { forceDeleteAt: step.forceDeleteAt },
-      'terminating: deleted in provider, force delete scheduled',
+      { forceDeleteAt: step.forceDeleteAt, terminated },
+      terminated
+        ? 'terminating: deleted in provider and reported terminated, force delete follows'
+        : 'terminating: deleted in provider, force delete scheduled',
     );
     return 'deleted-in-provider';
+  }
+
+  /**
+   * The terminated status pod-status writes for a pod the provider no longer
+   * has, written now against the pod this reconcile read (a 409 reads it
+   * again). Whether it is the pod's status now; a failed write is logged and
+   * left to pod-status's poll.
+   */
+  private async writeTerminated(
+    step: Extract<SyncStep, { kind: 'provider-delete' }>,
+    log: Logger,
+  ): Promise<boolean> {
+    const now = this.options.clock.now();
+    try {
+      const written = await writePodStatus(
+        this.options.core,
+        podRef(step.pod),
+        (pod) => (isTerminalPhase(pod.status?.phase) ? undefined : terminatedStatus(pod.status, now)),
+        { pod: step.pod },
+      );
+      return written === 'written' || written === 'unchanged';
+    } catch (err) {
+      log.warn(
+        { err },
+        'could not write the terminated status after the provider delete; pod-status polls it',
+      );
+      return false;
+    }
   }
 }

@@ -8,15 +8,18 @@ import type { KnownPodIdentity } from './known-pods.ts';
  * not have counts as deleted), and only ever the uid meant.
  */
 
-/** deletePod, with "the provider does not have it" counted as done. */
+/**
+ * deletePod, with "the provider does not have it" counted as done:
+ * `stopped` when the provider says the pod's processes ended at once
+ * (DeletedPodStatus), `deleted` when they may still run for a while.
+ */
 export async function deleteInProvider(
   provider: PodProvider,
   pod: V1Pod,
   signal?: AbortSignal,
-): Promise<'deleted' | 'not-found'> {
+): Promise<'deleted' | 'stopped' | 'not-found'> {
   try {
-    await provider.deletePod(pod, signal);
-    return 'deleted';
+    return (await provider.deletePod(pod, signal)) === 'stopped' ? 'stopped' : 'deleted';
   } catch (err) {
     if (isProviderNotFound(err)) return 'not-found';
     throw err;

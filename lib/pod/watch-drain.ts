@@ -171,7 +171,7 @@ class Drain {
       return;
     }
     log.debug({ pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv }, 'pod event received');
-    this.#batcher.push(detail, rv, this.#o.hints.resourcesFor(type, object));
+    this.#o.hints.push(this.#batcher, { type, pod: object, detail, resourceVersion: rv });
   }
 
   #outcome(requestError: unknown): DrainResult {

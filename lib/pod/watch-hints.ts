@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { hintResource, type PodEventHint } from '../events/pod-event.ts';
+import { hintResource, type PodEventDetail, type PodEventHint } from '../events/pod-event.ts';
 import { stableJson } from './pod-hash.ts';
 import { type ContainerStates, isTerminalPhase, running } from './pod-status-builders.ts';
+import type { WatchBatcher } from './watch-batcher.ts';
 import type { WatchEventType } from './watch-events.ts';
 
 /**
@@ -56,6 +57,9 @@ export function hintsFor(
   return [];
 }
 
+/** Hints with which an event would wake pod-sync only to do nothing: such events are not sent. */
+const NOTHING_TO_DO: readonly PodEventHint[] = ['unchanged', 'deleted-next'];
+
 /**
  * A watcher's memory of the pods it announced: what it last saw of each uid.
  * It must only hold events that were published: the watcher makes it forget
@@ -66,18 +70,42 @@ export function hintsFor(
 export class WatchHints {
   readonly #seen = new Map<string, string>();
 
-  /** The `resources` to send with this event; remembers it for the next event of the uid. */
-  resourcesFor(type: WatchEventType, pod: WatchedPod): string[] {
+  /**
+   * The `resources` to send with this event, or undefined when the event is
+   * not worth sending: one hinted `unchanged` or `deleted-next`, which
+   * pod-sync skips without reading anything, because the reconcile of the
+   * previous event of the uid (retried until it succeeds), or the DELETED
+   * event that follows, covers it. Not sending it saves an event and an
+   * invocation (a pod's life has three such events: the status pod-sync
+   * writes at create, the terminated status, the force delete). The memory
+   * keeps what the announced events said, so what follows is compared with
+   * what pod-sync was told.
+   */
+  announce(type: WatchEventType, pod: WatchedPod): { resources: string[] } | undefined {
     const uid = pod.metadata?.uid;
-    if (!uid) return [];
+    if (!uid) return { resources: [] };
     if (type === 'DELETED') {
       this.#seen.delete(uid);
-      return [];
+      return { resources: [] };
     }
     const projection = syncProjection(pod);
     const hints = hintsFor(type, pod, this.#seen.get(uid), projection);
+    if (hints.some((h) => NOTHING_TO_DO.includes(h))) return undefined;
     this.#seen.set(uid, projection);
-    return hints.map(hintResource);
+    return { resources: hints.map(hintResource) };
+  }
+
+  /**
+   * Queues this event in `batcher` as {@link announce} decides: with its
+   * detail and resources, or, not worth sending, only its resourceVersion
+   * (the watcher still moves past it).
+   */
+  push(
+    batcher: Pick<WatchBatcher, 'push'>,
+    event: { type: WatchEventType; pod: WatchedPod; detail: PodEventDetail; resourceVersion: string },
+  ): void {
+    const announced = this.announce(event.type, event.pod);
+    batcher.push(announced ? event.detail : undefined, event.resourceVersion, announced?.resources);
   }
 
   forget(): void {

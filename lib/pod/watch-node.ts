@@ -272,7 +272,7 @@ class NodeWatcher {
       { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
       'pod event received',
     );
-    batcher.push(detail, rv, this.#hints.resourcesFor(type, object));
+    this.#hints.push(batcher, { type, pod: object, detail, resourceVersion: rv });
   }
 
   /** One watch request from `fromRv`, until the server closes it, it fails, or the watcher stops. */

@@ -117,8 +117,13 @@ export interface PodProvider {
    * ProviderNotFoundError when the provider does not have it (callers treat
    * that as done). Only deletes when the uid matches, so a new pod with the
    * same name is never hit by a late delete of the old one.
+   *
+   * Resolves with `stopped` when the provider can tell at once that the
+   * pod's processes have ended and it no longer has the pod (see
+   * {@link DeletedPodStatus}), else with nothing.
    */
-  deletePod(pod: V1Pod, signal?: AbortSignal): Promise<void>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a provider whose deletePod resolves with nothing (Promise<void>) stays a provider.
+  deletePod(pod: V1Pod, signal?: AbortSignal): Promise<DeletedPodStatus | void>;
   /** The pod as the provider runs it (its status current), or undefined. */
   getPod(namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined>;
   /** Every pod the provider runs on `nodeName`, statuses current. */
@@ -223,3 +228,15 @@ export interface PodUsage {
  * over a Succeeded or Failed status.
  */
 export type AppliedPodStatus = V1PodStatus | undefined;
+
+/**
+ * Status at once for a delete, an optional capability of deletePod: `stopped`
+ * says that the pod's processes have ended and that getPod and listPods no
+ * longer report it, which pod-status would only find at its next poll. Then
+ * pod-sync writes the pod's terminated status itself with the delete, and
+ * the event of that write has it force-delete the pod; nothing is left to
+ * pod-status's poll. A provider whose pods stop later (a grace period, an
+ * asynchronous backend) resolves with nothing, and pod-status reports the
+ * pod terminated once it finds it gone.
+ */
+export type DeletedPodStatus = 'stopped' | undefined;

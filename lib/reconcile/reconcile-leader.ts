@@ -4,15 +4,9 @@ import type { Logger } from '../log/logger.ts';
 import { type ReconcilerStatus, ReconcilerStatusStore, sameStatus } from '../release/reconciler-status.ts';
 import { releaseLessThan } from '../release/release.ts';
 import { RunningReleaseStore } from '../release/running-releases.ts';
+import { InitialBackoff, retryWithBackoff } from './initial-backoff.ts';
 import { ClusterReconciler, type ReconcileAllResult } from './reconcile-all.ts';
 import { decideTransition, type LeaderRelease, releaseCheck, type Transition } from './transitions.ts';
-
-/** Initial reconcile: exponential backoff from 100 ms, doubling up to 10 s. */
-export const BACKOFF_START_MS = 100;
-export const BACKOFF_MAX_MS = 10_000;
-/** Failed initial attempts are logged once this long has passed, then at most this often. */
-const LOG_ERRORS_AFTER_MS = 2_000;
-const LOG_ERRORS_EVERY_MS = 10_000;
 
 /** A newer release runs: only the newest release leads, so this leader steps down. */
 export class NewerReleaseRunningError extends Error {
@@ -108,8 +102,16 @@ export class ReconcileLeader {
    * exists, waits for the previous leader's requests still in flight (less
    * `waitedMs` already spent since the election); writes the working status;
    * reconciles with backoff until it succeeds; writes the done status.
+   * `backoff`: where the initial reconcile's retries stand, for a leader
+   * whose election outlives this call (the tick's, which calls it again in
+   * the next tick when `stop` cut it short); a fresh schedule by default.
    */
-  async lead(stop: AbortSignal, handle: LockHandle, waitedMs = 0): Promise<void> {
+  async lead(
+    stop: AbortSignal,
+    handle: LockHandle,
+    options: { waitedMs?: number; backoff?: InitialBackoff } = {},
+  ): Promise<void> {
+    const waitedMs = options.waitedMs ?? 0;
     const { deps, log, hooks } = this.options;
     const status = await this.statuses.get();
     const transition = decideTransition(status, this.own);
@@ -125,7 +127,7 @@ export class ReconcileLeader {
     if (working) await this.writeStatus(handle, working);
     // A function that recorded its release just before the write read the old status: let it finish.
     if (transition.kind === 'restrict') await this.waitForCompatibleReleases(stop);
-    await this.initialReconcile(stop, handle);
+    await this.initialReconcile(stop, handle, options.backoff ?? new InitialBackoff(deps.clock));
     if (!sameStatus(status, transition.done)) await this.writeStatus(handle, transition.done);
   }
 
@@ -183,32 +185,29 @@ export class ReconcileLeader {
     }
   }
 
-  private async initialReconcile(stop: AbortSignal, handle: LockHandle): Promise<void> {
+  private async initialReconcile(
+    stop: AbortSignal,
+    handle: LockHandle,
+    backoff: InitialBackoff,
+  ): Promise<void> {
     const { deps, log } = this.options;
-    const { clock } = deps;
     log.info('performing the initial reconcile');
-    let logAt = clock.monotonic() + LOG_ERRORS_AFTER_MS;
-    let delay = BACKOFF_START_MS;
-    for (;;) {
-      this.counts.initialAttempts++;
-      try {
+    await retryWithBackoff({
+      backoff,
+      clock: deps.clock,
+      stop,
+      attempt: async () => {
+        this.counts.initialAttempts++;
         await this.reconcileOnce(stop, handle, true);
-        log.info({ attempts: this.counts.initialAttempts }, 'initial reconcile succeeded');
-        return;
-      } catch (err) {
-        if (stop.aborted || err instanceof LockLostError) throw err;
-        // An API server that is just starting fails for a while: keep the logs clean.
-        if (clock.monotonic() >= logAt) {
-          log.error(
-            { err, attempts: this.counts.initialAttempts },
-            'still could not do the initial reconcile',
-          );
-          logAt = clock.monotonic() + LOG_ERRORS_EVERY_MS;
+      },
+      fatal: (err) => err instanceof LockLostError,
+      onFailure: (err, worthLogging) => {
+        if (worthLogging) {
+          log.error({ err, attempts: backoff.attempts }, 'still could not do the initial reconcile');
         }
-      }
-      await clock.sleep(delay, stop);
-      delay = Math.min(delay * 2, BACKOFF_MAX_MS);
-    }
+      },
+    });
+    log.info({ attempts: backoff.attempts }, 'initial reconcile succeeded');
   }
 
   private async reconcileOnce(

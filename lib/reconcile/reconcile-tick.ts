@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Dependencies } from '../app/dependencies.ts';
 import { type LockHandle, LockLostError, LockManager } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
+import { InitialBackoff } from './initial-backoff.ts';
 import { RECONCILE_LOCK } from './reconcile-entry.ts';
 import { NewerReleaseRunningError, ReconcileLeader } from './reconcile-leader.ts';
 
@@ -37,8 +38,9 @@ export interface ReconcileTickOptions {
  * one warm sandbox. The lock's owner is the sandbox, so its epoch fences the
  * status writes of this sandbox's ticks, which never overlap (one message
  * group). The election's wait for the previous leader's requests is spent
- * between ticks rather than asleep in one; the first reconcile is retried in
- * later ticks rather than with backoff in one.
+ * between ticks rather than asleep in one; the first reconcile, retried with
+ * backoff until a tick's work time is up, goes on in the next tick where its
+ * backoff left off (one schedule per election, not one per tick).
  */
 export class ReconcileTick {
   readonly #deps: Dependencies;
@@ -47,11 +49,13 @@ export class ReconcileTick {
   #handle: LockHandle | undefined;
   #electedAt = 0;
   #led = false;
+  #backoff: InitialBackoff;
   #reconciledAt = Number.NEGATIVE_INFINITY;
 
   constructor(deps: Dependencies, options: ReconcileTickOptions) {
     this.#deps = deps;
     this.#ttlMs = options.lockTtlMs;
+    this.#backoff = new InitialBackoff(deps.clock);
     this.#locks = new LockManager({
       store: deps.lockStore,
       owner: `tick/${randomUUID().slice(0, 8)}`,
@@ -77,7 +81,7 @@ export class ReconcileTick {
         if (sinceElection < config.reconcile.leaderWaitMs) {
           return { role: 'leader', epoch: handle.epoch, did: 'waiting' };
         }
-        await leader.lead(stop, handle, sinceElection);
+        await leader.lead(stop, handle, { waitedMs: sinceElection, backoff: this.#backoff });
         this.#led = true;
         this.#reconciledAt = clock.monotonic();
         return { role: 'leader', epoch: handle.epoch, did: 'lead' };
@@ -135,6 +139,7 @@ export class ReconcileTick {
     this.#handle = handle;
     this.#electedAt = this.#deps.clock.monotonic();
     this.#led = false;
+    this.#backoff = new InitialBackoff(this.#deps.clock);
     return handle;
   }
 

@@ -4,18 +4,10 @@ import {
   TransactionCanceledException,
   TransactionConflictException,
 } from '@aws-sdk/client-dynamodb';
-import {
-  DeleteCommand,
-  DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  type QueryCommandInput,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../aws/client-options.ts';
+import { type AttributeValue, marshallItem, marshallValue, unmarshallItem } from './attribute-values.ts';
+import { DynamoDbWire } from './dynamodb-wire.ts';
 import { type Expression, keyCondition, placeholders, type SortKeyCondition } from './expression.ts';
 
 /**
@@ -43,6 +35,19 @@ export interface DynamoDbClients {
   doc: DynamoDBDocumentClient;
 }
 
+/** The wire of each document client createDynamoDbClient built, with that client's timeout and attempts. */
+const wires = new WeakMap<DynamoDBDocumentClient, DynamoDbWire>();
+
+/** The wire StateTable sends its calls through: the one built with `doc`, or one with the defaults. */
+function wireOf(doc: DynamoDBDocumentClient): DynamoDbWire {
+  let wire = wires.get(doc);
+  if (!wire) {
+    wire = new DynamoDbWire(doc);
+    wires.set(doc, wire);
+  }
+  return wire;
+}
+
 /** Builds the clients once per cold start (or test run) and shares them. */
 export function createDynamoDbClient(options: DynamoDbClientOptions = {}): DynamoDbClients {
   const local = options.endpoint !== undefined && isLoopback(options.endpoint);
@@ -57,6 +62,13 @@ export function createDynamoDbClient(options: DynamoDbClientOptions = {}): Dynam
     }),
   });
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  wires.set(
+    doc,
+    new DynamoDbWire(client, {
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+    }),
+  );
   return { client, doc };
 }
 
@@ -140,19 +152,28 @@ export function isTransactionConflict(err: unknown): err is TransactionConflictE
  * Typed access to the state table. Every read is strongly consistent (except
  * on the index, where DynamoDB cannot be), because the callers decide from
  * what they read. Conditional failures surface as ConditionFailedError and
- * never leave a partial write behind.
+ * never leave a partial write behind. Calls go through the client's
+ * {@link DynamoDbWire} (the document client's conversions, without its
+ * middleware stack); `doc` is there for what the table does not offer.
  */
 export class StateTable {
+  readonly #wire: DynamoDbWire;
+
   constructor(
     readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
-  ) {}
+  ) {
+    this.#wire = wireOf(doc);
+  }
 
   /** The item, or undefined when there is none. */
   async get(key: ItemKey): Promise<StoredItem | undefined> {
-    const { Item: item } = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }),
-    );
+    const output = await this.#wire.send('GetItem', {
+      TableName: this.tableName,
+      Key: keyValues(key),
+      ConsistentRead: true,
+    });
+    const item = itemOf(output.Item);
     return item && isStoredItem(item) ? item : undefined;
   }
 
@@ -161,17 +182,11 @@ export class StateTable {
    * @throws ConditionFailedError when `condition` does not hold.
    */
   async put(item: StoredItem, options: { condition?: Expression } = {}): Promise<void> {
-    const condition = placeholders([options.condition]);
-    await this.write('put', keyOf(item), () =>
-      this.doc.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: item,
-          ConditionExpression: options.condition?.expression,
-          ...condition,
-        }),
-      ),
-    );
+    await this.write('put', keyOf(item), 'PutItem', {
+      TableName: this.tableName,
+      Item: marshallItem(item),
+      ...conditionOf([options.condition], options.condition),
+    });
   }
 
   /**
@@ -184,19 +199,14 @@ export class StateTable {
     update: Expression,
     options: { condition?: Expression } = {},
   ): Promise<StoredItem> {
-    const output = await this.write('update', keyOf(key), () =>
-      this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keyOf(key),
-          UpdateExpression: update.expression,
-          ConditionExpression: options.condition?.expression,
-          ...placeholders([update, options.condition]),
-          ReturnValues: 'ALL_NEW',
-        }),
-      ),
-    );
-    const item = output.Attributes;
+    const output = await this.write('update', keyOf(key), 'UpdateItem', {
+      TableName: this.tableName,
+      Key: keyValues(key),
+      UpdateExpression: update.expression,
+      ...conditionOf([update, options.condition], options.condition),
+      ReturnValues: 'ALL_NEW',
+    });
+    const item = itemOf(output.Attributes);
     if (!item || !isStoredItem(item)) throw new Error(`update of ${describe(key)} returned no item`);
     return item;
   }
@@ -206,16 +216,11 @@ export class StateTable {
    * @throws ConditionFailedError when `condition` does not hold.
    */
   async delete(key: ItemKey, options: { condition?: Expression } = {}): Promise<void> {
-    await this.write('delete', keyOf(key), () =>
-      this.doc.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: keyOf(key),
-          ConditionExpression: options.condition?.expression,
-          ...placeholders([options.condition]),
-        }),
-      ),
-    );
+    await this.write('delete', keyOf(key), 'DeleteItem', {
+      TableName: this.tableName,
+      Key: keyValues(key),
+      ...conditionOf([options.condition], options.condition),
+    });
   }
 
   /** Items of one partition (of the table or of gsi1) in sort-key order, all pages up to `limit`. */
@@ -223,22 +228,23 @@ export class StateTable {
     const onIndex = options.index === 'gsi1';
     const condition = keyCondition(partition, options.sk, onIndex);
     const items: StoredItem[] = [];
-    let startKey: QueryCommandInput['ExclusiveStartKey'];
+    let startKey: unknown;
     do {
       const remaining = options.limit === undefined ? undefined : options.limit - items.length;
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: options.index,
-          KeyConditionExpression: condition.expression,
-          ...placeholders([condition]),
-          ScanIndexForward: options.ascending ?? true,
-          ConsistentRead: !onIndex,
-          Limit: remaining,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of page.Items ?? []) if (isStoredItem(item)) items.push(item);
+      const page = await this.#wire.send('Query', {
+        TableName: this.tableName,
+        ...(options.index ? { IndexName: options.index } : {}),
+        KeyConditionExpression: condition.expression,
+        ...conditionOf([condition]),
+        ScanIndexForward: options.ascending ?? true,
+        ConsistentRead: !onIndex,
+        ...(remaining !== undefined ? { Limit: remaining } : {}),
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      });
+      for (const raw of Array.isArray(page.Items) ? page.Items : []) {
+        const item = itemOf(raw);
+        if (item && isStoredItem(item)) items.push(item);
+      }
       startKey = page.LastEvaluatedKey;
     } while (startKey && (options.limit === undefined || items.length < options.limit));
     return items;
@@ -253,56 +259,67 @@ export class StateTable {
    */
   async transactWrite(ops: TransactWriteOp[], options: { token?: string } = {}): Promise<void> {
     const TableName = this.tableName;
-    const items: NonNullable<TransactWriteCommandInput['TransactItems']> = ops.map((op) => {
-      if ('put' in op) {
-        const c = op.condition;
-        return { Put: { TableName, Item: op.put, ConditionExpression: c?.expression, ...placeholders([c]) } };
-      }
-      if ('update' in op) {
-        const c = op.condition;
-        return {
-          Update: {
-            TableName,
-            Key: keyOf(op.update),
-            UpdateExpression: op.expression.expression,
-            ConditionExpression: c?.expression,
-            ...placeholders([op.expression, c]),
-          },
-        };
-      }
-      if ('delete' in op) {
-        const c = op.condition;
-        return {
-          Delete: {
-            TableName,
-            Key: keyOf(op.delete),
-            ConditionExpression: c?.expression,
-            ...placeholders([c]),
-          },
-        };
-      }
+    const items = ops.map((op) => {
       const c = op.condition;
-      return {
-        ConditionCheck: {
-          TableName,
-          Key: keyOf(op.check),
-          ConditionExpression: c.expression,
-          ...placeholders([c]),
-        },
-      };
+      if ('put' in op) return { Put: { TableName, Item: marshallItem(op.put), ...conditionOf([c], c) } };
+      if ('update' in op) {
+        const key = keyValues(op.update);
+        const update = { UpdateExpression: op.expression.expression, ...conditionOf([op.expression, c], c) };
+        return { Update: { TableName, Key: key, ...update } };
+      }
+      if ('delete' in op) return { Delete: { TableName, Key: keyValues(op.delete), ...conditionOf([c], c) } };
+      return { ConditionCheck: { TableName, Key: keyValues(op.check), ...conditionOf([c], c) } };
     });
-    await this.write('transaction', undefined, () =>
-      this.doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: options.token })),
-    );
+    await this.write('transaction', undefined, 'TransactWriteItems', {
+      TransactItems: items,
+      ...(options.token ? { ClientRequestToken: options.token } : {}),
+    });
   }
 
-  private async write<T>(operation: string, key: ItemKey | undefined, call: () => Promise<T>): Promise<T> {
+  private async write(
+    operation: string,
+    key: ItemKey | undefined,
+    call: string,
+    input: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
     try {
-      return await call();
+      return await this.#wire.send(call, input);
     } catch (err) {
       throw translate(err, key ? `${operation} of ${describe(key)}` : operation);
     }
   }
+}
+
+/**
+ * A request's ConditionExpression (when `condition` is given) and the
+ * placeholders of `expressions`, their values converted to attribute values.
+ */
+function conditionOf(
+  expressions: (Expression | undefined)[],
+  condition?: Expression,
+): {
+  ConditionExpression?: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  ExpressionAttributeValues?: Record<string, AttributeValue>;
+} {
+  const { ExpressionAttributeNames, ExpressionAttributeValues } = placeholders(expressions);
+  return {
+    ...(condition ? { ConditionExpression: condition.expression } : {}),
+    ...(ExpressionAttributeNames ? { ExpressionAttributeNames } : {}),
+    ...(ExpressionAttributeValues
+      ? {
+          ExpressionAttributeValues: Object.fromEntries(
+            Object.entries(ExpressionAttributeValues).map(([k, v]) => [k, marshallValue(v)]),
+          ),
+        }
+      : {}),
+  };
+}
+
+/** An item of an answer, converted to native values; undefined when the answer has none. */
+function itemOf(raw: unknown): Record<string, unknown> | undefined {
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  return unmarshallItem(raw as Record<string, AttributeValue>);
 }
 
 function translate(err: unknown, what: string): unknown {
@@ -345,6 +362,11 @@ function isSdkError<T extends Error>(
 // Only the key attributes: callers often pass a whole item as its key.
 function keyOf(key: ItemKey): ItemKey {
   return { pk: key.pk, sk: key.sk };
+}
+
+/** The key attributes as attribute values. */
+function keyValues(key: ItemKey): Record<string, AttributeValue> {
+  return { pk: { S: key.pk }, sk: { S: key.sk } };
 }
 
 function describe(key: ItemKey): string {

@@ -34,6 +34,7 @@ import {
   freshTable,
   functionEnv,
   uniqueName,
+  waitFor,
 } from '../support/kube.ts';
 
 const env = testEnv();
@@ -77,7 +78,12 @@ after(async () => {
 
 async function createPod(
   name: string,
-  options: { restartPolicy?: string; annotations?: Record<string, string>; grace?: number } = {},
+  options: {
+    restartPolicy?: string;
+    annotations?: Record<string, string>;
+    grace?: number;
+    command?: string[];
+  } = {},
 ): Promise<V1Pod> {
   return admin.core.createNamespacedPod({
     namespace,
@@ -89,7 +95,9 @@ async function createPod(
         restartPolicy: options.restartPolicy ?? 'Always',
         terminationGracePeriodSeconds: options.grace ?? 30,
         automountServiceAccountToken: false,
-        containers: [{ name: 'app', image: 'busybox:1.36' }],
+        containers: [
+          { name: 'app', image: 'busybox:1.36', ...(options.command ? { command: options.command } : {}) },
+        ],
       },
     },
   });
@@ -224,14 +232,21 @@ describe('pod-status', () => {
   });
 
   it('a terminating pod: terminated status once the provider is done, then force-deleted by the event of that status only', async () => {
-    await createPod('leaving', { grace: 3 });
+    // It ignores SIGTERM: the provider holds it until its grace period ends, so pod-sync cannot report it terminated.
+    await createPod('leaving', { grace: 3, command: ['sh', '-c', "trap '' TERM; sleep 3600"] });
     await sync('leaving');
     await statusInvocation();
     await admin.core.deleteNamespacedPod({ namespace, name: 'leaving', gracePeriodSeconds: 3 });
     assert.equal((await sync('leaving', 'MODIFIED')).outcome, 'deleted-in-provider');
-    await statusInvocation();
+    assert.notEqual((await readPod('leaving'))?.status?.phase, 'Succeeded', 'still running');
+    await waitFor(
+      async () => {
+        await statusInvocation();
+        return (await readPod('leaving'))?.status?.phase === 'Succeeded';
+      },
+      { timeoutMs: 30_000, what: 'pod-status to report the pod terminated once the provider stopped it' },
+    );
     // Reported terminated, and the grace period ended meanwhile: the force delete is left to pod-sync.
-    assert.equal((await readPod('leaving'))?.status?.phase, 'Succeeded');
     assert.ok((await knownPods.get(node, namespace, 'leaving'))?.handedOffUntil);
     assert.equal((await sync('leaving', 'MODIFIED')).outcome, 'force-deleted');
     assert.equal(await readPod('leaving'), undefined);

@@ -30,6 +30,7 @@ import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
 import { podSpecHash, podStatusHash } from '../../lib/pod/pod-hash.ts';
+import { TERMINATED_MARK } from '../../lib/pod/pod-status-builders.ts';
 import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
 import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
 import { PodSyncRetryError, type SyncResult } from '../../lib/pod/pod-sync-result.ts';
@@ -112,6 +113,9 @@ interface PodOptions {
   annotations?: Record<string, string>;
   container?: Partial<V1Container>;
 }
+
+/** A container command the mock stops only at the end of the grace period (it reads `trap '' TERM`). */
+const IGNORES_TERM = ['sh', '-c', "trap '' TERM; sleep 3600"];
 
 async function createPod(name: string, options: PodOptions = {}): Promise<V1Pod> {
   return admin.core.createNamespacedPod({
@@ -319,7 +323,7 @@ describe('pod-sync', () => {
     assert.ok((await eventsOf(pod.metadata?.uid ?? '')).some((e) => e.reason === 'ProviderUpdateSuccess'));
   });
 
-  it('delete with a 30 s grace period: provider told at once, force delete scheduled for the end of the grace period', async () => {
+  it('delete with a 30 s grace period: the provider stops the pod at once, so pod-sync reports it terminated with the delete, and the event of that status force-deletes it', async () => {
     const pod = await createPod('graceful', { grace: 30 });
     await publish(detail(pod));
     await statusRound();
@@ -330,11 +334,7 @@ describe('pod-sync', () => {
     const deletionTimestamp = terminating?.metadata?.deletionTimestamp;
     assert.ok(deletionTimestamp && terminating);
     const started = Date.now();
-    bus.duplicate = 2;
-    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))).sort(), [
-      'deleted-in-provider',
-      'skipped-deleting',
-    ]);
+    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['deleted-in-provider']);
     const provided = await mockPodRecord(table, namespace, 'graceful');
     assert.ok(provided?.deletedAt !== undefined, 'the provider deleted the pod');
     assert.equal(provided?.deletes, 1);
@@ -343,19 +343,48 @@ describe('pod-sync', () => {
     // The API server sets deletionTimestamp = delete time + grace: that is when the force delete is due.
     assert.equal(record?.forceDeleteAt, new Date(deletionTimestamp).toISOString());
     assert.ok(Date.parse(record?.forceDeleteAt ?? '') - started > 20_000);
-    assert.ok(await readPod('graceful'), 'the API object stays for now');
-    assert.ok((await eventsOf(pod.metadata?.uid ?? '')).some((e) => e.reason === 'ProviderDeleteSuccess'));
-
-    // The provider reports the pod gone: pod-status writes a terminated status, so the next sync force-deletes.
-    await statusRound();
+    // Status at once: the mock stopped it (nothing ignores SIGTERM), so no pod-status poll is needed.
+    assert.equal(record?.statusHash, TERMINATED_MARK, 'recorded as written');
+    assert.ok(Date.parse(record?.handedOffUntil ?? '') > Date.now(), 'the force delete is left to its event');
     const stopped = await readPod('graceful');
     assert.equal(stopped?.status?.phase, 'Succeeded');
-    bus.duplicate = 1;
-    assert.deepEqual(outcomes(await publish(detail(stopped ?? terminating, 'MODIFIED'))), ['force-deleted']);
+    assert.ok(stopped?.status?.containerStatuses?.every((c) => c.state?.terminated));
+    assert.ok((await eventsOf(pod.metadata?.uid ?? '')).some((e) => e.reason === 'ProviderDeleteSuccess'));
+
+    // The event of that status write, delivered twice: force-deleted once, the other finds it gone.
+    bus.duplicate = 2;
+    const forced = outcomes(await publish(detail(stopped ?? terminating, 'MODIFIED')));
+    assert.ok(forced.includes('force-deleted'), forced.join(', '));
     assert.equal(await readPod('graceful'), undefined);
     assert.equal(await knownPods.get(node, namespace, 'graceful'), undefined);
     assert.ok(Date.now() - started < 20_000, 'gone before the grace period ended');
+    bus.duplicate = 1;
     assert.deepEqual(outcomes(await publish(detail(terminating, 'DELETED'))), ['absent']);
+  });
+
+  it('delete of a pod that ignores SIGTERM: the provider holds it for the grace period, pod-status reports it terminated then', async () => {
+    const pod = await createPod('stubborn', {
+      grace: 2,
+      container: { command: IGNORES_TERM },
+    });
+    await publish(detail(pod));
+    await statusRound();
+    await admin.core.deleteNamespacedPod({ namespace, name: 'stubborn', gracePeriodSeconds: 2 });
+    const terminating = (await readPod('stubborn')) ?? pod;
+    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['deleted-in-provider']);
+    const record = await knownPods.get(node, namespace, 'stubborn');
+    assert.ok(record?.forceDeleteAt);
+    assert.equal(record?.statusHash === TERMINATED_MARK, false, 'not reported terminated: it still runs');
+    assert.notEqual((await readPod('stubborn'))?.status?.phase, 'Succeeded');
+    await waitFor(
+      async () => {
+        await statusRound();
+        return (await readPod('stubborn'))?.status?.phase === 'Succeeded';
+      },
+      { timeoutMs: 20_000, what: 'pod-status to report it terminated once the grace period ended' },
+    );
+    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['force-deleted']);
+    assert.equal(await readPod('stubborn'), undefined);
   });
 
   it('terminating and never started: force-deleted from the API server at once', async () => {
@@ -372,7 +401,11 @@ describe('pod-sync', () => {
   });
 
   it('the grace period ends: pod-status force-deletes with the UID precondition', async () => {
-    const pod = await createPod('grace-over', { grace: 2 });
+    // It ignores SIGTERM, so no terminated status hands the force delete off to its event.
+    const pod = await createPod('grace-over', {
+      grace: 2,
+      container: { command: IGNORES_TERM },
+    });
     await publish(detail(pod));
     await statusRound();
     await admin.core.deleteNamespacedPod({ namespace, name: 'grace-over', gracePeriodSeconds: 2 });
@@ -569,14 +602,20 @@ describe('pod-sync with what the event says (the node, the uid gone, pod-watchâ€
   });
 
   /** A pod deleted with a 1 s grace period, deleted in the provider, its grace period over: what pod-status finds in a burst. */
+  /** A pod that ignores SIGTERM (the provider holds it until its grace period ends), deleted, and now past its grace period. */
   async function terminatingPastGrace(name: string): Promise<V1Pod> {
-    const pod = await createPod(name, { grace: 1 });
+    const pod = await createPod(name, { grace: 1, container: { command: IGNORES_TERM } });
     await publish(detail(pod));
     await admin.core.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 1 });
     const terminating = (await readPod(name)) ?? pod;
     assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['deleted-in-provider']);
     const due = Date.parse((await knownPods.get(node, namespace, name))?.forceDeleteAt ?? '');
     await waitFor(() => Date.now() > due, { timeoutMs: 10_000, what: 'the grace period to end' });
+    // deletionTimestamp has whole seconds: the provider's own end of the grace period may come a moment later.
+    await waitFor(async () => (await provider.getPod(namespace, name)) === undefined, {
+      timeoutMs: 10_000,
+      what: 'the provider to stop the pod',
+    });
     return terminating;
   }
 
@@ -780,7 +819,7 @@ class GatedProvider implements PodProvider {
     await this.pass('update');
     return this.inner.updatePod(pod, signal);
   }
-  async deletePod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+  async deletePod(pod: V1Pod, signal?: AbortSignal): ReturnType<PodProvider['deletePod']> {
     await this.pass('delete');
     return this.inner.deletePod(pod, signal);
   }

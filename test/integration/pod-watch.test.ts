@@ -26,6 +26,8 @@ import { LockLostError, LockManager } from '../../lib/lock/lock.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { type PodWatchResult, podWatchLockName } from '../../lib/pod/pod-watch.ts';
 import { WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
+import { isWatchEventType } from '../../lib/pod/watch-events.ts';
+import { type WatchedPod, WatchHints } from '../../lib/pod/watch-hints.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
 import {
   adminClients,
@@ -88,6 +90,8 @@ interface Seen {
   name: string;
   uid: string;
   rv: string;
+  /** Worth an event: pod-watch sends no event that pod-sync would skip (WatchHints.announce). */
+  announced: boolean;
 }
 
 /** What really happens to the pods of `node`, from an admin watch started before anything is done. */
@@ -96,6 +100,7 @@ async function recordTruth(node: string): Promise<{ events: Seen[]; stop(): Prom
   const stop = new AbortController();
   const list = await admin.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` });
   let rv = list.metadata?.resourceVersion ?? '0';
+  const hints = new WatchHints();
   const loop = (async () => {
     while (!stop.signal.aborted) {
       await watchStream(
@@ -106,7 +111,9 @@ async function recordTruth(node: string): Promise<{ events: Seen[]; stop(): Prom
           const pod = object as V1Pod;
           if (type === 'ERROR') throw new Error(`truth watch failed: ${JSON.stringify(object)}`);
           rv = pod.metadata?.resourceVersion ?? rv;
-          events.push({ type, name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '', rv });
+          const announced =
+            isWatchEventType(type) && hints.announce(type, object as WatchedPod) !== undefined;
+          events.push({ type, name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '', rv, announced });
         },
         stop.signal,
       ).catch(async () => {
@@ -171,9 +178,9 @@ function resultOf(result: InvocationResult): PodWatchResult {
 const has = (published: PodEventDetail[], type: string, name: string, rv?: string) =>
   published.some((d) => d.type === type && d.name === name && (rv === undefined || d.resourceVersion === rv));
 
-/** Truth events (type, pod, resourceVersion) that were never published. */
+/** Truth events (type, pod, resourceVersion) worth announcing that were never published. */
 function unpublished(truth: Seen[], published: PodEventDetail[]): Seen[] {
-  return truth.filter((t) => !has(published, t.type, t.name, t.rv));
+  return truth.filter((t) => t.announced && !has(published, t.type, t.name, t.rv));
 }
 
 const num = (rv: string | undefined) => (rv === undefined ? -1n : BigInt(rv));

@@ -59,15 +59,29 @@ describe('pod-watch hints', () => {
     assert.deepEqual(hintsFor('DELETED', p, syncProjection(p), syncProjection(p)), []);
   });
 
-  it('a watch request remembers each uid from its previous event, and forgets it on DELETED', () => {
+  it('a watch request remembers each uid from its previous announced event, and forgets it on DELETED', () => {
     const hints = new WatchHints();
-    assert.deepEqual(hints.resourcesFor('ADDED', watched()), []);
-    assert.deepEqual(hintsOf(hints.resourcesFor('MODIFIED', watched({ rv: '11', running: true }))), [
-      'unchanged',
-    ]);
-    assert.deepEqual(hints.resourcesFor('MODIFIED', watched({ rv: '12', image: 'nginx:2' })), []);
-    assert.deepEqual(hints.resourcesFor('DELETED', watched({ rv: '13' })), []);
-    assert.deepEqual(hints.resourcesFor('MODIFIED', watched({ rv: '14', image: 'nginx:2' })), []);
+    assert.deepEqual(hints.announce('ADDED', watched()), { resources: [] });
+    // A status write: pod-sync would skip it, so it is not announced.
+    assert.equal(hints.announce('MODIFIED', watched({ rv: '11', running: true })), undefined);
+    assert.deepEqual(hints.announce('MODIFIED', watched({ rv: '12', image: 'nginx:2' })), { resources: [] });
+    assert.deepEqual(hints.announce('DELETED', watched({ rv: '13' })), { resources: [] });
+    assert.deepEqual(hints.announce('MODIFIED', watched({ rv: '14', image: 'nginx:2' })), { resources: [] });
+  });
+
+  it('announces not-running; a grace-0 delete is left to its DELETED event, compared with what was announced', () => {
+    const hints = new WatchHints();
+    hints.announce('ADDED', watched({ running: true }));
+    const stopped = watched({ rv: '11', deleting: '2024-05-01T12:01:00Z', grace: 30 });
+    assert.deepEqual(hintsOf(hints.announce('MODIFIED', stopped)?.resources ?? []), ['not-running']);
+    const graceZero = watched({ rv: '12', deleting: '2024-05-01T12:01:00Z', grace: 0 });
+    assert.equal(hints.announce('MODIFIED', graceZero), undefined);
+    // Had it been followed by anything but DELETED, that event is compared with the not-running one.
+    assert.equal(
+      hints.announce('MODIFIED', watched({ rv: '13', deleting: '2024-05-01T12:01:00Z', grace: 30 })),
+      undefined,
+    );
+    assert.deepEqual(hints.announce('DELETED', graceZero), { resources: [] });
   });
 
   it('hints travel as resources; other resources and unknown hints are ignored', () => {

@@ -5,6 +5,7 @@ import type { Expression } from '../../state/expression.ts';
 import {
   type AppliedPodStatus,
   type ContainerLogOptions,
+  type DeletedPodStatus,
   type PodProvider,
   type PodUsage,
   ProviderNotFoundError,
@@ -183,10 +184,12 @@ export class MockPodProvider implements PodProvider {
    * Stops the pod when this uid runs (see the class comment for when its
    * processes end). A delete of a pod already stopping can only bring its
    * stop forward.
+   * Resolves with `stopped` when the pod's processes have ended by now
+   * (status at once: getPod no longer reports it).
    * @throws ProviderNotFoundError when it does not run (never created,
    *   stopped, or replaced by a pod with another uid).
    */
-  async deletePod(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+  async deletePod(pod: V1Pod, signal?: AbortSignal): Promise<DeletedPodStatus> {
     const ref = podIdentity(pod);
     const key = mockPodKey(ref.namespace, ref.name);
     for (let attempt = 1; ; attempt++) {
@@ -195,7 +198,8 @@ export class MockPodProvider implements PodProvider {
       const now = this.clock.now();
       if (!current || current.uid !== ref.uid || !mockPodHeld(current, now)) throw notFound(ref, undefined);
       const stopAt = Math.min(current.stopAt ?? Number.POSITIVE_INFINITY, this.stopTime(current, pod, now));
-      if (current.deletedAt !== undefined && stopAt === current.stopAt) return;
+      const stopped = stopAt <= now ? 'stopped' : undefined;
+      if (current.deletedAt !== undefined && stopAt === current.stopAt) return stopped;
       const ttl = this.options.tombstoneTtlSeconds ?? DEFAULT_TOMBSTONE_TTL_SECONDS;
       const record: MockPodRecord = {
         ...current,
@@ -209,7 +213,7 @@ export class MockPodProvider implements PodProvider {
           { ...mockPodItem(record), expiresAt: Math.ceil(stopAt / 1000) + ttl },
           { condition: versionIs(current.version) },
         );
-        return;
+        return stopped;
       } catch (err) {
         if (!isConditionFailed(err)) throw err;
         if (attempt >= MAX_ATTEMPTS) {
