@@ -127,11 +127,14 @@ export class PodDeleter {
    * (DeletedPodStatus `stopped`, or not found), its terminated status is
    * written at once against the pod just read, as pod-status would write it
    * at its next poll, and recorded (TERMINATED_MARK) with the grace period's
-   * end, the force delete handed off to the event of that write.
+   * end; with `handOff` (a reconcile of an event, whose watcher will see the
+   * write) the force delete is handed off to the event of that write, else
+   * the next reconcile of the pod does it.
    */
   async providerDelete(
     step: Extract<SyncStep, { kind: 'provider-delete' }>,
     log: Logger,
+    options: { handOff: boolean },
   ): Promise<SyncOutcome> {
     const { knownPods, events, provider, signal, clock } = this.options;
     let result: 'deleted' | 'stopped' | 'not-found';
@@ -151,7 +154,7 @@ export class PodDeleter {
     // recorded as written before its write is answered; a failed write forgets it again, so that
     // pod-status's poll writes it.
     const stopped = result !== 'deleted';
-    const handOffMs = this.options.handOffMs ?? 0;
+    const handOffMs = options.handOff ? (this.options.handOffMs ?? 0) : 0;
     const status = stopped
       ? {
           hash: TERMINATED_MARK,

@@ -191,7 +191,7 @@ export class PodReconciler {
       steps.push(stepName(step));
       const log = this.podLog(key, state, step, run.hint);
       try {
-        const outcome = await this.execute(step, state, log, run.ownTokens);
+        const outcome = await this.execute(step, state, log, run);
         // The uid is gone for good: once its record is forgotten there is nothing left to read.
         const finished = outcome ?? (run.gone && step.kind === 'forget-stale' ? 'absent' : undefined);
         if (finished) {
@@ -265,7 +265,7 @@ export class PodReconciler {
     step: SyncStep,
     state: SyncState,
     log: Logger,
-    ownTokens: Set<string>,
+    run: Pick<Run, 'ownTokens' | 'hint'>,
   ): Promise<SyncOutcome | undefined> {
     const { applier, deleter } = this.options;
     switch (step.kind) {
@@ -288,9 +288,10 @@ export class PodReconciler {
       case 'force-delete':
         return deleter.forceDelete(step, log);
       case 'provider-delete':
-        return deleter.providerDelete(step, log);
+        // A status it writes wakes pod-sync only through a watcher, which an event's reconcile has.
+        return deleter.providerDelete(step, log, { handOff: run.hint !== undefined });
       case 'apply':
-        return applier.apply(step, log, ownTokens);
+        return applier.apply(step, log, run.ownTokens);
       case 'force-delete-known':
         return deleter.forceDeleteKnown(step, log);
       case 'delete-gone':

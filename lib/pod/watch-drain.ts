@@ -171,9 +171,7 @@ class Drain {
       return;
     }
     log.debug({ pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv }, 'pod event received');
-    // An event pod-sync would skip is not sent; the resourceVersion still moves past it.
-    const announced = this.#o.hints.announce(type, object);
-    this.#batcher.push(announced ? detail : undefined, rv, announced?.resources);
+    this.#o.hints.push(this.#batcher, { type, pod: object, detail, resourceVersion: rv });
   }
 
   #outcome(requestError: unknown): DrainResult {

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { hintResource, type PodEventHint } from '../events/pod-event.ts';
+import { hintResource, type PodEventDetail, type PodEventHint } from '../events/pod-event.ts';
 import { stableJson } from './pod-hash.ts';
 import { type ContainerStates, isTerminalPhase, running } from './pod-status-builders.ts';
+import type { WatchBatcher } from './watch-batcher.ts';
 import type { WatchEventType } from './watch-events.ts';
 
 /**
@@ -92,6 +93,19 @@ export class WatchHints {
     if (hints.some((h) => NOTHING_TO_DO.includes(h))) return undefined;
     this.#seen.set(uid, projection);
     return { resources: hints.map(hintResource) };
+  }
+
+  /**
+   * Queues this event in `batcher` as {@link announce} decides: with its
+   * detail and resources, or, not worth sending, only its resourceVersion
+   * (the watcher still moves past it).
+   */
+  push(
+    batcher: Pick<WatchBatcher, 'push'>,
+    event: { type: WatchEventType; pod: WatchedPod; detail: PodEventDetail; resourceVersion: string },
+  ): void {
+    const announced = this.announce(event.type, event.pod);
+    batcher.push(announced ? event.detail : undefined, event.resourceVersion, announced?.resources);
   }
 
   forget(): void {

@@ -268,11 +268,11 @@ class NodeWatcher {
       batcher.push(undefined, rv);
       return;
     }
-    const fields = { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv };
-    this.#log.debug(fields, 'pod event received');
-    // An event pod-sync would skip is not sent; the resourceVersion still moves past it.
-    const announced = this.#hints.announce(type, object);
-    batcher.push(announced ? detail : undefined, rv, announced?.resources);
+    this.#log.debug(
+      { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
+      'pod event received',
+    );
+    this.#hints.push(batcher, { type, pod: object, detail, resourceVersion: rv });
   }
 
   /** One watch request from `fromRv`, until the server closes it, it fails, or the watcher stops. */

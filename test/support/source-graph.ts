@@ -54,14 +54,13 @@ function typeOnly(clause: ts.ImportClause | ts.NamedExportBindings | undefined, 
 }
 
 /**
- * The files `path` imports statically from relative specifiers (`import ...
- * from './x.ts'`, `import './x.ts'`, `export ... from './x.ts'`), relative to
- * the root, in source order. Imports of types only are left out: they run
- * nothing, so they are no step on the way to code that runs. Dynamic
- * `import()` is left out too.
+ * The specifiers `path` imports for their values, as written and in source
+ * order: `import ... from 'x'`, `import 'x'`, `export ... from 'x'`. Imports
+ * of types only are left out (they run nothing, and esbuild drops them), and
+ * so is dynamic `import()` (it runs nothing at import).
  */
-export function staticImports(path: string): string[] {
-  const imports: string[] = [];
+function valueImportSpecifiers(path: string): string[] {
+  const specifiers: string[] = [];
   for (const statement of sourceFile(path).statements) {
     let specifier: ts.Expression | undefined;
     if (ts.isImportDeclaration(statement)) {
@@ -71,33 +70,29 @@ export function staticImports(path: string): string[] {
       if (typeOnly(statement.exportClause, statement.isTypeOnly)) continue;
       specifier = statement.moduleSpecifier;
     }
-    if (!specifier || !ts.isStringLiteral(specifier) || !specifier.text.startsWith('.')) continue;
-    imports.push(relative(ROOT, resolve(ROOT, dirname(path), specifier.text)));
+    if (specifier && ts.isStringLiteral(specifier)) specifiers.push(specifier.text);
   }
-  return imports;
+  return specifiers;
+}
+
+/**
+ * The files `path` imports statically from relative specifiers (`./x.ts`),
+ * relative to the root, in source order: the steps on the way to code that
+ * runs.
+ */
+export function staticImports(path: string): string[] {
+  return valueImportSpecifiers(path)
+    .filter((specifier) => specifier.startsWith('.'))
+    .map((specifier) => relative(ROOT, resolve(ROOT, dirname(path), specifier)));
 }
 
 /**
  * The packages `path` imports statically for their values (bare specifiers
  * such as `@kubernetes/client-node` or `node:fs`, as written), in source
- * order: type-only imports and dynamic `import()` are left out, as esbuild
- * leaves them out of what runs at import.
+ * order.
  */
 export function packageImports(path: string): string[] {
-  const packages: string[] = [];
-  for (const statement of sourceFile(path).statements) {
-    let specifier: ts.Expression | undefined;
-    if (ts.isImportDeclaration(statement)) {
-      if (typeOnly(statement.importClause, statement.importClause?.isTypeOnly ?? false)) continue;
-      specifier = statement.moduleSpecifier;
-    } else if (ts.isExportDeclaration(statement)) {
-      if (typeOnly(statement.exportClause, statement.isTypeOnly)) continue;
-      specifier = statement.moduleSpecifier;
-    }
-    if (specifier && ts.isStringLiteral(specifier) && !specifier.text.startsWith('.'))
-      packages.push(specifier.text);
-  }
-  return packages;
+  return valueImportSpecifiers(path).filter((specifier) => !specifier.startsWith('.'));
 }
 
 /** Every file reachable from `from` in at most `hops` static imports, with one shortest path to it. */
