@@ -29,7 +29,7 @@ import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-c
 import { LocalDeployment } from '../lib/local/local-deployment.ts';
 import { type PodmanService, startPodman } from '../lib/local/podman.ts';
 import { LABELS } from '../lib/provider/docker/names.ts';
-import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import {
   type BenchEnvironment,

@@ -51,7 +51,8 @@ import type { Invocation, InvocationResult } from '../lib/local/lambda-runtime.t
 import { LocalDeployment } from '../lib/local/local-deployment.ts';
 import { lockKey } from '../lib/lock/dynamodb-lock-store.ts';
 import { NODE_LEASE_NAMESPACE } from '../lib/node/node-lease.ts';
-import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
+import { StateTable } from '../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import { type DynamoProxy, startDynamoProxy } from './dynamo-proxy.ts';
 import {

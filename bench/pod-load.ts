@@ -17,7 +17,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { apiStatusCode, isNotFound } from '../lib/kube/client.ts';
 import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-clients.ts';
 import { mockNodeIndexPartition } from '../lib/provider/mock/mock-pod-record.ts';
-import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
+import { StateTable } from '../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { benchLog, bump, kubeRequestKind, resumingWatch } from './support.ts';
 
 /** What the worker needs to reach the cluster and the table. */

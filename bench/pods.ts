@@ -61,7 +61,8 @@ import {
 } from '../lib/local/local-deployment.ts';
 import { mockPodKey } from '../lib/provider/mock/mock-pod-record.ts';
 import { MockPodProvider } from '../lib/provider/mock/mock-pods.ts';
-import { createDynamoDbClient, StateTable } from '../lib/state/dynamodb.ts';
+import { StateTable } from '../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import type {
   BaselineLoad,

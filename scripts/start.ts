@@ -50,7 +50,7 @@ import {
 } from '../lib/local/local-deployment.ts';
 import { startLocalKubeletApi } from '../lib/local/local-kubelet-api.ts';
 import { formatLogLine } from '../lib/log/pretty.ts';
-import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import { startPodman } from '../lib/local/podman.ts';
-import { createDynamoDbClient } from '../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import type { TestEnv } from './support/env.ts';
 

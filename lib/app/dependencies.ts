@@ -11,7 +11,8 @@ import { EmfMetrics, type Metrics, noMetrics } from '../metrics/emf.ts';
 import { withNodeProviderMetrics, withPodProviderMetrics } from '../metrics/provider-metrics.ts';
 import type { NodeProvider, PodProvider } from '../provider/provider.ts';
 import { createProviders, type Providers } from '../provider/registry.ts';
-import { createDynamoDbClient, StateTable } from '../state/dynamodb.ts';
+import { StateTable } from '../state/dynamodb.ts';
+import { createDynamoDbWire } from '../state/dynamodb-wire.ts';
 
 /**
  * The composition root: the one place that turns a {@link Config} into the
@@ -105,10 +106,12 @@ export async function loadDependencies(
   const table =
     overrides.table ??
     new StateTable(
-      createDynamoDbClient({
+      createDynamoDbWire({
         ...(config.dynamodb.endpoint ? { endpoint: config.dynamodb.endpoint } : {}),
         region: config.dynamodb.region,
-      }).doc,
+        ...(config.aws.credentials ? { credentials: config.aws.credentials } : {}),
+        sdkEndpointRules: config.aws.sdkEndpointRules,
+      }),
       config.dynamodb.tableName,
     );
   const lockStore = overrides.lockStore ?? new DynamoDbLockStore(table);

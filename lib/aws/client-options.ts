@@ -1,10 +1,14 @@
 import { NodeHttpHandler, type NodeHttpHandlerOptions } from '@smithy/node-http-handler';
 import { currentDeadline } from '../deadline.ts';
+import { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS } from './defaults.ts';
 
 /**
- * How every AWS SDK client of the project is configured: DynamoDB,
- * EventBridge, SQS, Secrets Manager, SSM, EKS, and the providers' clients
- * (pass `awsClientOptions()` into their constructors).
+ * How every AWS SDK client of the project is configured: EventBridge,
+ * Secrets Manager, SSM, EKS, the providers' clients, and tooling's DynamoDB
+ * and SQS clients (pass `awsClientOptions()` into their constructors). The
+ * functions' own DynamoDB and SQS calls (lib/aws/aws-json-wire.ts) keep the
+ * same bounds. A function imports this module where it imports an SDK
+ * client, when first used: it loads the SDK's HTTP handler.
  *
  * - A request that does not finish within `requestTimeoutMs` (connection
  *   included) is destroyed and fails with a `TimeoutError`. The smithy
@@ -26,8 +30,7 @@ export interface AwsClientSettings {
   maxAttempts?: number;
 }
 
-export const DEFAULT_AWS_REQUEST_TIMEOUT_MS = 5_000;
-export const DEFAULT_AWS_MAX_ATTEMPTS = 3;
+export { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS };
 
 /** The smithy Node.js handler that also aborts requests at the current invocation's deadline. */
 export class DeadlineHttpHandler extends NodeHttpHandler {

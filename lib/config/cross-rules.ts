@@ -106,6 +106,29 @@ function gatingRules(values: Values): ConfigIssue[] {
   return issues;
 }
 
+/** AWS's credentials come as a pair: one without the other is a mistake, not a reason to look elsewhere. */
+function awsCredentialsRule(values: Values): ConfigIssue[] {
+  return whenParsed(values, ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'], (v) => {
+    const key = v.AWS_ACCESS_KEY_ID !== undefined;
+    const secret = v.AWS_SECRET_ACCESS_KEY !== undefined;
+    if (key === secret) {
+      return !key && v.AWS_SESSION_TOKEN !== undefined
+        ? [
+            {
+              variable: 'AWS_SESSION_TOKEN',
+              message: 'is set without AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY',
+            },
+          ]
+        : [];
+    }
+    return [
+      key
+        ? { variable: 'AWS_SECRET_ACCESS_KEY', message: 'must be set with AWS_ACCESS_KEY_ID' }
+        : { variable: 'AWS_ACCESS_KEY_ID', message: 'must be set with AWS_SECRET_ACCESS_KEY' },
+    ];
+  });
+}
+
 /** Every problem between the variables that parsed. */
 export function crossRuleIssues(values: Values): ConfigIssue[] {
   return [
@@ -113,6 +136,7 @@ export function crossRuleIssues(values: Values): ConfigIssue[] {
     ...lockRule(values),
     ...clusterAccessRules(values),
     ...gatingRules(values),
+    ...awsCredentialsRule(values),
     ...kubeletApiRules(values),
   ];
 }

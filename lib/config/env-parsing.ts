@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../util/zod-mini.ts';
 import { bounded } from './node-settings.ts';
 
 /**
@@ -18,7 +19,7 @@ export interface ConfigIssue {
 export type Env = Readonly<Record<string, string | undefined>>;
 
 /** Each variable's rule: a schema from its string (undefined when not given) to its typed value. */
-export type VariableRules = Record<string, z.ZodType>;
+export type VariableRules = Record<string, z.ZodMiniType>;
 
 /** The typed values of the variables `R` describes. */
 export type Variables<R extends VariableRules> = { [K in keyof R]: z.output<R[K]> };
@@ -102,25 +103,28 @@ export function parseSettings<R extends VariableRules, S>(
 
 /** A whole number within [min, max] given as a string, `defaultValue` when not given. */
 export function wholeNumber(defaultValue: number, min: number, max: number) {
-  return z
-    .string()
-    .trim()
-    .regex(/^\d+$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(bounded(min, max))
-    .default(defaultValue);
+  return z._default(
+    z.pipe(
+      z.pipe(z.string().check(z.trim(), z.regex(/^\d+$/, 'must be a whole number')), z.transform(Number)),
+      bounded(min, max),
+    ),
+    defaultValue,
+  );
 }
 
 /** A Secrets Manager secret, by name or ARN, as an optional variable names one. */
 export function secretsManagerSecret() {
-  return z
-    .string()
-    .trim()
-    .regex(
-      /^([A-Za-z0-9/_+=.@-]{1,512}|arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+)$/,
-      'must be a Secrets Manager secret name or ARN',
-    )
-    .optional();
+  return z.optional(
+    z
+      .string()
+      .check(
+        z.trim(),
+        z.regex(
+          /^([A-Za-z0-9/_+=.@-]{1,512}|arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+)$/,
+          'must be a Secrets Manager secret name or ARN',
+        ),
+      ),
+  );
 }
 
 /** Parses `a=b,c=d` into ordered pairs; empty input is no pairs. */

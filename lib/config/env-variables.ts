@@ -1,7 +1,8 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isProviderName, PROVIDER_NAMES, type ProviderName } from '../provider/registry.ts';
 import { isRelease } from '../release/release.ts';
+import { addIssue } from '../util/zod-mini.ts';
 import { pairs, secretsManagerSecret, type Variables, wholeNumber } from './env-parsing.ts';
 import { dns1123SubdomainError } from './kube-validation.ts';
 import { KUBELET_API_VARIABLES } from './kubelet-api-config.ts';
@@ -23,74 +24,83 @@ export const DEFAULT_MIN_COMPATIBLE_RELEASE = '0.1.0';
 export const DEFAULT_REQUIRED_RECONCILER_RELEASE = '0.1.0';
 
 function release(defaultValue: string) {
-  return z
-    .string()
-    .trim()
-    .refine(isRelease, 'must be a version like 1.2.3 (major.minor.patch)')
-    .default(defaultValue);
+  return z._default(
+    z.string().check(z.trim(), z.refine(isRelease, 'must be a version like 1.2.3 (major.minor.patch)')),
+    defaultValue,
+  );
 }
 
-const nodeNames = z
-  .string()
-  .default('virtual-kubelet')
-  .transform((raw, ctx) => {
+/** A string, trimmed, then checked. */
+function trimmed(...checks: z.core.$ZodCheck<string>[]) {
+  return z.string().check(z.trim(), ...checks);
+}
+
+const nodeNames = z.pipe(
+  z._default(z.string(), 'virtual-kubelet'),
+  z.transform((raw: string, ctx) => {
     const names = raw
       .split(',')
       .map((n) => n.trim())
       .filter((n) => n.length > 0);
-    if (names.length === 0) ctx.addIssue({ code: 'custom', message: 'must name at least one node' });
+    if (names.length === 0) addIssue(ctx, 'must name at least one node');
     for (const name of names) {
       const error = dns1123SubdomainError(name);
-      if (error) ctx.addIssue({ code: 'custom', message: `"${name}" is not a valid node name: ${error}` });
+      if (error) addIssue(ctx, `"${name}" is not a valid node name: ${error}`);
     }
-    if (new Set(names).size !== names.length) ctx.addIssue({ code: 'custom', message: 'names a node twice' });
+    if (new Set(names).size !== names.length) addIssue(ctx, 'names a node twice');
     return names;
-  });
+  }),
+);
 
-const labels = z
-  .string()
-  .default('')
-  .transform((raw) => Object.fromEntries(pairs(raw)))
-  .pipe(labelsSchema);
+const labels = z.pipe(
+  z.pipe(
+    z._default(z.string(), ''),
+    z.transform((raw: string) => Object.fromEntries(pairs(raw))),
+  ),
+  labelsSchema,
+);
 
-const capacity = z
-  .string()
-  .default('cpu=20,memory=100Gi,pods=110,ephemeral-storage=100Gi')
-  .transform((raw): Record<string, string | number> => Object.fromEntries(pairs(raw)))
-  .pipe(capacitySchema);
+const capacity = z.pipe(
+  z.pipe(
+    z._default(z.string(), 'cpu=20,memory=100Gi,pods=110,ephemeral-storage=100Gi'),
+    z.transform((raw: string): Record<string, string | number> => Object.fromEntries(pairs(raw))),
+  ),
+  capacitySchema,
+);
 
 /** `key[=value]:Effect,...`; undefined when not set (the provider's default taint applies), [] when empty. */
-const taints = z
-  .string()
-  .optional()
-  .transform((raw, ctx) => {
-    if (raw === undefined) return undefined;
-    const result: Array<{ key: string; value?: string; effect: string }> = [];
-    for (const spec of raw
-      .split(',')
-      .map((t) => t.trim())
-      .filter((t) => t.length > 0)) {
-      const match = /^([^=:]+)(?:=([^:]*))?:([A-Za-z]+)$/.exec(spec);
-      if (!match) {
-        ctx.addIssue({ code: 'custom', message: `"${spec}" is not key[=value]:Effect` });
-        continue;
+const taints = z.pipe(
+  z.pipe(
+    z.optional(z.string()),
+    z.transform((raw: string | undefined, ctx) => {
+      if (raw === undefined) return undefined;
+      const result: Array<{ key: string; value?: string; effect: string }> = [];
+      for (const spec of raw
+        .split(',')
+        .map((t) => t.trim())
+        .filter((t) => t.length > 0)) {
+        const match = /^([^=:]+)(?:=([^:]*))?:([A-Za-z]+)$/.exec(spec);
+        if (!match) {
+          addIssue(ctx, `"${spec}" is not key[=value]:Effect`);
+          continue;
+        }
+        const [, key = '', value, effect = ''] = match;
+        result.push({ key, ...(value === undefined ? {} : { value }), effect });
       }
-      const [, key = '', value, effect = ''] = match;
-      result.push({ key, ...(value === undefined ? {} : { value }), effect });
-    }
-    return result;
-  })
-  .pipe(z.array(taintSchema).optional());
+      return result;
+    }),
+  ),
+  z.optional(z.array(taintSchema)),
+);
 
-const provider = z
-  .string()
-  .trim()
-  .default('mock')
-  .transform((name, ctx): ProviderName => {
+const provider = z.pipe(
+  z._default(trimmed(), 'mock'),
+  z.transform((name: string, ctx): ProviderName => {
     if (isProviderName(name)) return name;
-    ctx.addIssue({ code: 'custom', message: `must be one of: ${PROVIDER_NAMES.join(', ')}` });
+    addIssue(ctx, `must be one of: ${PROVIDER_NAMES.join(', ')}`);
     return z.NEVER;
-  });
+  }),
+);
 
 /** What a tick invocation does (lib/tick/tick-entry.ts). */
 export const TICK_PART_NAMES = ['heartbeat', 'pod-watch', 'pod-status', 'reconcile'] as const;
@@ -100,29 +110,26 @@ function isTickPartName(name: string): name is TickPartName {
   return (TICK_PART_NAMES as readonly string[]).includes(name);
 }
 
-const tickParts = z
-  .string()
-  .default(TICK_PART_NAMES.join(','))
-  .transform((raw, ctx): TickPartName[] => {
+const tickParts = z.pipe(
+  z._default(z.string(), TICK_PART_NAMES.join(',')),
+  z.transform((raw: string, ctx): TickPartName[] => {
     const names = raw
       .split(',')
       .map((n) => n.trim())
       .filter((n) => n.length > 0);
-    if (names.length === 0) ctx.addIssue({ code: 'custom', message: 'must name at least one part' });
+    if (names.length === 0) addIssue(ctx, 'must name at least one part');
     const parts: TickPartName[] = [];
     for (const part of names) {
       if (isTickPartName(part)) parts.push(part);
-      else ctx.addIssue({ code: 'custom', message: `"${part}" is not one of ${TICK_PART_NAMES.join(', ')}` });
+      else addIssue(ctx, `"${part}" is not one of ${TICK_PART_NAMES.join(', ')}`);
     }
-    if (new Set(parts).size !== parts.length) ctx.addIssue({ code: 'custom', message: 'names a part twice' });
+    if (new Set(parts).size !== parts.length) addIssue(ctx, 'names a part twice');
     return parts;
-  });
+  }),
+);
 
 function name(message: string) {
-  return z
-    .string()
-    .trim()
-    .refine((v) => dns1123SubdomainError(v) === undefined, message);
+  return trimmed(z.refine((v: string) => dns1123SubdomainError(v) === undefined, message));
 }
 
 /** The functions' environment variables and their rules (see the README's table). */
@@ -132,8 +139,8 @@ export const ENV_VARIABLES = {
   SVK_NODE_LABELS: labels,
   SVK_NODE_TAINTS: taints,
   SVK_NODE_CAPACITY: capacity,
-  SVK_NODE_OS: z.enum(['linux', 'windows'], { message: 'must be linux or windows' }).default('linux'),
-  SVK_NODE_INTERNAL_IP: z.ipv4({ message: 'must be an IPv4 address' }).optional(),
+  SVK_NODE_OS: z._default(z.enum(['linux', 'windows'], { message: 'must be linux or windows' }), 'linux'),
+  SVK_NODE_INTERNAL_IP: z.optional(z.ipv4({ message: 'must be an IPv4 address' })),
   SVK_KUBELET_PORT: wholeNumber(10250, ...NODE_RANGES.kubeletPort),
   SVK_NODE_LEASE_DURATION_SECONDS: wholeNumber(40, ...NODE_RANGES.leaseDurationSeconds),
   SVK_NODE_LEASE_RENEW_INTERVAL_SECONDS: wholeNumber(10, ...NODE_RANGES.leaseRenewIntervalSeconds),
@@ -149,28 +156,31 @@ export const ENV_VARIABLES = {
   SVK_POD_DANGLING_INTERVAL_SECONDS: wholeNumber(300, 10, 86400),
   SVK_POD_MAX_PARALLEL: wholeNumber(16, 1, 256),
   SVK_POD_STATUS_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
-  SVK_NODE_CONFIG_NAMESPACE: name('must be a namespace name').default('kube-system'),
-  SVK_NODE_CONFIG_NAME: name('must be a ConfigMap name').optional(),
+  SVK_NODE_CONFIG_NAMESPACE: z._default(name('must be a namespace name'), 'kube-system'),
+  SVK_NODE_CONFIG_NAME: z.optional(name('must be a ConfigMap name')),
   SVK_NODE_CONFIG_TRIAL_SECONDS: wholeNumber(600, 0, 86400),
-  SVK_TABLE_NAME: z
-    .string()
-    .trim()
-    .min(3, 'must be a DynamoDB table name')
-    .default('serverless-virtual-kubelet'),
-  SVK_DYNAMODB_ENDPOINT: z.url({ message: 'must be a URL' }).optional(),
-  SVK_EVENT_BUS_NAME: z
-    .string()
-    .trim()
-    .regex(
-      /^([/.\-_A-Za-z0-9]{1,256}|arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[/.\-_A-Za-z0-9]{1,256})$/,
-      'must be an EventBridge event bus name or ARN',
-    )
-    .default('default'),
-  SVK_DLQ_URL: z.url({ protocol: /^https?$/, message: 'must be the https URL of an SQS queue' }).optional(),
-  SVK_TICK_QUEUE_URL: z
-    .url({ protocol: /^https?$/, message: 'must be the https URL of an SQS FIFO queue' })
-    .refine((url) => url.endsWith('.fifo'), 'must be the URL of a FIFO queue (ending in .fifo)')
-    .optional(),
+  SVK_TABLE_NAME: z._default(
+    trimmed(z.minLength(3, 'must be a DynamoDB table name')),
+    'serverless-virtual-kubelet',
+  ),
+  SVK_DYNAMODB_ENDPOINT: z.optional(z.url({ message: 'must be a URL' })),
+  SVK_EVENT_BUS_NAME: z._default(
+    trimmed(
+      z.regex(
+        /^([/.\-_A-Za-z0-9]{1,256}|arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[/.\-_A-Za-z0-9]{1,256})$/,
+        'must be an EventBridge event bus name or ARN',
+      ),
+    ),
+    'default',
+  ),
+  SVK_DLQ_URL: z.optional(z.url({ protocol: /^https?$/, message: 'must be the https URL of an SQS queue' })),
+  SVK_TICK_QUEUE_URL: z.optional(
+    z
+      .url({ protocol: /^https?$/, message: 'must be the https URL of an SQS FIFO queue' })
+      .check(
+        z.refine((url: string) => url.endsWith('.fifo'), 'must be the URL of a FIFO queue (ending in .fifo)'),
+      ),
+  ),
   SVK_TICK_PARTS: tickParts,
   SVK_TICK_WORK_MS: wholeNumber(6000, 500, 60000),
   SVK_POD_WATCH_MAX_PARALLEL: wholeNumber(16, 1, 256),
@@ -178,50 +188,58 @@ export const ENV_VARIABLES = {
   SVK_POD_WATCH_TIMEOUT_SECONDS: wholeNumber(60, 5, 600),
   SVK_POD_WATCH_FLUSH_MS: wholeNumber(200, 0, 10000),
   SVK_POD_WATCH_BOOKMARK_INTERVAL_MS: wholeNumber(1000, 0, 60000),
-  AWS_REGION: z.string().trim().min(1).default('us-east-1'),
-  SVK_KUBECONFIG: z.string().trim().min(1, 'must be a path').optional(),
+  AWS_REGION: z._default(trimmed(z.minLength(1)), 'us-east-1'),
+  // The function role's credentials, which Lambda sets (lib/aws/credentials.ts).
+  AWS_ACCESS_KEY_ID: z.optional(trimmed()),
+  AWS_SECRET_ACCESS_KEY: z.optional(z.string()),
+  AWS_SESSION_TOKEN: z.optional(z.string()),
+  // Any of these makes DynamoDB's endpoint the SDK rules' (lib/state/dynamodb-wire.ts).
+  AWS_USE_FIPS_ENDPOINT: z.optional(z.string()),
+  AWS_USE_DUALSTACK_ENDPOINT: z.optional(z.string()),
+  AWS_ENDPOINT_URL: z.optional(z.string()),
+  AWS_ENDPOINT_URL_DYNAMODB: z.optional(z.string()),
+  SVK_KUBECONFIG: z.optional(trimmed(z.minLength(1, 'must be a path'))),
   SVK_KUBECONFIG_SECRET: secretsManagerSecret(),
-  SVK_KUBECONFIG_PARAMETER: z
-    .string()
-    .trim()
-    .regex(
-      /^(\/?[A-Za-z0-9/_.-]{1,2048}|arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter\/[A-Za-z0-9/_.-]+)$/,
-      'must be an SSM parameter name or ARN',
-    )
-    .optional(),
-  SVK_EKS_CLUSTER_NAME: z
-    .string()
-    .trim()
-    .regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/, 'must be an EKS cluster name')
-    .optional(),
-  SVK_EKS_ENDPOINT: z.url({ protocol: /^https$/, message: 'must be an https URL' }).optional(),
-  SVK_EKS_CA_DATA: z
-    .string()
-    .trim()
-    .regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be the base64 certificate authority data of the cluster')
-    .optional(),
+  SVK_KUBECONFIG_PARAMETER: z.optional(
+    trimmed(
+      z.regex(
+        /^(\/?[A-Za-z0-9/_.-]{1,2048}|arn:aws[a-z-]*:ssm:[a-z0-9-]+:\d{12}:parameter\/[A-Za-z0-9/_.-]+)$/,
+        'must be an SSM parameter name or ARN',
+      ),
+    ),
+  ),
+  SVK_EKS_CLUSTER_NAME: z.optional(
+    trimmed(z.regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/, 'must be an EKS cluster name')),
+  ),
+  SVK_EKS_ENDPOINT: z.optional(z.url({ protocol: /^https$/, message: 'must be an https URL' })),
+  SVK_EKS_CA_DATA: z.optional(
+    trimmed(
+      z.regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be the base64 certificate authority data of the cluster'),
+    ),
+  ),
   SVK_KUBE_REQUEST_TIMEOUT_MS: wholeNumber(5000, 100, 120000),
-  SVK_METRICS: z.enum(['emf', 'off'], { message: 'must be emf or off' }).default('off'),
-  SVK_METRICS_NAMESPACE: z
-    .string()
-    .trim()
-    .regex(/^[A-Za-z0-9._/#:-]{1,255}$/, 'must be a CloudWatch namespace (letters, digits, . _ / # : -)')
-    .refine((v) => !v.startsWith('AWS/'), 'must not start with AWS/')
-    .default('ServerlessVirtualKubelet'),
-  SVK_METRICS_NODE_DIMENSION: z
-    .enum(['true', 'false'], { message: 'must be true or false' })
-    .default('true')
-    .transform((v) => v === 'true'),
-  SVK_DEPLOYMENT_NAME: z
-    .string()
-    .trim()
-    .regex(/^[A-Za-z0-9._-]{1,255}$/, 'must be letters, digits, . _ -')
-    .default('serverless-virtual-kubelet'),
-  SVK_LOG_LEVEL: z
-    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+  SVK_METRICS: z._default(z.enum(['emf', 'off'], { message: 'must be emf or off' }), 'off'),
+  SVK_METRICS_NAMESPACE: z._default(
+    trimmed(
+      z.regex(/^[A-Za-z0-9._/#:-]{1,255}$/, 'must be a CloudWatch namespace (letters, digits, . _ / # : -)'),
+      z.refine((v: string) => !v.startsWith('AWS/'), 'must not start with AWS/'),
+    ),
+    'ServerlessVirtualKubelet',
+  ),
+  SVK_METRICS_NODE_DIMENSION: z.pipe(
+    z._default(z.enum(['true', 'false'], { message: 'must be true or false' }), 'true'),
+    z.transform((v: 'true' | 'false') => v === 'true'),
+  ),
+  SVK_DEPLOYMENT_NAME: z._default(
+    trimmed(z.regex(/^[A-Za-z0-9._-]{1,255}$/, 'must be letters, digits, . _ -')),
+    'serverless-virtual-kubelet',
+  ),
+  SVK_LOG_LEVEL: z._default(
+    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       message: 'must be one of fatal, error, warn, info, debug, trace, silent',
-    })
-    .default('info'),
+    }),
+    'info',
+  ),
   SVK_RELEASE: release(PACKAGE_RELEASE),
   SVK_MIN_COMPATIBLE_RELEASE: release(DEFAULT_MIN_COMPATIBLE_RELEASE),
   SVK_REQUIRED_RECONCILER_RELEASE: release(DEFAULT_REQUIRED_RECONCILER_RELEASE),

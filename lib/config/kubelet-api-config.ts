@@ -1,5 +1,6 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { API_GATEWAY_PORT, type KubeletApiEndpoint } from '../kubelet-api/node-endpoint.ts';
+import { addIssue } from '../util/zod-mini.ts';
 import { type ConfigIssue, pairs, whenParsed } from './env-parsing.ts';
 
 /** The kubelet API's settings (lib/kubelet-api/), parsed from the environment with the rest of the configuration. */
@@ -19,53 +20,62 @@ export const MAX_FOLLOW_SECONDS = 840;
 const DEFAULT_KUBELET_PORT = 10250;
 
 const hostLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const IPV4 = z.ipv4();
 
 /** The kubelet API's environment variables and their rules (see the README's table). */
 export const KUBELET_API_VARIABLES = {
-  SVK_KUBELET_API_DOMAIN: z
-    .string()
-    .trim()
-    .toLowerCase()
-    .refine(
-      (v) => v.length <= 200 && v.split('.').length >= 2 && v.split('.').every((l) => hostLabel.test(l)),
-      'must be a DNS domain such as nodes.example.com (each node is <node>.<domain>)',
-    )
-    .optional(),
-  SVK_KUBELET_API_ADDRESSES: z
-    .string()
-    .transform((raw, ctx) => {
-      const addresses: Record<string, string> = {};
-      for (const [node, address] of pairs(raw)) {
-        if (!node || !z.ipv4().safeParse(address).success) {
-          ctx.addIssue({ code: 'custom', message: `"${node}=${address}" is not node=IPv4 address` });
-          continue;
+  SVK_KUBELET_API_DOMAIN: z.optional(
+    z.string().check(
+      z.trim(),
+      z.toLowerCase(),
+      z.refine(
+        (v: string) =>
+          v.length <= 200 && v.split('.').length >= 2 && v.split('.').every((l) => hostLabel.test(l)),
+        'must be a DNS domain such as nodes.example.com (each node is <node>.<domain>)',
+      ),
+    ),
+  ),
+  SVK_KUBELET_API_ADDRESSES: z.optional(
+    z.pipe(
+      z.string(),
+      z.transform((raw: string, ctx) => {
+        const addresses: Record<string, string> = {};
+        for (const [node, address] of pairs(raw)) {
+          if (!node || !IPV4.safeParse(address).success) {
+            addIssue(ctx, `"${node}=${address}" is not node=IPv4 address`);
+            continue;
+          }
+          addresses[node] = address;
         }
-        addresses[node] = address;
-      }
-      return addresses;
-    })
-    .optional(),
-  SVK_KUBELET_API_FOLLOW_SECONDS: z
-    .string()
-    .trim()
-    .regex(/^\d+$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(
+        return addresses;
+      }),
+    ),
+  ),
+  SVK_KUBELET_API_FOLLOW_SECONDS: z._default(
+    z.pipe(
+      z.pipe(z.string().check(z.trim(), z.regex(/^\d+$/, 'must be a whole number')), z.transform(Number)),
       z
         .number()
-        .min(1, 'must be at least 1')
-        .max(MAX_FOLLOW_SECONDS, `must be at most ${MAX_FOLLOW_SECONDS}`),
-    )
-    .default(300),
-  SVK_KUBELET_API_CLIENT_CA_DATA: z
-    .string()
-    .trim()
-    .transform((v) => Buffer.from(v, 'base64').toString('utf8'))
-    .refine(
-      (pem) => pem.includes('-----BEGIN CERTIFICATE-----'),
-      'must be the base64 of a PEM certificate bundle',
-    )
-    .optional(),
+        .check(
+          z.gte(1, 'must be at least 1'),
+          z.lte(MAX_FOLLOW_SECONDS, `must be at most ${MAX_FOLLOW_SECONDS}`),
+        ),
+    ),
+    300,
+  ),
+  SVK_KUBELET_API_CLIENT_CA_DATA: z.optional(
+    z
+      .pipe(
+        z.string().check(z.trim()),
+        z.transform((v: string) => Buffer.from(v, 'base64').toString('utf8')),
+      )
+      .check(
+        z.refine(
+          (pem: string) => pem.includes('-----BEGIN CERTIFICATE-----'),
+          'must be the base64 of a PEM certificate bundle',
+        ),
+      ),
+  ),
 };
 
 interface KubeletApiValues {

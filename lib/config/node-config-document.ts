@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../util/zod-mini.ts';
 import {
   bounded,
   capacitySchema,
@@ -16,13 +17,13 @@ import {
  * rejected, so a typo never passes silently.
  */
 export const nodeConfigDocumentSchema = z.strictObject({
-  labels: labelsSchema.optional(),
-  taints: z.array(taintSchema).optional(),
-  capacity: capacitySchema.optional(),
-  leaseDurationSeconds: bounded(...NODE_RANGES.leaseDurationSeconds).optional(),
-  leaseRenewIntervalSeconds: bounded(...NODE_RANGES.leaseRenewIntervalSeconds).optional(),
-  statusIntervalSeconds: bounded(...NODE_RANGES.statusIntervalSeconds).optional(),
-  pingIntervalSeconds: bounded(...NODE_RANGES.pingIntervalSeconds).optional(),
+  labels: z.optional(labelsSchema),
+  taints: z.optional(z.array(taintSchema)),
+  capacity: z.optional(capacitySchema),
+  leaseDurationSeconds: z.optional(bounded(...NODE_RANGES.leaseDurationSeconds)),
+  leaseRenewIntervalSeconds: z.optional(bounded(...NODE_RANGES.leaseRenewIntervalSeconds)),
+  statusIntervalSeconds: z.optional(bounded(...NODE_RANGES.statusIntervalSeconds)),
+  pingIntervalSeconds: z.optional(bounded(...NODE_RANGES.pingIntervalSeconds)),
 });
 
 /** A validated assigned node config: the settings it overrides. */

@@ -1,6 +1,7 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { isQuantity } from '../kube/quantity.ts';
 import type { KubeletApiEndpoint } from '../kubelet-api/node-endpoint.ts';
+import { addIssue } from '../util/zod-mini.ts';
 import { labelValueError, qualifiedNameError, TAINT_EFFECTS, type TaintEffect } from './kube-validation.ts';
 
 /**
@@ -47,9 +48,11 @@ export function defaultTaint(providerName: string): Taint {
 export function bounded(min: number, max: number) {
   return z
     .number({ message: 'must be a whole number' })
-    .int('must be a whole number')
-    .min(min, `must be at least ${min}`)
-    .max(max, `must be at most ${max}`);
+    .check(
+      z.int('must be a whole number'),
+      z.gte(min, `must be at least ${min}`),
+      z.lte(max, `must be at most ${max}`),
+    );
 }
 
 /** Ranges of the node settings given in whole seconds (or a port). */
@@ -61,55 +64,57 @@ export const NODE_RANGES = {
   pingIntervalSeconds: [1, 600],
 } as const satisfies Record<string, readonly [number, number]>;
 
-export const labelsSchema = z.record(z.string(), z.string()).superRefine((labels, ctx) => {
-  for (const [key, value] of Object.entries(labels)) {
-    const keyError = qualifiedNameError(key);
-    if (keyError) ctx.addIssue({ code: 'custom', message: `label key "${key}": ${keyError}` });
-    const valueError = labelValueError(value);
-    if (valueError)
-      ctx.addIssue({ code: 'custom', message: `label "${key}" value "${value}": ${valueError}` });
-  }
-});
+export const labelsSchema = z.record(z.string(), z.string()).check(
+  z.superRefine((labels, ctx) => {
+    for (const [key, value] of Object.entries(labels)) {
+      const keyError = qualifiedNameError(key);
+      if (keyError) ctx.addIssue({ code: 'custom', message: `label key "${key}": ${keyError}` });
+      const valueError = labelValueError(value);
+      if (valueError)
+        ctx.addIssue({ code: 'custom', message: `label "${key}" value "${value}": ${valueError}` });
+    }
+  }),
+);
 
 // YAML writes `cpu: 4` as a number; a quantity is its string form.
-const quantityValue = z.union([z.string(), z.number().transform(String)]);
+const quantityValue = z.union([z.string(), z.pipe(z.number(), z.transform(String))]);
 
-export const capacitySchema = z.record(z.string(), quantityValue).superRefine((capacity, ctx) => {
-  for (const [name, quantity] of Object.entries(capacity)) {
-    const nameError = qualifiedNameError(name);
-    if (nameError) ctx.addIssue({ code: 'custom', message: `resource name "${name}": ${nameError}` });
-    if (!isQuantity(quantity)) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `"${name}=${quantity}" is not a resource quantity (e.g. 4, 500m, 16Gi)`,
-      });
+export const capacitySchema = z.record(z.string(), quantityValue).check(
+  z.superRefine((capacity, ctx) => {
+    for (const [name, quantity] of Object.entries(capacity)) {
+      const nameError = qualifiedNameError(name);
+      if (nameError) ctx.addIssue({ code: 'custom', message: `resource name "${name}": ${nameError}` });
+      if (!isQuantity(quantity)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${name}=${quantity}" is not a resource quantity (e.g. 4, 500m, 16Gi)`,
+        });
+      }
     }
-  }
-  if (!('pods' in capacity)) ctx.addIssue({ code: 'custom', message: 'must include pods (e.g. pods=110)' });
-});
+    if (!('pods' in capacity)) ctx.addIssue({ code: 'custom', message: 'must include pods (e.g. pods=110)' });
+  }),
+);
 
 function isTaintEffect(effect: string): effect is TaintEffect {
   return TAINT_EFFECTS.some((known) => known === effect);
 }
 
-export const taintSchema = z
-  .object({ key: z.string(), value: z.string().optional(), effect: z.string() })
-  .transform((t, ctx): Taint => {
+export const taintSchema = z.pipe(
+  z.object({ key: z.string(), value: z.optional(z.string()), effect: z.string() }),
+  z.transform((t: { key: string; value?: string | undefined; effect: string }, ctx): Taint => {
     const keyError = qualifiedNameError(t.key);
-    if (keyError) ctx.addIssue({ code: 'custom', message: `taint key "${t.key}": ${keyError}` });
+    if (keyError) addIssue(ctx, `taint key "${t.key}": ${keyError}`);
     const valueError = t.value === undefined ? undefined : labelValueError(t.value);
     if (valueError) {
-      ctx.addIssue({ code: 'custom', message: `taint "${t.key}" value "${t.value}": ${valueError}` });
+      addIssue(ctx, `taint "${t.key}" value "${t.value}": ${valueError}`);
     }
     if (!isTaintEffect(t.effect)) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `taint "${t.key}" effect "${t.effect}" must be one of ${TAINT_EFFECTS.join(', ')}`,
-      });
+      addIssue(ctx, `taint "${t.key}" effect "${t.effect}" must be one of ${TAINT_EFFECTS.join(', ')}`);
       return z.NEVER;
     }
     return { key: t.key, ...(t.value === undefined ? {} : { value: t.value }), effect: t.effect };
-  });
+  }),
+);
 
 /** Why a lease duration does not fit its renew interval, or undefined. */
 export function leaseRuleError(leaseSeconds: number, renewSeconds: number): string | undefined {

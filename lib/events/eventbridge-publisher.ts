@@ -1,5 +1,4 @@
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { awsClientOptions } from '../aws/client-options.ts';
 import { PodEventPublisher, type PodEventPublisherOptions } from './publisher.ts';
 
 /**
@@ -30,14 +29,16 @@ export interface EventBridgePublisherOptions extends Omit<PodEventPublisherOptio
  */
 export function createEventBridgePublisher(options: EventBridgePublisherOptions): PodEventPublisher {
   const { busName, region, endpoint, requestTimeoutMs, client: given, ...rest } = options;
-  let sdk: Promise<typeof import('@aws-sdk/client-eventbridge')> | undefined;
+  let sdk:
+    | Promise<[typeof import('@aws-sdk/client-eventbridge'), typeof import('../aws/client-options.ts')]>
+    | undefined;
   let client = given;
   return new PodEventPublisher({
     ...rest,
     busName,
     send: async (entries) => {
-      sdk ??= import('@aws-sdk/client-eventbridge');
-      const { EventBridgeClient, PutEventsCommand } = await sdk;
+      sdk ??= Promise.all([import('@aws-sdk/client-eventbridge'), import('../aws/client-options.ts')]);
+      const [{ EventBridgeClient, PutEventsCommand }, { awsClientOptions }] = await sdk;
       client ??= new EventBridgeClient({
         ...(region !== undefined ? { region } : {}),
         ...(endpoint !== undefined ? { endpoint } : {}),

@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../util/zod-mini.ts';
 import { InvalidEventError } from './scheduled-event.ts';
 
 /** The source and detail-type of every pod event; the pod-sync rule in serverless.yml matches exactly these. */
@@ -22,12 +23,12 @@ export const podEventDetailSchema = z.strictObject({
   /** Schema version of this detail. */
   v: z.literal(1),
   type: z.enum(POD_EVENT_TYPES),
-  node: z.string().max(253).regex(DNS_SUBDOMAIN, 'must be a node name'),
-  namespace: z.string().max(63).regex(DNS_LABEL, 'must be a namespace name'),
-  name: z.string().max(253).regex(DNS_SUBDOMAIN, 'must be a pod name'),
-  uid: z.string().min(1).max(64),
+  node: z.string().check(z.maxLength(253), z.regex(DNS_SUBDOMAIN, 'must be a node name')),
+  namespace: z.string().check(z.maxLength(63), z.regex(DNS_LABEL, 'must be a namespace name')),
+  name: z.string().check(z.maxLength(253), z.regex(DNS_SUBDOMAIN, 'must be a pod name')),
+  uid: z.string().check(z.minLength(1), z.maxLength(64)),
   /** The pod's resourceVersion the watcher saw (the list's for GONE). */
-  resourceVersion: z.string().regex(/^\d+$/, 'must be a resourceVersion'),
+  resourceVersion: z.string().check(z.regex(/^\d+$/, 'must be a resourceVersion')),
 });
 
 export type PodEventDetail = z.infer<typeof podEventDetailSchema>;
@@ -76,7 +77,7 @@ export function hintsOf(resources: readonly string[]): PodEventHint[] {
 /** An EventBridge event as delivered to pod-sync: the envelope with a parsed detail. */
 const podEventSchema = z.object({
   version: z.literal('0'),
-  id: z.string().min(1),
+  id: z.string().check(z.minLength(1)),
   'detail-type': z.literal(POD_EVENT_DETAIL_TYPE),
   source: z.literal(POD_EVENT_SOURCE),
   account: z.string(),

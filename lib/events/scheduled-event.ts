@@ -1,13 +1,14 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../util/zod-mini.ts';
 
 /** An EventBridge scheduled event, as delivered to a Lambda target by a schedule rule. */
 const scheduledEventSchema = z.object({
   version: z.literal('0'),
-  id: z.string().min(1),
+  id: z.string().check(z.minLength(1)),
   'detail-type': z.literal('Scheduled Event'),
   source: z.literal('aws.events'),
   account: z.string(),
-  time: z.string().min(1),
+  time: z.string().check(z.minLength(1)),
   region: z.string(),
   resources: z.array(z.string()),
   detail: z.record(z.string(), z.unknown()),

@@ -1,11 +1,11 @@
-import { awsClientOptions } from '../aws/client-options.ts';
 import type { AwsCredentials } from './eks-token.ts';
 
 /**
  * The AWS calls cluster credentials need: the only module that imports the
  * Secrets Manager, SSM and EKS SDKs and the default credential chain. Each
- * SDK is imported when first used, so a function configured with a
- * kubeconfig file (or one source) does not load the others at cold start.
+ * SDK is imported when first used (with the SDK clients' options), so a
+ * function configured with a kubeconfig file (or one source) does not load
+ * the others at cold start.
  */
 export interface ClusterCredentialSources {
   /** SecretString of a Secrets Manager secret (name or ARN). */
@@ -29,6 +29,7 @@ export function awsCredentialSources(options: { region: string }): ClusterCreden
   return {
     async secretString(secretId) {
       const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+      const { awsClientOptions } = await import('../aws/client-options.ts');
       const out = await new SecretsManagerClient({ region, ...awsClientOptions() }).send(
         new GetSecretValueCommand({ SecretId: secretId }),
       );
@@ -38,6 +39,7 @@ export function awsCredentialSources(options: { region: string }): ClusterCreden
     },
     async parameterValue(name) {
       const { SSMClient, GetParameterCommand } = await import('@aws-sdk/client-ssm');
+      const { awsClientOptions } = await import('../aws/client-options.ts');
       const out = await new SSMClient({ region, ...awsClientOptions() }).send(
         new GetParameterCommand({ Name: name, WithDecryption: true }),
       );
@@ -47,6 +49,7 @@ export function awsCredentialSources(options: { region: string }): ClusterCreden
     },
     async describeCluster(name) {
       const { EKSClient, DescribeClusterCommand } = await import('@aws-sdk/client-eks');
+      const { awsClientOptions } = await import('../aws/client-options.ts');
       const out = await new EKSClient({ region, ...awsClientOptions() }).send(
         new DescribeClusterCommand({ name }),
       );

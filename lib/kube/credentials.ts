@@ -1,7 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { ClusterCredentialSources } from './aws-credential-sources.ts';
 import { KubeConfigError, loadKubeConfig } from './client.ts';
-import { createEksToken } from './eks-token.ts';
 import { type KubeAuthenticator, KubeContext, type RequestCredentials } from './kube-context.ts';
 
 /**
@@ -68,6 +67,8 @@ export class EksTokenAuthenticator implements KubeAuthenticator {
   async #generate(): Promise<string> {
     const { clusterName, region, sources, clock } = this.options;
     const now = clock.now();
+    // Loaded here, not at cold start: its signer is only for EKS IAM authentication.
+    const { createEksToken } = await import('./eks-token.ts');
     const { token, expiresAt } = await createEksToken({
       clusterName,
       region,

@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../util/zod-mini.ts';
 import type { NodeConfigDocument } from '../config/node-config-document.ts';
 import { type ItemKey, isConditionFailed, type StateTable } from '../state/dynamodb.ts';
 import { errorMessage } from '../util/error-message.ts';
@@ -35,11 +36,14 @@ export interface CheckpointState {
 /** A checkpoint as loaded: its document, or why it is unusable. */
 export type LoadedCheckpoint = { ok: true; document: unknown } | { ok: false; reason: string };
 
-const refSchema = z.object({ uid: z.string().min(1), resourceVersion: z.string().min(1) });
+const refSchema = z.object({
+  uid: z.string().check(z.minLength(1)),
+  resourceVersion: z.string().check(z.minLength(1)),
+});
 const stateSchema = z.object({
-  version: z.number().int().min(0),
-  current: refSchema.extend({ since: z.number() }).optional(),
-  lastKnownGood: refSchema.optional(),
+  version: z.number().check(z.int(), z.gte(0)),
+  current: z.optional(z.extend(refSchema, { since: z.number() })),
+  lastKnownGood: z.optional(refSchema),
 });
 
 export function sameRef(a: ConfigRef | undefined, b: ConfigRef | undefined): boolean {

@@ -1,258 +1,121 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
-import { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS } from '../aws/client-options.ts';
-import { currentDeadline } from '../deadline.ts';
-import { type RetryQuota, retryDelayMs, retryKind } from './dynamodb-retry.ts';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  type AwsEndpoint,
+  type AwsJsonService,
+  AwsJsonWire,
+  type AwsJsonWireOptions,
+} from '../aws/aws-json-wire.ts';
+import { type AwsCredentials, credentialProvider } from '../aws/credentials.ts';
+import { regionalEndpoint } from '../aws/endpoints.ts';
 
 /**
- * DynamoDB's JSON protocol (`application/x-amz-json-1.0`, one POST per
- * operation, SigV4-signed), spoken directly instead of through the SDK
- * client's middleware stack, which costs several times more CPU per call
- * than the call itself (bench/README.md, "The pod pipeline's CPU").
- * Everything that is not per call stays the SDK's: the client's resolved
- * credentials (its provider chain, refreshed as it refreshes them), region
- * and endpoint. What the SDK client does per call is done here the same
- * way: the attempt timeout and the invocation's deadline of
- * lib/aws/client-options.ts, and the standard retry strategy (retryable
- * errors, backoff with full jitter, a retry quota) of lib/state/dynamodb-retry.ts.
- * Not done: the SDK's clock-skew correction (Lambda's clock is kept in sync)
- * and endpoint discovery (DynamoDB's is off by default).
+ * DynamoDB on the AWS JSON wire (lib/aws/aws-json-wire.ts): where its calls
+ * go and as whom. The functions build it from their config, without the
+ * SDK; tooling builds it from an SDK client (lib/state/dynamodb-clients.ts),
+ * whose resolved configuration it then uses.
  */
 
-export interface DynamoDbWireOptions {
-  /** One HTTP attempt, connection included. Default 5000. */
-  requestTimeoutMs?: number;
-  /** Attempts per call, retries included. Default 3. */
-  maxAttempts?: number;
-}
+export { AwsServiceError as DynamoDbServiceError } from '../aws/aws-json-errors.ts';
 
-/** An error DynamoDB answered with: `name` is its type (`ConditionalCheckFailedException`...). */
-export class DynamoDbServiceError extends Error {
-  readonly $metadata: { httpStatusCode: number; attempts: number };
-  /** TransactionCanceledException's reasons, one per operation of the transaction. */
-  readonly CancellationReasons?: Array<{ Code?: string; Message?: string }>;
+export const DYNAMODB: AwsJsonService = {
+  name: 'DynamoDB',
+  signingName: 'dynamodb',
+  targetPrefix: 'DynamoDB_20120810',
+  // The one DynamoDB error its model marks @retryable.
+  retryable: new Set(['ReplicatedWriteConflictException']),
+};
 
-  constructor(
-    type: string,
-    message: string,
-    status: number,
-    attempts: number,
-    reasons?: Array<{ Code?: string; Message?: string }>,
-  ) {
-    super(message);
-    this.name = type;
-    this.$metadata = { httpStatusCode: status, attempts };
-    if (reasons) this.CancellationReasons = reasons;
-  }
-}
+/** DynamoDB's calls for the state table: a wire with DynamoDB's settings. */
+export type DynamoDbWire = AwsJsonWire;
 
-/** A DynamoDB call's answer, as parsed JSON (attribute values still marshalled). */
-export type WireOutput = Record<string, unknown>;
-
-interface Target {
-  protocol: string;
-  hostname: string;
-  port: number | undefined;
-  path: string;
+export interface DynamoDbWireOptions extends AwsJsonWireOptions {
+  /** e.g. DynamoDB Local's http://127.0.0.1:<port>; the region's endpoint when omitted. */
+  endpoint?: string;
   region: string;
+  /** The environment's credentials (lib/config); the SDK's provider chain, loaded when first needed, without them. */
+  credentials?: AwsCredentials;
+  /**
+   * FIPS or dual-stack endpoints or AWS_ENDPOINT_URL(_DYNAMODB) are set: the
+   * endpoint comes from the SDK's own rules, loaded when first needed.
+   */
+  sdkEndpointRules?: boolean;
 }
 
-export class DynamoDbWire {
-  readonly #client: DynamoDBClient;
-  readonly #timeoutMs: number;
-  readonly #maxAttempts: number;
-  readonly #quota: RetryQuota = { tokens: 500 };
-  readonly #agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
-  #target: Promise<{ target: Target; signer: SignatureV4 }> | undefined;
+/** DynamoDB Local wants some credential (letters and digits only) and checks no signature. */
+const LOCAL_CREDENTIALS: AwsCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 
-  constructor(client: DynamoDBClient, options: DynamoDbWireOptions = {}) {
-    this.#client = client;
-    this.#timeoutMs = options.requestTimeoutMs ?? DEFAULT_AWS_REQUEST_TIMEOUT_MS;
-    this.#maxAttempts = options.maxAttempts ?? DEFAULT_AWS_MAX_ATTEMPTS;
+export function isLoopback(endpoint: string): boolean {
+  const { hostname } = new URL(endpoint);
+  return hostname === 'localhost' || hostname === '[::1]' || hostname.startsWith('127.');
+}
+
+/** The wire the functions' state table uses, from their config. */
+export function createDynamoDbWire(options: DynamoDbWireOptions): DynamoDbWire {
+  const { endpoint, region } = options;
+  const local = endpoint !== undefined && isLoopback(endpoint);
+  const credentials = credentialProvider(local ? LOCAL_CREDENTIALS : options.credentials);
+  const resolve = async (): Promise<AwsEndpoint> => {
+    if (endpoint !== undefined) return { url: new URL(endpoint), region, credentials };
+    const regional = options.sdkEndpointRules ? undefined : regionalEndpoint('dynamodb', region);
+    return { url: regional ?? (await sdkEndpoint(region)), region, credentials };
+  };
+  return new AwsJsonWire(DYNAMODB, resolve, wireOptions(options));
+}
+
+/** The endpoint the SDK's rules give for `region` (FIPS, dual-stack, other partitions, endpoint variables). */
+async function sdkEndpoint(region: string): Promise<URL> {
+  const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
+  const { url } = await endpointOfClient(new DynamoDBClient({ region }));
+  return url;
+}
+
+/** A wire that sends as `client` would: its endpoint, region and credentials. */
+export function dynamoDbWireOf(
+  client: DynamoDBClient | DynamoDBDocumentClient,
+  options: AwsJsonWireOptions = {},
+): DynamoDbWire {
+  return new AwsJsonWire(DYNAMODB, () => endpointOfClient(client), wireOptions(options));
+}
+
+/** The wire of each SDK client lib/state/dynamodb-clients.ts built, with that client's timeout and attempts. */
+const wiresOfClients = new WeakMap<object, DynamoDbWire>();
+
+export function registerClientWire(
+  client: DynamoDBClient | DynamoDBDocumentClient,
+  wire: DynamoDbWire,
+): void {
+  wiresOfClients.set(client, wire);
+}
+
+/** The wire a state table on `client` sends through: the one registered for it, or one with the defaults. */
+export function wireOfClient(client: DynamoDBClient | DynamoDBDocumentClient): DynamoDbWire {
+  let wire = wiresOfClients.get(client);
+  if (!wire) {
+    wire = dynamoDbWireOf(client);
+    wiresOfClients.set(client, wire);
   }
+  return wire;
+}
 
-  /**
-   * Calls `operation` (GetItem, UpdateItem...) with `input` as DynamoDB's
-   * API takes it. Retries what the SDK retries, within `maxAttempts` and the
-   * retry quota, never past the invocation's deadline.
-   * @throws DynamoDbServiceError for an error DynamoDB answered with.
-   */
-  async send(operation: string, input: Record<string, unknown>): Promise<WireOutput> {
-    const { target, signer } = await this.#resolve();
-    const body = JSON.stringify(input);
-    let spent = 0;
-    for (let attempt = 1; ; attempt++) {
-      const deadline = currentDeadline();
-      if (deadline?.aborted) throw abortError(deadline);
-      try {
-        const output = await this.#attempt(target, signer, operation, body, attempt, deadline);
-        this.#quota.tokens = Math.min(500, this.#quota.tokens + (spent > 0 ? spent : 1));
-        return output;
-      } catch (err) {
-        const kind = retryKind(err);
-        const cost = kind === 'timeout' ? 10 : 5;
-        if (!kind || attempt >= this.#maxAttempts || deadline?.aborted || this.#quota.tokens < cost)
-          throw err;
-        this.#quota.tokens -= cost;
-        spent += cost;
-        await pause(retryDelayMs(kind, attempt), deadline);
-      }
-    }
-  }
-
-  async #attempt(
-    target: Target,
-    signer: SignatureV4,
-    operation: string,
-    body: string,
-    attempt: number,
-    deadline: AbortSignal | undefined,
-  ): Promise<WireOutput> {
-    const host = target.port === undefined ? target.hostname : `${target.hostname}:${target.port}`;
-    const signed = await signer.sign({
-      method: 'POST',
-      protocol: target.protocol,
-      hostname: target.hostname,
-      ...(target.port === undefined ? {} : { port: target.port }),
-      path: target.path,
-      query: {},
-      headers: {
-        host,
-        'content-type': 'application/x-amz-json-1.0',
-        'x-amz-target': `DynamoDB_20120810.${operation}`,
-        'content-length': String(Buffer.byteLength(body)),
-      },
-      body,
-    });
-    const { status, text } = await this.#post(target, signed.headers, body, deadline);
-    const parsed: unknown = text === '' ? {} : JSON.parse(text);
-    const output = typeof parsed === 'object' && parsed !== null ? (parsed as WireOutput) : {};
-    if (status >= 200 && status < 300) return output;
-    throw serviceError(output, status, attempt);
-  }
-
-  /** One HTTP POST, destroyed after the attempt timeout (TimeoutError) or at the deadline (AbortError). */
-  #post(
-    target: Target,
-    headers: Record<string, string>,
-    body: string,
-    deadline: AbortSignal | undefined,
-  ): Promise<{ status: number; text: string }> {
-    const https = target.protocol === 'https:';
-    const send = https ? httpsRequest : httpRequest;
-    return new Promise((resolve, reject) => {
-      const req = send(
-        {
-          method: 'POST',
-          hostname: target.hostname,
-          ...(target.port === undefined ? {} : { port: target.port }),
-          path: target.path,
-          headers,
-          agent: https ? this.#agents.https : this.#agents.http,
-          ...(deadline ? { signal: deadline } : {}),
-        },
-        (res: IncomingMessage) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
-          );
-          res.on('error', reject);
-        },
-      );
-      const timer = setTimeout(() => {
-        const err = new Error(`DynamoDB did not answer within ${this.#timeoutMs} ms`);
-        err.name = 'TimeoutError';
-        req.destroy(err);
-      }, this.#timeoutMs);
-      req.on('close', () => clearTimeout(timer));
-      req.on('error', reject);
-      req.end(body);
-    });
-  }
-
-  /** The endpoint and the signer, resolved once from the client's configuration. */
-  #resolve(): Promise<{ target: Target; signer: SignatureV4 }> {
-    this.#target ??= this.#resolveOnce().catch((err: unknown) => {
-      this.#target = undefined;
-      throw err;
-    });
-    return this.#target;
-  }
-
-  async #resolveOnce(): Promise<{ target: Target; signer: SignatureV4 }> {
-    const config = this.#client.config;
-    const region = await config.region();
-    let url: URL;
-    const custom = config.endpoint ? await config.endpoint() : undefined;
-    if (custom) {
-      url = new URL(
-        `${custom.protocol}//${custom.hostname}${custom.port ? `:${custom.port}` : ''}${custom.path}`,
-      );
-    } else {
-      const resolved = config.endpointProvider({
+async function endpointOfClient(client: DynamoDBClient | DynamoDBDocumentClient): Promise<AwsEndpoint> {
+  const config = client.config;
+  const region = await config.region();
+  const custom = config.endpoint ? await config.endpoint() : undefined;
+  const url = custom
+    ? new URL(`${custom.protocol}//${custom.hostname}${custom.port ? `:${custom.port}` : ''}${custom.path}`)
+    : config.endpointProvider({
         Region: region,
         UseFIPS: await config.useFipsEndpoint(),
         UseDualStack: await config.useDualstackEndpoint(),
-      });
-      url = resolved.url;
-    }
-    const target: Target = {
-      protocol: url.protocol,
-      hostname: url.hostname,
-      port: url.port === '' ? undefined : Number(url.port),
-      path: url.pathname || '/',
-      region,
-    };
-    const signer = new SignatureV4({
-      service: 'dynamodb',
-      region,
-      credentials: config.credentials,
-      sha256: Hash.bind(null, 'sha256'),
-    });
-    return { target, signer };
-  }
+      }).url;
+  const credentials = async (): Promise<AwsCredentials> => config.credentials();
+  return { url, region, credentials };
 }
 
-function serviceError(output: WireOutput, status: number, attempts: number): DynamoDbServiceError {
-  const rawType = typeof output.__type === 'string' ? output.__type : `HTTP${status}`;
-  const type = rawType.slice(rawType.lastIndexOf('#') + 1);
-  const message =
-    typeof output.message === 'string'
-      ? output.message
-      : typeof output.Message === 'string'
-        ? output.Message
-        : `DynamoDB answered ${status}`;
-  const reasons = Array.isArray(output.CancellationReasons)
-    ? (output.CancellationReasons as Array<{ Code?: string; Message?: string }>)
-    : undefined;
-  return new DynamoDbServiceError(type, message, status, attempts, reasons);
-}
-
-/** How a call ends at the invocation's deadline: an AbortError, as the SDK's request handler ends it (never retried). */
-function abortError(signal: AbortSignal): Error {
-  const err = new Error('Request aborted: the invocation reached its deadline', { cause: signal.reason });
-  err.name = 'AbortError';
-  return err;
-}
-
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(abortError(signal));
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      if (signal) reject(abortError(signal));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+function wireOptions(options: AwsJsonWireOptions): AwsJsonWireOptions {
+  return {
+    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+  };
 }

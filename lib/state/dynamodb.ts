@@ -1,81 +1,20 @@
-import {
-  ConditionalCheckFailedException,
-  DynamoDBClient,
-  TransactionCanceledException,
-  TransactionConflictException,
-} from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { awsClientOptions } from '../aws/client-options.ts';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { CancellationReasons } from '../aws/aws-json-errors.ts';
+import { AwsJsonWire } from '../aws/aws-json-wire.ts';
 import { type AttributeValue, marshallItem, marshallValue, unmarshallItem } from './attribute-values.ts';
-import { DynamoDbWire } from './dynamodb-wire.ts';
+import { type DynamoDbWire, wireOfClient } from './dynamodb-wire.ts';
 import { type Expression, keyCondition, placeholders, type SortKeyCondition } from './expression.ts';
 
 /**
- * The DynamoDB adapter: the only module (with table-definition.ts) that talks
- * to the DynamoDB SDK. It owns the calls and the translation of their failures
- * into typed errors; the rules (what a lock, a known pod or a bookmark is, and
- * which versions a write requires) live in the stores built on top of it.
+ * The DynamoDB adapter: the only module of the functions that talks to
+ * DynamoDB. It owns the calls, sent on DynamoDB's JSON protocol
+ * (lib/state/dynamodb-wire.ts) without the SDK, and the translation of
+ * their failures into typed errors; the rules (what a lock, a known pod or
+ * a bookmark is, and which versions a write requires) live in the stores
+ * built on top of it. Tooling (tests, benchmarks, table administration)
+ * builds its SDK clients with lib/state/dynamodb-clients.ts, and a table
+ * on one of them sends as that client would.
  */
-
-export interface DynamoDbClientOptions {
-  /** e.g. DynamoDB Local's http://127.0.0.1:<port>; the SDK's default endpoint when omitted. */
-  endpoint?: string;
-  /** Defaults to the SDK's own resolution (AWS_REGION in Lambda), or `local` for a loopback endpoint. */
-  region?: string;
-  /** Per HTTP attempt, so a stuck call cannot eat an invocation's time (see awsClientOptions). Default 5 s. */
-  requestTimeoutMs?: number;
-  /** Attempts per call, retries of throttling and transient errors included. Default 3. */
-  maxAttempts?: number;
-}
-
-export interface DynamoDbClients {
-  /** The low-level client, for table administration (table-definition.ts). */
-  client: DynamoDBClient;
-  /** Native JavaScript values in and out; undefined attributes are dropped. */
-  doc: DynamoDBDocumentClient;
-}
-
-/** The wire of each document client createDynamoDbClient built, with that client's timeout and attempts. */
-const wires = new WeakMap<DynamoDBDocumentClient, DynamoDbWire>();
-
-/** The wire StateTable sends its calls through: the one built with `doc`, or one with the defaults. */
-function wireOf(doc: DynamoDBDocumentClient): DynamoDbWire {
-  let wire = wires.get(doc);
-  if (!wire) {
-    wire = new DynamoDbWire(doc);
-    wires.set(doc, wire);
-  }
-  return wire;
-}
-
-/** Builds the clients once per cold start (or test run) and shares them. */
-export function createDynamoDbClient(options: DynamoDbClientOptions = {}): DynamoDbClients {
-  const local = options.endpoint !== undefined && isLoopback(options.endpoint);
-  const client = new DynamoDBClient({
-    ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
-    ...(options.region !== undefined || local ? { region: options.region ?? 'local' } : {}),
-    // DynamoDB Local wants some credential (letters and digits only) and checks no signature.
-    ...(local ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-    ...awsClientOptions({
-      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
-      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
-    }),
-  });
-  const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
-  wires.set(
-    doc,
-    new DynamoDbWire(client, {
-      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
-      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
-    }),
-  );
-  return { client, doc };
-}
-
-function isLoopback(endpoint: string): boolean {
-  const { hostname } = new URL(endpoint);
-  return hostname === 'localhost' || hostname === '[::1]' || hostname.startsWith('127.');
-}
 
 /** The primary key of every item in the state table. */
 export interface ItemKey {
@@ -152,18 +91,34 @@ export function isTransactionConflict(err: unknown): err is TransactionConflictE
  * Typed access to the state table. Every read is strongly consistent (except
  * on the index, where DynamoDB cannot be), because the callers decide from
  * what they read. Conditional failures surface as ConditionFailedError and
- * never leave a partial write behind. Calls go through the client's
- * {@link DynamoDbWire} (the document client's conversions, without its
- * middleware stack); `doc` is there for what the table does not offer.
+ * never leave a partial write behind. Calls go through a {@link DynamoDbWire}:
+ * the functions' own (createDynamoDbWire), or the one of a document client
+ * of tooling's, whose `doc` is then there for what the table does not offer.
  */
 export class StateTable {
   readonly #wire: DynamoDbWire;
+  readonly #doc: DynamoDBDocumentClient | undefined;
 
   constructor(
-    readonly doc: DynamoDBDocumentClient,
+    source: DynamoDbWire | DynamoDBDocumentClient,
     readonly tableName: string,
   ) {
-    this.#wire = wireOf(doc);
+    if (source instanceof AwsJsonWire) {
+      this.#wire = source;
+      this.#doc = undefined;
+    } else {
+      this.#wire = wireOfClient(source);
+      this.#doc = source;
+    }
+  }
+
+  /**
+   * The document client this table was built on (tooling only).
+   * @throws Error when it was built on a wire alone, as the functions build theirs.
+   */
+  get doc(): DynamoDBDocumentClient {
+    if (!this.#doc) throw new Error(`the state table ${this.tableName} was built without an SDK client`);
+    return this.#doc;
   }
 
   /** The item, or undefined when there is none. */
@@ -322,16 +277,18 @@ function itemOf(raw: unknown): Record<string, unknown> | undefined {
   return unmarshallItem(raw as Record<string, AttributeValue>);
 }
 
-function translate(err: unknown, what: string): unknown {
-  if (isSdkError(err, ConditionalCheckFailedException, 'ConditionalCheckFailedException')) {
+/** DynamoDB's refusals as our typed errors, recognised by the error's type (its `name`). */
+export function translate(err: unknown, what: string): unknown {
+  if (!(err instanceof Error)) return err;
+  if (err.name === 'ConditionalCheckFailedException') {
     return new ConditionFailedError(`${what}: condition not met`, [], { cause: err });
   }
-  if (isSdkError(err, TransactionConflictException, 'TransactionConflictException')) {
+  if (err.name === 'TransactionConflictException') {
     return new TransactionConflictError(`${what}: conflicts with a concurrent transaction`, [], {
       cause: err,
     });
   }
-  if (isSdkError(err, TransactionCanceledException, 'TransactionCanceledException')) {
+  if (err.name === 'TransactionCanceledException' && hasReasons(err)) {
     const reasons = (err.CancellationReasons ?? []).map((r, index) => ({
       index,
       code: r.Code ?? 'None',
@@ -349,14 +306,9 @@ function translate(err: unknown, what: string): unknown {
   return err;
 }
 
-// instanceof alone fails when two copies of the SDK end up in one process;
-// the SDK sets `name` to the exception's shape name.
-function isSdkError<T extends Error>(
-  err: unknown,
-  type: abstract new (...args: never[]) => T,
-  name: string,
-): err is T {
-  return err instanceof type || (err instanceof Error && err.name === name);
+function hasReasons(err: Error): err is Error & { CancellationReasons?: CancellationReasons } {
+  const reasons = 'CancellationReasons' in err ? err.CancellationReasons : undefined;
+  return reasons === undefined || Array.isArray(reasons);
 }
 
 // Only the key attributes: callers often pass a whole item as its key.

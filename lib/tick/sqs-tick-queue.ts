@@ -1,12 +1,24 @@
 /**
  * The SQS adapter of the tick chain: the only module of the functions that
- * imports the SQS SDK.
+ * talks to SQS. It speaks SQS's JSON protocol (AWS JSON 1.0, `AmazonSQS.*`
+ * targets, as @aws-sdk/client-sqs does) on our own wire
+ * (lib/aws/aws-json-wire.ts), so that the tick never loads the SQS SDK.
  */
-import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { createHash } from 'node:crypto';
+import { type AwsJsonService, AwsJsonWire } from '../aws/aws-json-wire.ts';
+import { type AwsCredentials, type CredentialProvider, credentialProvider } from '../aws/credentials.ts';
 import { type Config, ConfigError } from '../config/config.ts';
 import type { TickQueue } from './tick-queue.ts';
 import { deduplicationId, TICK_MESSAGE_GROUP } from './tick-slot.ts';
 import type { TickMessage } from './tick-trigger.ts';
+
+export const SQS: AwsJsonService = {
+  name: 'SQS',
+  signingName: 'sqs',
+  targetPrefix: 'AmazonSQS',
+  // SQS answers in JSON with its older query protocol's error codes beside (x-amzn-query-error).
+  queryCompatible: true,
+};
 
 /** The attributes whose sum is every message the queue holds. */
 const DEPTH_ATTRIBUTES = [
@@ -15,38 +27,66 @@ const DEPTH_ATTRIBUTES = [
   'ApproximateNumberOfMessagesDelayed',
 ] as const;
 
+/** What SendMessage's answer says of the body SQS received did not match it (the SDK's check, too). */
+export class InvalidChecksumError extends Error {
+  override readonly name = 'InvalidChecksumError';
+}
+
 export interface SqsTickQueueOptions {
   queueUrl: string;
   region: string;
-  /** The SQS client; one is built from `region` when not given (tests pass one with its transport replaced). */
-  client?: SQSClient;
+  /** The environment's credentials; the SDK's provider chain, loaded when first needed, without them. */
+  credentials?: AwsCredentials | CredentialProvider;
+  /** One HTTP attempt, connection included. Default 5000. */
+  requestTimeoutMs?: number;
+  /** Attempts per call, retries included. Default 3. */
+  maxAttempts?: number;
 }
 
-/** The tick chain on a real SQS FIFO queue. */
+/**
+ * The tick chain on a real SQS FIFO queue. Calls go to the queue URL's own
+ * host, as the SDK sends them by default (`useQueueUrlAsEndpoint`).
+ */
 export function createSqsTickQueue(options: SqsTickQueueOptions): TickQueue {
-  const client = options.client ?? new SQSClient({ region: options.region, maxAttempts: 3 });
-  const { queueUrl } = options;
+  const { queueUrl, region } = options;
+  const url = new URL('/', new URL(queueUrl).origin);
+  const given = options.credentials;
+  const credentials = typeof given === 'function' ? given : credentialProvider(given);
+  const wire = new AwsJsonWire(SQS, async () => ({ url, region, credentials }), {
+    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    maxAttempts: options.maxAttempts ?? 3,
+  });
   return {
     async send(slot, sender, signal) {
       const body: TickMessage = { v: 1, slot };
-      await client.send(
-        new SendMessageCommand({
+      const messageBody = JSON.stringify(body);
+      const output = await wire.send(
+        'SendMessage',
+        {
           QueueUrl: queueUrl,
-          MessageBody: JSON.stringify(body),
+          MessageBody: messageBody,
           MessageGroupId: TICK_MESSAGE_GROUP,
           MessageDeduplicationId: deduplicationId(slot, sender),
-        }),
-        signal ? { abortSignal: signal } : {},
+        },
+        signal,
       );
+      if (output.MD5OfMessageBody !== createHash('md5').update(messageBody).digest('hex'))
+        throw new InvalidChecksumError(`SQS received a different body than tick ${slot} sent`);
     },
     async isEmpty(signal) {
-      const { Attributes: attributes = {} } = await client.send(
-        new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [...DEPTH_ATTRIBUTES] }),
-        signal ? { abortSignal: signal } : {},
+      const output = await wire.send(
+        'GetQueueAttributes',
+        { QueueUrl: queueUrl, AttributeNames: [...DEPTH_ATTRIBUTES] },
+        signal,
       );
+      const attributes = isRecord(output.Attributes) ? output.Attributes : {};
       return DEPTH_ATTRIBUTES.every((name) => Number(attributes[name] ?? '0') === 0);
     },
   };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**
@@ -63,5 +103,9 @@ export function sqsTickQueueOf(config: Config): TickQueue {
       },
     ]);
   }
-  return createSqsTickQueue({ queueUrl, region: config.dynamodb.region });
+  return createSqsTickQueue({
+    queueUrl,
+    region: config.dynamodb.region,
+    ...(config.aws.credentials ? { credentials: config.aws.credentials } : {}),
+  });
 }

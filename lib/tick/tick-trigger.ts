@@ -1,10 +1,11 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../util/zod-mini.ts';
 import { InvalidEventError, parseScheduledEvent } from '../events/scheduled-event.ts';
 
 /** The body of a tick message: the slot it stands for (lib/tick/tick-slot.ts). */
 export const tickMessageSchema = z.strictObject({
   v: z.literal(1),
-  slot: z.number().int().nonnegative(),
+  slot: z.number().check(z.int(), z.nonnegative()),
 });
 
 export type TickMessage = z.infer<typeof tickMessageSchema>;
@@ -26,15 +27,15 @@ export type TickTrigger =
   | { kind: 'keeper'; time: string };
 
 const sqsRecordSchema = z.object({
-  messageId: z.string().min(1),
+  messageId: z.string().check(z.minLength(1)),
   body: z.string(),
   eventSource: z.literal('aws:sqs'),
-  attributes: z.object({ ApproximateReceiveCount: z.string().regex(/^\d+$/, 'must be a count') }),
+  attributes: z.object({ ApproximateReceiveCount: z.string().check(z.regex(/^\d+$/, 'must be a count')) }),
 });
 
-const sqsEventSchema = z.object({ Records: z.array(sqsRecordSchema).min(1) });
+const sqsEventSchema = z.object({ Records: z.array(sqsRecordSchema).check(z.minLength(1)) });
 
-function fieldsOf(error: z.ZodError): string {
+function fieldsOf(error: z.core.$ZodError): string {
   return error.issues.map((i) => `${i.path.join('.') || 'event'}: ${i.message}`).join('; ');
 }
 

@@ -6,7 +6,8 @@ import {
   type LocalDeploymentOptions,
   type PodSyncConcurrency,
 } from '../../lib/local/local-deployment.ts';
-import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
+import { StateTable } from '../../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../../lib/state/dynamodb-clients.ts';
 import { createTable } from '../../lib/state/table-definition.ts';
 import {
   createTestNamespace,

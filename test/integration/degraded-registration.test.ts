@@ -14,7 +14,7 @@ import type { Cadence } from '../../lib/local/cadence.ts';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../../lib/local/dynamodb-local.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import { STATE_STORE_CONDITION } from '../../lib/node/state-store-condition.ts';
-import { createDynamoDbClient } from '../../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../../lib/state/dynamodb-clients.ts';
 import { createTable } from '../../lib/state/table-definition.ts';
 import { testEnv } from '../support/env.ts';
 import {

@@ -18,7 +18,8 @@ import { type DynamoDbLocal, startDynamoDbLocal } from '../../lib/local/dynamodb
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import { STATE_STORE_CONDITION } from '../../lib/node/state-store-condition.ts';
 import { mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
-import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
+import { StateTable } from '../../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../../lib/state/dynamodb-clients.ts';
 import { createTable } from '../../lib/state/table-definition.ts';
 import { testEnv } from '../support/env.ts';
 import {

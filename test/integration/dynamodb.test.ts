@@ -2,12 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  ConditionFailedError,
-  createDynamoDbClient,
-  type ItemKey,
-  StateTable,
-} from '../../lib/state/dynamodb.ts';
+import { ConditionFailedError, type ItemKey, StateTable } from '../../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../../lib/state/dynamodb-clients.ts';
 import { testEnv } from '../support/env.ts';
 
 const env = testEnv();

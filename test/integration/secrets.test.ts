@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { V1Pod } from '@kubernetes/client-node';
 import { MOCK_FAIL_CREATE_ANNOTATION } from '../../lib/provider/mock/mock-pod-plan.ts';
-import { createDynamoDbClient } from '../../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../../lib/state/dynamodb-clients.ts';
 import { testEnv } from '../support/env.ts';
 import {
   adminClients,

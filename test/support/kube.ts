@@ -3,7 +3,8 @@ import type { V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
 import { createKubeClients, isNotFound, type KubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
 import { createToolingClients, type ToolingClients } from '../../lib/kube/tooling-clients.ts';
 import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
-import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
+import { StateTable } from '../../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../../lib/state/dynamodb-clients.ts';
 import { createTable } from '../../lib/state/table-definition.ts';
 import { type TestEnv, testEnv } from './env.ts';
 

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { retryDelayMs, retryKind } from '../../lib/aws/aws-retry.ts';
 import { marshallItem, UnsupportedValueError, unmarshallItem } from '../../lib/state/attribute-values.ts';
-import { retryDelayMs, retryKind } from '../../lib/state/dynamodb-retry.ts';
 import { DynamoDbServiceError } from '../../lib/state/dynamodb-wire.ts';
 
 const items: Record<string, unknown>[] = [

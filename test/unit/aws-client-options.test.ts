@@ -14,7 +14,8 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { awsClientOptions } from '../../lib/aws/client-options.ts';
 import { runWithDeadline } from '../../lib/deadline.ts';
 import { createEventBridgePublisher } from '../../lib/events/eventbridge-publisher.ts';
-import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
+import { StateTable } from '../../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../../lib/state/dynamodb-clients.ts';
 
 const servers: Array<{ server: Server; sockets: Set<Socket> }> = [];
 after(() => {

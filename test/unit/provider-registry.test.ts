@@ -15,7 +15,8 @@ import {
   PROVIDER_NAMES,
   parseProviderSettings,
 } from '../../lib/provider/registry.ts';
-import { createDynamoDbClient, StateTable } from '../../lib/state/dynamodb.ts';
+import { StateTable } from '../../lib/state/dynamodb.ts';
+import { createDynamoDbClient } from '../../lib/state/dynamodb-clients.ts';
 
 describe('provider registry', () => {
   it('knows the mock, docker and ecs-fargate providers by name, and nothing else by accident', () => {

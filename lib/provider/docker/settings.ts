@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../../util/zod-mini.ts';
 import {
   type ConfigIssue,
   type Env,
@@ -12,7 +13,7 @@ import {
 
 /**
  * The Docker provider's own environment variables, validated at cold start
- * with the rest of the configuration. Light on purpose (zod and env-parsing
+ * with the rest of the configuration. Light on purpose (zod/mini and env-parsing
  * only): the provider itself, and dockerode with it, is loaded only when it
  * is chosen. The TLS material is named (a secret, a directory), never held.
  */
@@ -43,31 +44,32 @@ export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
 export const DEFAULT_INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
 
 const HOST = /^(?:unix:\/\/(\/.+)|tcp:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5}))$/;
-const hostRule = z
-  .string()
-  .trim()
-  .regex(HOST, 'must be unix:///path/to/socket or tcp://host:port')
-  .refine((h) => Number(HOST.exec(h)?.[3] ?? 1) <= 65535, 'port must be 1-65535')
-  .optional();
+const hostRule = z.optional(
+  z.string().check(
+    z.trim(),
+    z.regex(HOST, 'must be unix:///path/to/socket or tcp://host:port'),
+    z.refine((h: string) => Number(HOST.exec(h)?.[3] ?? 1) <= 65535, 'port must be 1-65535'),
+  ),
+);
 
 const DOCKER_VARIABLES = {
   SVK_DOCKER_HOST: hostRule,
   /** The docker CLI's variable, used when SVK_DOCKER_HOST is not set. */
   DOCKER_HOST: hostRule,
   SVK_DOCKER_TLS_SECRET: secretsManagerSecret(),
-  SVK_DOCKER_CERT_PATH: z.string().trim().min(1, 'must be a directory').optional(),
-  SVK_DOCKER_NETWORK: z
-    .string()
-    .trim()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'must be a network name')
-    .default('bridge'),
-  SVK_DOCKER_INFRA_IMAGE: z
-    .string()
-    .trim()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$/, 'must be an image reference')
-    .default(DEFAULT_INFRA_IMAGE),
+  SVK_DOCKER_CERT_PATH: z.optional(z.string().check(z.trim(), z.minLength(1, 'must be a directory'))),
+  SVK_DOCKER_NETWORK: z._default(
+    z.string().check(z.trim(), z.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'must be a network name')),
+    'bridge',
+  ),
+  SVK_DOCKER_INFRA_IMAGE: z._default(
+    z
+      .string()
+      .check(z.trim(), z.regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$/, 'must be an image reference')),
+    DEFAULT_INFRA_IMAGE,
+  ),
   SVK_DOCKER_PULL_TIMEOUT_SECONDS: wholeNumber(600, 10, 3600),
-  SVK_DOCKER_HOST_IP: z.ipv4({ message: 'must be an IPv4 address' }).optional(),
+  SVK_DOCKER_HOST_IP: z.optional(z.ipv4({ message: 'must be an IPv4 address' })),
 };
 
 type DockerVariables = Variables<typeof DOCKER_VARIABLES>;

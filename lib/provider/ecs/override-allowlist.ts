@@ -1,5 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../../util/zod-mini.ts';
 
 /**
  * Per-pod overrides of the task's network, role and capacity, through
@@ -39,18 +40,20 @@ export interface OverrideRule {
   spot: boolean;
 }
 
+/** Strings that each match `pattern`; none when not given. */
+function strings(pattern: RegExp, message: string) {
+  return z._default(z.array(z.string().check(z.regex(pattern, message))), []);
+}
+
 const ruleSchema = z.strictObject({
-  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a namespace name'),
-  serviceAccount: z
-    .string()
-    .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a ServiceAccount name')
-    .optional(),
-  taskRoleArns: z
-    .array(z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, 'must be IAM role ARNs'))
-    .default([]),
-  subnets: z.array(z.string().regex(/^subnet-[0-9a-f]{8,17}$/, 'must be subnet ids')).default([]),
-  securityGroups: z.array(z.string().regex(/^sg-[0-9a-f]{8,17}$/, 'must be security group ids')).default([]),
-  spot: z.boolean().default(false),
+  namespace: z.string().check(z.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a namespace name')),
+  serviceAccount: z.optional(
+    z.string().check(z.regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a ServiceAccount name')),
+  ),
+  taskRoleArns: strings(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, 'must be IAM role ARNs'),
+  subnets: strings(/^subnet-[0-9a-f]{8,17}$/, 'must be subnet ids'),
+  securityGroups: strings(/^sg-[0-9a-f]{8,17}$/, 'must be security group ids'),
+  spot: z._default(z.boolean(), false),
 });
 
 /**

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import {
   type Env,
   parseSettings,
@@ -6,11 +6,12 @@ import {
   type Variables,
   wholeNumber,
 } from '../../config/env-parsing.ts';
+import { addIssue } from '../../util/zod-mini.ts';
 import { type OverrideRule, parseOverrideAllowlist } from './override-allowlist.ts';
 
 /**
  * The ECS Fargate provider's own environment variables, validated at cold
- * start with every issue named at once. Light on purpose (zod only): the
+ * start with every issue named at once. Light on purpose (zod/mini only): the
  * provider and the ECS, CloudWatch Logs and SSM clients load only when it is
  * chosen.
  */
@@ -55,81 +56,93 @@ const ROLE_ARN = /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/;
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$/;
 
 function list(pattern: RegExp, what: string) {
-  return z
-    .string()
-    .transform((raw) =>
-      raw
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s.length > 0),
-    )
-    .pipe(
-      z
-        .array(z.string().regex(pattern, `each must be ${what}`))
-        .max(16, 'at most 16 (the limit of awsvpcConfiguration)'),
-    );
+  return z.pipe(
+    z.pipe(
+      z.string(),
+      z.transform((raw: string) =>
+        raw
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s.length > 0),
+      ),
+    ),
+    z
+      .array(z.string().check(z.regex(pattern, `each must be ${what}`)))
+      .check(z.maxLength(16, 'at most 16 (the limit of awsvpcConfiguration)')),
+  );
+}
+
+/** A string, trimmed, then checked. */
+function trimmed(params: { message: string } | undefined, ...checks: z.core.$ZodCheck<string>[]) {
+  return z.string(params).check(z.trim(), ...checks);
 }
 
 const variables = {
-  SVK_ECS_CLUSTER: z
-    .string({ message: 'is required: the name of the ECS cluster pods run on' })
-    .trim()
-    .regex(/^[A-Za-z0-9_-]{1,255}$/, 'must be a cluster name (letters, digits, - and _; not an ARN)'),
-  SVK_ECS_SUBNETS: list(SUBNET, 'a subnet id (subnet-...)').pipe(
-    z.array(z.string()).min(1, 'is required: at least one subnet id'),
+  SVK_ECS_CLUSTER: trimmed(
+    { message: 'is required: the name of the ECS cluster pods run on' },
+    z.regex(/^[A-Za-z0-9_-]{1,255}$/, 'must be a cluster name (letters, digits, - and _; not an ARN)'),
   ),
-  SVK_ECS_SECURITY_GROUPS: list(SECURITY_GROUP, 'a security group id (sg-...)').optional(),
-  SVK_ECS_ASSIGN_PUBLIC_IP: z.enum(['true', 'false'], { message: 'must be true or false' }).default('false'),
-  SVK_ECS_EXECUTION_ROLE_ARN: z
-    .string({ message: 'is required: the task execution role (pulls images, writes logs, reads secrets)' })
-    .trim()
-    .regex(ROLE_ARN, 'must be an IAM role ARN'),
-  SVK_ECS_TASK_ROLE_ARN: z.string().trim().regex(ROLE_ARN, 'must be an IAM role ARN').optional(),
-  SVK_ECS_LOG_GROUP: z
-    .string({ message: 'is required: the CloudWatch Logs group of the containers' })
-    .trim()
-    .regex(/^[\w/#.-]{1,512}$/, 'must be a log group name'),
-  SVK_ECS_PLATFORM_VERSION: z
-    .string()
-    .trim()
-    .regex(/^(LATEST|\d+\.\d+\.\d+)$/, 'must be LATEST or a version such as 1.4.0')
-    .default('LATEST'),
-  SVK_ECS_CAPACITY_PROVIDER: z
-    .enum(['FARGATE', 'FARGATE_SPOT'], { message: 'must be FARGATE or FARGATE_SPOT' })
-    .default('FARGATE'),
-  SVK_ECS_CPU_ARCHITECTURE: z
-    .enum(['X86_64', 'ARM64'], { message: 'must be X86_64 or ARM64' })
-    .default('X86_64'),
-  SVK_ECS_FAMILY_PREFIX: z
-    .string()
-    .trim()
-    .regex(/^[A-Za-z0-9_-]{1,200}$/, 'must be 1-200 letters, digits, - or _')
-    .default('serverless-virtual-kubelet'),
-  SVK_ECS_SECRETS_PATH: z
-    .string()
-    .trim()
-    .regex(/^(\/[A-Za-z0-9_.-]+){1,10}$/, 'must be an SSM path such as /svk/prod/pod-secrets')
-    .default('/serverless-virtual-kubelet/pod-secrets'),
-  SVK_ECS_OVERRIDE_ALLOWLIST: z
-    .string()
-    .optional()
-    .transform((raw, ctx) => {
+  SVK_ECS_SUBNETS: z.pipe(
+    list(SUBNET, 'a subnet id (subnet-...)'),
+    z.array(z.string()).check(z.minLength(1, 'is required: at least one subnet id')),
+  ),
+  SVK_ECS_SECURITY_GROUPS: z.optional(list(SECURITY_GROUP, 'a security group id (sg-...)')),
+  SVK_ECS_ASSIGN_PUBLIC_IP: z._default(
+    z.enum(['true', 'false'], { message: 'must be true or false' }),
+    'false',
+  ),
+  SVK_ECS_EXECUTION_ROLE_ARN: trimmed(
+    { message: 'is required: the task execution role (pulls images, writes logs, reads secrets)' },
+    z.regex(ROLE_ARN, 'must be an IAM role ARN'),
+  ),
+  SVK_ECS_TASK_ROLE_ARN: z.optional(trimmed(undefined, z.regex(ROLE_ARN, 'must be an IAM role ARN'))),
+  SVK_ECS_LOG_GROUP: trimmed(
+    { message: 'is required: the CloudWatch Logs group of the containers' },
+    z.regex(/^[\w/#.-]{1,512}$/, 'must be a log group name'),
+  ),
+  SVK_ECS_PLATFORM_VERSION: z._default(
+    trimmed(undefined, z.regex(/^(LATEST|\d+\.\d+\.\d+)$/, 'must be LATEST or a version such as 1.4.0')),
+    'LATEST',
+  ),
+  SVK_ECS_CAPACITY_PROVIDER: z._default(
+    z.enum(['FARGATE', 'FARGATE_SPOT'], { message: 'must be FARGATE or FARGATE_SPOT' }),
+    'FARGATE',
+  ),
+  SVK_ECS_CPU_ARCHITECTURE: z._default(
+    z.enum(['X86_64', 'ARM64'], { message: 'must be X86_64 or ARM64' }),
+    'X86_64',
+  ),
+  SVK_ECS_FAMILY_PREFIX: z._default(
+    trimmed(undefined, z.regex(/^[A-Za-z0-9_-]{1,200}$/, 'must be 1-200 letters, digits, - or _')),
+    'serverless-virtual-kubelet',
+  ),
+  SVK_ECS_SECRETS_PATH: z._default(
+    trimmed(
+      undefined,
+      z.regex(/^(\/[A-Za-z0-9_.-]+){1,10}$/, 'must be an SSM path such as /svk/prod/pod-secrets'),
+    ),
+    '/serverless-virtual-kubelet/pod-secrets',
+  ),
+  SVK_ECS_OVERRIDE_ALLOWLIST: z.pipe(
+    z.optional(z.string()),
+    z.transform((raw: string | undefined, ctx) => {
       const parsed = parseOverrideAllowlist(raw);
       if (parsed.ok) return parsed.rules;
-      for (const message of parsed.issues) ctx.addIssue({ code: 'custom', message });
+      for (const message of parsed.issues) addIssue(ctx, message);
       return [];
     }),
-  SVK_ECS_REGISTRY_CREDENTIALS: z
-    .string()
-    .optional()
-    .transform((raw, ctx) => {
+  ),
+  SVK_ECS_REGISTRY_CREDENTIALS: z.pipe(
+    z.optional(z.string()),
+    z.transform((raw: string | undefined, ctx) => {
       const parsed = registryCredentials(raw);
       if (parsed.ok) return parsed.byHost;
-      for (const message of parsed.issues) ctx.addIssue({ code: 'custom', message });
+      for (const message of parsed.issues) addIssue(ctx, message);
       return {};
     }),
+  ),
   SVK_ECS_STATUS_POLL_SECONDS: wholeNumber(60, 5, 3600),
-  SVK_ECS_ENDPOINT: z.url({ message: 'must be a URL' }).optional(),
+  SVK_ECS_ENDPOINT: z.optional(z.url({ message: 'must be a URL' })),
 };
 
 /**
