@@ -238,7 +238,16 @@ describe('pod-status', () => {
     await statusInvocation();
     await admin.core.deleteNamespacedPod({ namespace, name: 'leaving', gracePeriodSeconds: 3 });
     assert.equal((await sync('leaving', 'MODIFIED')).outcome, 'deleted-in-provider');
-    assert.notEqual((await readPod('leaving'))?.status?.phase, 'Succeeded', 'still running');
+    const leaving = await readPod('leaving');
+    assert.ok(leaving);
+    assert.notEqual(leaving.status?.phase, 'Succeeded', 'still running');
+    // Its process ends now, before the grace period does (as one that handles SIGTERM slowly
+    // would): else pod-status's force delete at the grace period's end may come first, the
+    // provider stopping it only at the end of a grace period that began when pod-sync deleted it.
+    await provider.deletePod({
+      ...leaving,
+      metadata: { ...leaving.metadata, deletionGracePeriodSeconds: 0 },
+    });
     await waitFor(
       async () => {
         await statusInvocation();
