@@ -227,4 +227,36 @@ describe('docker provider: imagePullSecrets against a registry with basic auth',
       );
     assert.equal(await onEngine(image), false, 'nothing was pulled');
   });
+
+  it('does not run a pod without credentials from the pull of a pod with them (imagePullPolicy Always)', async () => {
+    const image = await pushToTestRegistry(`${namespace}/shared-after:1.0`);
+    // The pod with credentials starts its pull first; the other comes while it is under way.
+    await createPod('first-authorized', image, ['regcred']);
+    await createPod('then-anonymous', image, []);
+    const { pods, seen } = await untilStored(
+      { 'first-authorized': running, 'then-anonymous': waitingFor('ErrImagePull') },
+      'the authorized pod Running, the anonymous one refused',
+    );
+    assert.match(
+      containerStatus(pods['then-anonymous'] ?? {}, 'main')?.state?.waiting?.message ?? '',
+      REFUSED,
+    );
+    assert.ok(!seen['then-anonymous']?.has('Running'), 'never ran the image it may not pull');
+  });
+
+  it('does not hold back a pod with credentials behind the failed pull of a pod without them', async () => {
+    const image = await pushToTestRegistry(`${namespace}/shared-before:1.0`);
+    // The pull without credentials starts first, and fails.
+    await createPod('first-anonymous', image, []);
+    await createPod('then-authorized', image, ['regcred']);
+    const { seen } = await untilStored(
+      { 'then-authorized': running, 'first-anonymous': waitingFor('ErrImagePull') },
+      'the authorized pod Running, the anonymous one refused',
+    );
+    assert.deepEqual(
+      [...(seen['then-authorized'] ?? [])].filter((shown) => /ErrImage|ImagePull/.test(shown)),
+      [],
+      'the authorized pod waited for nothing but its own pull',
+    );
+  });
 });
