@@ -4,13 +4,16 @@
 # (crun, podman's default, cannot run containers on these machines), the
 # Debian podman's recommended init and network backend (catatonit for
 # HostConfig.Init, netavark and iptables for bridge networks), busybox-static
-# (the root filesystem of the images imported offline) and stunnel4 (the TLS
-# terminator in front of the Podman socket for the remote-engine test).
-# Nothing is started here: lib/local/podman.ts starts and stops a service per
-# test run.
+# (the root filesystem of the images imported offline), stunnel4 (the TLS
+# terminator in front of the Podman socket for the remote-engine test), and
+# docker-registry (the CNCF distribution registry) with apache2-utils (its
+# htpasswd) for the imagePullSecrets test's registry behind basic auth.
+# Nothing is started here: lib/local/podman.ts and lib/local/registry.ts
+# start and stop their own per test run (the registry package's system
+# service, on port 5000, is not used).
 set -euo pipefail
 
-PACKAGES=(podman runc catatonit netavark iptables busybox-static stunnel4)
+PACKAGES=(podman runc catatonit netavark iptables busybox-static stunnel4 docker-registry apache2-utils)
 
 log() { printf '[ensure-podman] %s\n' "$*" >&2; }
 
@@ -27,4 +30,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
     --no-install-recommends "${missing[@]}" >/dev/null
 fi
-log "podman $(podman --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}')"
+log "podman $(podman --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'), docker-registry $(docker-registry --version | awk '{print $3}')"

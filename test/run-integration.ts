@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import { startPodman } from '../lib/local/podman.ts';
+import { startRegistry } from '../lib/local/registry.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import type { TestEnv } from './support/env.ts';
@@ -54,7 +55,7 @@ async function main(): Promise<number> {
   mkdirSync(runDir, { recursive: true });
 
   const started = Date.now();
-  const [controlPlane, dynamo, podman] = await Promise.all([
+  const [controlPlane, dynamo, { podman, registry }] = await Promise.all([
     startControlPlane({ dir: join(runDir, 'control-plane'), log }).then((cp) => {
       stops.push(() => cp.stop());
       return cp;
@@ -63,10 +64,13 @@ async function main(): Promise<number> {
       stops.push(() => db.stop());
       return db;
     }),
-    // Real containers for the Docker provider's tests.
-    startPodman({ dir: join(runDir, 'podman'), log }).then((pm) => {
+    // Real containers for the Docker provider's tests, and a registry with basic auth that
+    // they pull from over plain HTTP (so Podman learns its address before it starts).
+    startRegistry({ dir: join(runDir, 'registry'), log }).then(async (reg) => {
+      stops.push(() => reg.stop());
+      const pm = await startPodman({ dir: join(runDir, 'podman'), log, insecureRegistries: [reg.address] });
       stops.push(() => pm.stop());
-      return pm;
+      return { podman: pm, registry: reg };
     }),
   ]);
   const tableName = 'svk-test';
@@ -111,6 +115,7 @@ async function main(): Promise<number> {
     controlUrl: `http://127.0.0.1:${controlAddress.port}`,
     etcdUrl: `http://127.0.0.1:${controlPlane.ports.etcdClient}`,
     docker: { host: podman.dockerHost, network: podman.network, podmanDir: podman.dir },
+    registry: { address: registry.address, username: registry.username, password: registry.password },
   };
   const envFile = join(runDir, 'env.json');
   writeFileSync(envFile, JSON.stringify(env, null, 2));

@@ -79,10 +79,21 @@ export function storageConf(layout: PodmanLayout): string {
 
 /**
  * registries.conf: short names resolve to docker.io as Docker resolves them,
- * without prompting; nothing else is configured (tests pull nothing).
+ * without prompting; `insecure` registries (`host:port`, such as a test
+ * registry on 127.0.0.1) are reached over plain HTTP.
  */
-export function registriesConf(): string {
-  return ['unqualified-search-registries = ["docker.io"]', 'short-name-mode = "permissive"', ''].join('\n');
+export function registriesConf(insecure: readonly string[] = []): string {
+  return [
+    'unqualified-search-registries = ["docker.io"]',
+    'short-name-mode = "permissive"',
+    ...insecure.flatMap((location) => [
+      '',
+      '[[registry]]',
+      `location = ${quote(location)}`,
+      'insecure = true',
+    ]),
+    '',
+  ].join('\n');
 }
 
 /** The environment every podman process of the instance runs with. */

@@ -43,6 +43,11 @@ export interface StartPodmanOptions {
   log?: (line: string) => void;
   /** The environment podman runs with (PATH); default this process's. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Registries (`host:port`) reached over plain HTTP, such as a test
+   * registry on 127.0.0.1 (written to the instance's registries.conf).
+   */
+  insecureRegistries?: readonly string[];
 }
 
 /** A running local Podman service. */
@@ -74,7 +79,7 @@ export async function startPodman(options: StartPodmanOptions): Promise<PodmanSe
   // Before the first podman call on this storage: see podman-config.ts.
   writeFileSync(layout.containersConf, containersConf(layout));
   writeFileSync(layout.storageConf, storageConf(layout));
-  writeFileSync(layout.registriesConf, registriesConf());
+  writeFileSync(layout.registriesConf, registriesConf(options.insecureRegistries));
   const env = podmanEnv(layout, baseEnv);
   const host = snapshotHost();
   const slot = await claimSlot(layout.dir);

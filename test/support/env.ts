@@ -39,6 +39,17 @@ export interface TestEnv {
     /** Its directory (configuration, storage, logs). */
     podmanDir: string;
   };
+  /**
+   * A registry (lib/local/registry.ts) over plain HTTP with basic auth,
+   * which the Podman service treats as insecure: images pushed there are
+   * pulled only with its credentials.
+   */
+  registry: {
+    /** `127.0.0.1:<port>`. */
+    address: string;
+    username: string;
+    password: string;
+  };
 }
 
 /** Reads the environment described by the JSON file named in SVK_TEST_ENV. */

@@ -4,7 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { EngineTlsError, parseTlsSecret } from '../../lib/provider/docker/engine-client.ts';
 import { pullPolicy } from '../../lib/provider/docker/pod-plan.ts';
 import { unsupportedFields } from '../../lib/provider/docker/pod-support.ts';
-import { findAuth, imageRegistry } from '../../lib/provider/docker/registry-auth.ts';
+import { findAuth, imageRegistry, pullScope } from '../../lib/provider/docker/registry-auth.ts';
 import { parseDockerSettings } from '../../lib/provider/docker/settings.ts';
 
 describe('docker provider settings', () => {
@@ -196,5 +196,21 @@ describe('docker provider registry credentials', () => {
       serveraddress: 'registry.example.com',
     });
     assert.equal(findAuth(data, 'other.example.com'), undefined);
+  });
+
+  it('scopes pulls by the namespace and imagePullSecrets whose credentials they use', () => {
+    assert.equal(pullScope({ namespace: 'a', imagePullSecrets: [] }), '');
+    assert.equal(pullScope({ namespace: 'b', imagePullSecrets: [] }), '', 'no credentials: one scope');
+    assert.equal(pullScope({ namespace: 'a', imagePullSecrets: ['x', 'y'] }), 'a/x,y');
+    assert.notEqual(
+      pullScope({ namespace: 'b', imagePullSecrets: ['x', 'y'] }),
+      'a/x,y',
+      'a Secret of the same name in another namespace is another Secret',
+    );
+    assert.notEqual(
+      pullScope({ namespace: 'a', imagePullSecrets: ['y', 'x'] }),
+      'a/x,y',
+      'the first Secret with an entry for the registry is used',
+    );
   });
 });

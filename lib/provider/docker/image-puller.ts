@@ -16,6 +16,17 @@ export interface RegistryAuth {
 }
 
 /**
+ * Whose registry credentials a pull uses, and how to read them. A scope
+ * names the credentials: pods of one scope pull with the same ones.
+ */
+export interface PullCredentials {
+  /** `''` for a pod without imagePullSecrets (see `pullScope` in registry-auth.ts). */
+  scope: string;
+  /** Read when a pull starts, never kept. */
+  resolve: () => Promise<RegistryAuth | undefined>;
+}
+
+/**
  * Image pulls, which may take minutes, run in the background of whichever
  * call found an image missing; the calls that follow see them in flight
  * (waiting reason ContainerCreating), failed (ErrImagePull, then
@@ -23,13 +34,24 @@ export interface RegistryAuth {
  * done. What is pulled lives on the engine; what is in flight and the
  * failures are per process, as the kubelet keeps its image back-off in
  * memory: a new process pulls again at once, which costs one early retry.
+ *
+ * A pull, its failures and back-off, and the time it ended belong to one
+ * image and one credentials scope, as the kubelet pulls with each pod's own
+ * credentials: a pod with credentials never waits out the back-off of a
+ * pull that lacked them, and under `Always` a pod never runs an image that
+ * was pulled with credentials other than its own. An image on the engine is
+ * used by any pod under `IfNotPresent` and `Never`, as the kubelet does by
+ * default.
  */
 export class ImagePuller {
   /** Images known to be on the engine (positive answers only: a missing image is asked again). */
   private readonly present = new Set<string>();
+  /** By {@link pullKey}. */
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** By {@link pullKey}. */
   private readonly failures = new Map<string, { count: number; at: number; message: string }>();
-  private readonly pulledAt = new Map<string, number>();
+  /** When a pull of an image ended, by image, then credentials scope. */
+  private readonly pulledAt = new Map<string, Map<string, number>>();
 
   constructor(
     private readonly options: {
@@ -51,24 +73,25 @@ export class ImagePuller {
     image: string,
     policy: PullPolicy,
     dueSince: number,
-    auth: () => Promise<RegistryAuth | undefined>,
+    credentials: PullCredentials,
     signal?: AbortSignal,
   ): Promise<ImageView> {
     if (policy === 'Always') {
-      if ((this.pulledAt.get(image) ?? -1) >= dueSince) return { kind: 'ready' };
+      if ((this.pulledAt.get(image)?.get(credentials.scope) ?? -1) >= dueSince) return { kind: 'ready' };
     } else if (await this.isPresent(image, signal)) {
       return { kind: 'ready' };
     } else if (policy === 'Never') {
       return { kind: 'never' };
     }
-    if (this.inFlight.has(image)) return { kind: 'pulling' };
-    const failure = this.failures.get(image);
+    const key = pullKey(image, credentials.scope);
+    if (this.inFlight.has(key)) return { kind: 'pulling' };
+    const failure = this.failures.get(key);
     const now = this.options.clock.now();
     if (failure) {
       const retryAt = failure.at + pullDelayMs(failure.count);
       if (now < retryAt) return { kind: 'failed', message: failure.message, failedAt: failure.at, retryAt };
     }
-    this.start(image, auth);
+    this.start(image, credentials);
     return { kind: 'pulling' };
   }
 
@@ -79,7 +102,7 @@ export class ImagePuller {
    */
   async ensure(image: string, signal?: AbortSignal): Promise<void> {
     if (await this.isPresent(image, signal)) return;
-    await this.pull(image, async () => undefined, signal);
+    await this.pull(image, undefined, signal);
     this.present.add(image);
   }
 
@@ -107,33 +130,35 @@ export class ImagePuller {
     }
   }
 
-  private start(image: string, auth: () => Promise<RegistryAuth | undefined>): void {
+  private start(image: string, credentials: PullCredentials): void {
     const { clock, log } = this.options;
-    const run = this.pull(image, auth).then(
+    const { scope } = credentials;
+    const key = pullKey(image, scope);
+    const run = (async () => this.pull(image, await credentials.resolve()))().then(
       () => {
-        this.failures.delete(image);
+        this.failures.delete(key);
         this.present.add(image);
-        this.pulledAt.set(image, clock.now());
-        log.info({ image }, 'image pulled');
+        const byScope = this.pulledAt.get(image) ?? new Map<string, number>();
+        this.pulledAt.set(image, byScope.set(scope, clock.now()));
+        log.info({ image, scope }, 'image pulled');
       },
       (err: unknown) => {
         const message = `failed to pull image "${image}": ${engineErrorMessage(err)}`;
-        const count = (this.failures.get(image)?.count ?? 0) + 1;
-        this.failures.set(image, { count, at: clock.now(), message });
-        log.warn({ image, failures: count, reason: engineErrorMessage(err) }, 'image pull failed');
+        const count = (this.failures.get(key)?.count ?? 0) + 1;
+        this.failures.set(key, { count, at: clock.now(), message });
+        log.warn({ image, scope, failures: count, reason: engineErrorMessage(err) }, 'image pull failed');
       },
     );
-    const tracked = run.finally(() => this.inFlight.delete(image));
-    this.inFlight.set(image, tracked);
+    const tracked = run.finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, tracked);
   }
 
   private async pull(
     image: string,
-    auth: () => Promise<RegistryAuth | undefined>,
+    authconfig: RegistryAuth | undefined,
     signal?: AbortSignal,
   ): Promise<void> {
     const { docker, timeoutMs } = this.options;
-    const authconfig = await auth();
     const timeout = AbortSignal.timeout(timeoutMs);
     const abortSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const stream = await docker.pull(image, { ...(authconfig ? { authconfig } : {}), abortSignal });
@@ -149,4 +174,9 @@ export class ImagePuller {
     );
     if (failed) throw new Error(failed.error);
   }
+}
+
+/** One image pulled with one scope's credentials. */
+function pullKey(image: string, scope: string): string {
+  return `${scope}\u0000${image}`;
 }

@@ -12,6 +12,7 @@ import type { PodPlan } from './pod-plan.ts';
 import { allViews, type ContainerView, type PodProgress, podProgress } from './pod-progress.ts';
 import { removePod } from './pod-removal.ts';
 import { type ImageView, podObject, podStatus } from './pod-status.ts';
+import { pullScope } from './registry-auth.ts';
 import { removalOf } from './removals-in-flight.ts';
 
 export interface AdvanceDeps {
@@ -123,7 +124,7 @@ async function moveOn(
       view.plan.image,
       view.plan.pullPolicy,
       step.dueSince,
-      () => deps.registryAuth(plan, view.plan.image),
+      { scope: pullScope(plan), resolve: () => deps.registryAuth(plan, view.plan.image) },
       signal,
     );
     images.set(view.plan.name, image);

@@ -27,6 +27,18 @@ export function registryAuthResolver(
   };
 }
 
+/**
+ * What the credentials of a pod's pulls depend on: its namespace and its
+ * imagePullSecrets, in order (the first with an entry for the registry is
+ * used); `''` for a pod without any. Pods of one scope pull with the same
+ * credentials, so they may share a pull and its back-off; pods of two
+ * scopes never do (see ImagePuller).
+ */
+export function pullScope(plan: Pick<PodPlan, 'namespace' | 'imagePullSecrets'>): string {
+  // Neither a namespace nor a Secret's name can hold `/` or `,`.
+  return plan.imagePullSecrets.length === 0 ? '' : `${plan.namespace}/${plan.imagePullSecrets.join(',')}`;
+}
+
 /** The registry host of an image reference, as Docker normalises it (`docker.io` for Docker Hub). */
 export function imageRegistry(image: string): string {
   const first = image.split('/')[0] ?? '';
