@@ -158,6 +158,75 @@ describe('docker provider pod support', () => {
     ]);
   });
 
+  it('refuses a sidecar (an init container with restartPolicy Always) rather than run it as an init container', () => {
+    const reasons = unsupportedFields(
+      pod({
+        initContainers: [
+          { name: 'setup', image: 'busybox:1.36' },
+          { name: 'proxy', image: 'busybox:1.36', restartPolicy: 'Always' },
+        ],
+      }),
+    );
+    assert.deepEqual(reasons, [
+      'spec.initContainers[proxy].restartPolicy: sidecar containers (init containers that keep running) are not supported',
+    ]);
+  });
+
+  it("refuses confinement the engine's defaults do not give, at pod and container level, all at once", () => {
+    const reasons = unsupportedFields({
+      metadata: {
+        namespace: 'n',
+        name: 'p',
+        uid: 'u',
+        annotations: { 'container.apparmor.security.beta.kubernetes.io/app': 'runtime/default' },
+      },
+      spec: {
+        hostUsers: false,
+        runtimeClassName: 'gvisor',
+        securityContext: {
+          seccompProfile: { type: 'Unconfined' },
+          appArmorProfile: { type: 'RuntimeDefault' },
+        },
+        containers: [
+          {
+            name: 'app',
+            image: 'busybox:1.36',
+            securityContext: { appArmorProfile: { type: 'Localhost', localhostProfile: 'tight' } },
+          },
+        ],
+      },
+    });
+    assert.deepEqual(reasons, [
+      'spec.securityContext.seccompProfile: only RuntimeDefault is supported',
+      'spec.securityContext.appArmorProfile: AppArmor profiles are not set by this provider',
+      'metadata.annotations[container.apparmor.security.beta.kubernetes.io/app]: AppArmor profiles are not set by this provider',
+      'spec.hostUsers: user namespaces are not set up by this provider',
+      "spec.runtimeClassName: containers run with the engine's default runtime",
+      'spec.containers[app].securityContext.appArmorProfile: AppArmor profiles are not set by this provider',
+    ]);
+    assert.deepEqual(
+      unsupportedFields(
+        pod({ hostUsers: true, securityContext: { seccompProfile: { type: 'RuntimeDefault' } } }),
+      ),
+      [],
+    );
+  });
+
+  it('takes runAsGroup only with a runAsUser, from the pod or the container', () => {
+    const reasons = unsupportedFields(
+      pod({
+        securityContext: { runAsGroup: 2000 },
+        containers: [
+          { name: 'app', image: 'busybox:1.36' },
+          { name: 'side', image: 'busybox:1.36', securityContext: { runAsUser: 1000 } },
+        ],
+      }),
+    );
+    assert.deepEqual(reasons, [
+      'spec.containers[app].securityContext.runAsGroup: needs runAsUser on this provider',
+    ]);
+  });
+
   it('defaults the pull policy as the API server does', () => {
     assert.equal(pullPolicy(undefined, 'busybox'), 'Always');
     assert.equal(pullPolicy(undefined, 'busybox:latest'), 'Always');

@@ -135,6 +135,7 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
     ...(cpuLimit !== undefined ? { nanoCpus: Math.max(1, Math.round(cpuLimit * 1e9)) } : {}),
     ...(memoryLimit !== undefined ? { memoryBytes: Math.round(memoryLimit) } : {}),
     ...(cpuRequest !== undefined ? { cpuShares: Math.max(2, Math.round(cpuRequest * 1024)) } : {}),
+    // The engine takes a group only beside a user: runAsGroup alone is refused (pod-support.ts).
     ...(uid !== undefined ? { user: gid !== undefined ? `${uid}:${gid}` : String(uid) } : {}),
     groupAdd: (podSc?.supplementalGroups ?? []).map(String),
     readOnlyRootfs: sc?.readOnlyRootFilesystem ?? false,
