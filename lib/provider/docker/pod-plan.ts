@@ -23,7 +23,11 @@ export interface PodPlan extends PodIdentity {
   dns?: { nameservers: string[]; searches: string[]; options: string[] };
   extraHosts: string[];
   sharePid: boolean;
-  /** Seconds between SIGTERM and SIGKILL when the pod is deleted without a deletion timestamp. */
+  /**
+   * The pod's terminationGracePeriodSeconds, reported back in the pod getPod
+   * returns. A delete does not read it: a graceful one ends at its API
+   * object's deletionTimestamp, one without a deletion timestamp kills at once.
+   */
   gracePeriodSeconds: number;
   imagePullSecrets: string[];
 }
