@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { EngineTlsError, parseTlsSecret } from '../../lib/provider/docker/engine-client.ts';
-import { pullPolicy } from '../../lib/provider/docker/pod-plan.ts';
+import { podPlan, pullPolicy } from '../../lib/provider/docker/pod-plan.ts';
 import { unsupportedFields } from '../../lib/provider/docker/pod-support.ts';
 import { findAuth, imageRegistry } from '../../lib/provider/docker/registry-auth.ts';
 import { parseDockerSettings } from '../../lib/provider/docker/settings.ts';
@@ -225,6 +225,13 @@ describe('docker provider pod support', () => {
     assert.deepEqual(reasons, [
       'spec.containers[app].securityContext.runAsGroup: needs runAsUser on this provider',
     ]);
+  });
+
+  it('sets the hostname from hostnameOverride before hostname and the pod name', () => {
+    const identity = { namespace: 'n', name: 'p', uid: 'u', node: 'vk' };
+    assert.equal(podPlan(pod({ hostname: 'h', hostnameOverride: 'box-1' }), identity).hostname, 'box-1');
+    assert.equal(podPlan(pod({ hostname: 'h' }), identity).hostname, 'h');
+    assert.equal(podPlan(pod({}), identity).hostname, 'p');
   });
 
   it('defaults the pull policy as the API server does', () => {

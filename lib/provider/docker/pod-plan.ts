@@ -76,7 +76,8 @@ export function podPlan(pod: V1Pod, identity: PodIdentity): PodPlan {
   return {
     ...identity,
     restartPolicy: restartPolicy(spec?.restartPolicy),
-    hostname: (spec?.hostname ?? identity.name).slice(0, 63),
+    // hostnameOverride is taken whole (the API server holds it to 64 characters); a pod name is cut as the kubelet cuts it.
+    hostname: spec?.hostnameOverride || (spec?.hostname ?? identity.name).slice(0, 63),
     initContainers: (spec?.initContainers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     volumes: (spec?.volumes ?? []).flatMap((v) =>
