@@ -227,11 +227,65 @@ describe('docker provider pod support', () => {
     ]);
   });
 
+  it('refuses a subdomain (and setHostnameAsFQDN with it): the cluster domain its FQDN ends in is unknown here', () => {
+    assert.deepEqual(
+      unsupportedFields(pod({ hostname: 'web-0', subdomain: 'web', setHostnameAsFQDN: true })),
+      [
+        "spec.subdomain: the cluster domain is unknown to this provider, so the pod's <hostname>.<subdomain>.<namespace>.svc.<cluster domain> cannot be set",
+        'spec.setHostnameAsFQDN: the cluster domain is unknown to this provider',
+      ],
+    );
+    // Without a subdomain the FQDN is the hostname; hostnameOverride takes precedence over the subdomain.
+    assert.deepEqual(unsupportedFields(pod({ hostname: 'web-0', setHostnameAsFQDN: true })), []);
+    assert.deepEqual(unsupportedFields(pod({ subdomain: 'web', hostnameOverride: 'box' })), []);
+  });
+
   it('sets the hostname from hostnameOverride before hostname and the pod name', () => {
     const identity = { namespace: 'n', name: 'p', uid: 'u', node: 'vk' };
     assert.equal(podPlan(pod({ hostname: 'h', hostnameOverride: 'box-1' }), identity).hostname, 'box-1');
     assert.equal(podPlan(pod({ hostname: 'h' }), identity).hostname, 'h');
     assert.equal(podPlan(pod({}), identity).hostname, 'p');
+  });
+
+  it('refuses pod-level resources, resource claims, a non-Linux os, Strict supplemental groups and a stop signal', () => {
+    const reasons = unsupportedFields(
+      pod({
+        os: { name: 'windows' },
+        resources: { limits: { cpu: '1' } },
+        resourceClaims: [{ name: 'gpu', resourceClaimName: 'gpu-claim' }],
+        securityContext: {
+          supplementalGroups: [3000],
+          supplementalGroupsPolicy: 'Strict',
+          windowsOptions: { runAsUserName: 'ContainerUser' },
+        },
+        containers: [
+          {
+            name: 'app',
+            image: 'busybox:1.36',
+            lifecycle: { stopSignal: 'SIGUSR1' },
+            resources: { claims: [{ name: 'gpu' }] },
+          },
+        ],
+      }),
+    );
+    assert.deepEqual(reasons, [
+      "spec.securityContext.supplementalGroupsPolicy: Strict is not supported: the engine adds the groups of the image's /etc/group (Merge)",
+      'spec.securityContext.windowsOptions: not supported',
+      'spec.os.name: windows is not supported: containers run on a Linux engine',
+      'spec.resources: pod-level resources are not enforced; set them per container',
+      'spec.resourceClaims: dynamic resource allocation is not supported',
+      'spec.containers[app].lifecycle.stopSignal: containers are stopped with SIGTERM by this provider',
+      'spec.containers[app].resources.claims: dynamic resource allocation is not supported',
+    ]);
+    assert.deepEqual(
+      unsupportedFields(
+        pod({
+          os: { name: 'linux' },
+          securityContext: { supplementalGroups: [3000], supplementalGroupsPolicy: 'Merge' },
+        }),
+      ),
+      [],
+    );
   });
 
   it('defaults the pull policy as the API server does', () => {

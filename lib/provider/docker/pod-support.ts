@@ -12,7 +12,14 @@ import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
  * kubelet and are accepted. So are the API server's defaults that change
  * nothing here: dnsPolicy ClusterFirst (containers use the engine's DNS),
  * terminationMessagePath/Policy (no termination message is read),
- * enableServiceLinks.
+ * enableServiceLinks; and fields that only qualify a refused one
+ * (fsGroupChangePolicy, seLinuxChangePolicy, overhead) or an operation the
+ * provider never performs (resizePolicy). README, "Docker provider", lists
+ * every field of the pod spec and what becomes of it.
+ *
+ * The cluster domain is not known here, so a subdomain (the pod's
+ * `<hostname>.<subdomain>.<namespace>.svc.<cluster domain>`, and with
+ * setHostnameAsFQDN its hostname) cannot be set as the kubelet sets it.
  *
  * Confinement is never loosened nor chosen per pod: every container runs
  * under the engine's default seccomp and AppArmor profiles, in the host's
@@ -46,9 +53,30 @@ export function unsupportedFields(pod: V1Pod): string[] {
     if (key.startsWith(APPARMOR_ANNOTATION_PREFIX))
       refuse(`metadata.annotations[${key}]`, 'AppArmor profiles are not set by this provider');
   }
+  if (spec.securityContext?.supplementalGroupsPolicy === 'Strict')
+    refuse(
+      'spec.securityContext.supplementalGroupsPolicy',
+      "Strict is not supported: the engine adds the groups of the image's /etc/group (Merge)",
+    );
+  if (spec.securityContext?.windowsOptions) refuse('spec.securityContext.windowsOptions', 'not supported');
+  if (spec.os && spec.os.name !== 'linux')
+    refuse('spec.os.name', `${spec.os.name} is not supported: containers run on a Linux engine`);
   if (spec.hostUsers === false) refuse('spec.hostUsers', 'user namespaces are not set up by this provider');
   if (spec.runtimeClassName !== undefined)
     refuse('spec.runtimeClassName', "containers run with the engine's default runtime");
+  // hostnameOverride sets the hostname alone and takes precedence over subdomain, as the kubelet does it.
+  if (spec.subdomain && !spec.hostnameOverride) {
+    refuse(
+      'spec.subdomain',
+      "the cluster domain is unknown to this provider, so the pod's <hostname>.<subdomain>.<namespace>.svc.<cluster domain> cannot be set",
+    );
+    if (spec.setHostnameAsFQDN)
+      refuse('spec.setHostnameAsFQDN', 'the cluster domain is unknown to this provider');
+  }
+  if (spec.resources)
+    refuse('spec.resources', 'pod-level resources are not enforced; set them per container');
+  if (spec.resourceClaims?.length)
+    refuse('spec.resourceClaims', 'dynamic resource allocation is not supported');
   if (spec.activeDeadlineSeconds !== undefined) refuse('spec.activeDeadlineSeconds', 'not supported');
   if (spec.readinessGates?.length) refuse('spec.readinessGates', 'not supported');
   for (const volume of spec.volumes ?? []) {
@@ -96,6 +124,8 @@ function containerReasons(
   if (c.startupProbe) refuse('startupProbe', 'probes are not run by this provider');
   if (c.lifecycle?.postStart || c.lifecycle?.preStop)
     refuse('lifecycle', 'hooks are not run by this provider');
+  if (c.lifecycle?.stopSignal)
+    refuse('lifecycle.stopSignal', 'containers are stopped with SIGTERM by this provider');
   if (c.volumeDevices?.length) refuse('volumeDevices', 'not supported');
   for (const mount of c.volumeMounts ?? []) {
     if (mount.subPath || mount.subPathExpr) refuse(`volumeMounts[${mount.name}].subPath`, 'not supported');
@@ -105,6 +135,7 @@ function containerReasons(
   const limits = Object.keys(c.resources?.limits ?? {}).filter((r) => r !== 'cpu' && r !== 'memory');
   if (limits.length > 0)
     refuse('resources.limits', `only cpu and memory are enforced, not ${limits.join(', ')}`);
+  if (c.resources?.claims?.length) refuse('resources.claims', 'dynamic resource allocation is not supported');
   const sc = c.securityContext;
   if (sc?.privileged) refuse('securityContext.privileged', 'privileged containers are refused');
   if (sc?.capabilities?.add?.length)
