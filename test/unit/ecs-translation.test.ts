@@ -395,6 +395,39 @@ describe('pod → Fargate task', () => {
       },
     );
   });
+
+  it('a sidecar, AppArmor profiles and hostUsers: false are refused rather than dropped', () => {
+    const pod = apiPod(
+      'web-abcde',
+      {
+        hostUsers: false,
+        securityContext: { appArmorProfile: { type: 'RuntimeDefault' } },
+        initContainers: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.31', restartPolicy: 'Always' }],
+        containers: [
+          {
+            name: 'web',
+            image: 'nginx:1.27',
+            securityContext: { appArmorProfile: { type: 'Localhost', localhostProfile: 'tight' } },
+          },
+        ],
+      },
+      { annotations: { 'container.apparmor.security.beta.kubernetes.io/web': 'runtime/default' } },
+    );
+    assert.throws(
+      () => translatePod(pod, settings),
+      (err: unknown) => {
+        assert.ok(isTaskTranslationError(err));
+        assert.deepEqual(err.reasons, [
+          'spec.hostUsers: a Fargate task cannot run in a user namespace of its own',
+          'spec.securityContext.appArmorProfile: a Fargate task takes no AppArmor profile',
+          'metadata.annotations[container.apparmor.security.beta.kubernetes.io/web]: a Fargate task takes no AppArmor profile',
+          'spec.initContainers[proxy].restartPolicy: sidecar containers (init containers that keep running) are not supported',
+          'spec.containers[web].securityContext.appArmorProfile: a Fargate task takes no AppArmor profile',
+        ]);
+        return true;
+      },
+    );
+  });
 });
 
 describe('RunTask request', () => {
