@@ -26,7 +26,13 @@ export function unsupportedFields(pod: V1Pod): string[] {
   if (spec.hostPID) refuse('hostPID', 'a Fargate task has no host PID namespace to share');
   if (spec.hostIPC) refuse('hostIPC', 'a Fargate task has no host IPC namespace to share');
   if (spec.hostAliases?.length) refuse('hostAliases', 'not supported with awsvpc networking');
-  if (spec.hostname || spec.subdomain) refuse('hostname', 'a Fargate task cannot set its hostname');
+  if (spec.hostname) refuse('hostname', 'a Fargate task cannot set its hostname');
+  if (spec.hostnameOverride) refuse('hostnameOverride', 'a Fargate task cannot set its hostname');
+  if (spec.subdomain) refuse('subdomain', 'a Fargate task cannot set its hostname or domain');
+  if (spec.os && spec.os.name !== 'linux')
+    refuse('os.name', `${spec.os.name} is not supported: Linux tasks only`);
+  if (spec.resources) refuse('resources', 'pod-level resources are not supported; set them per container');
+  if (spec.resourceClaims?.length) refuse('resourceClaims', 'dynamic resource allocation is not supported');
   if (spec.dnsConfig) refuse('dnsConfig', 'a Fargate task uses the VPC resolver');
   if (spec.dnsPolicy === 'None') refuse('dnsPolicy', 'None needs dnsConfig, which Fargate cannot honour');
   if ((spec.ephemeralContainers ?? []).length > 0) refuse('ephemeralContainers', 'not supported');
@@ -47,6 +53,8 @@ export function unsupportedFields(pod: V1Pod): string[] {
   if (podSc?.fsGroup !== undefined)
     refuse('securityContext.fsGroup', 'Fargate volumes have no group ownership');
   if (podSc?.supplementalGroups?.length) refuse('securityContext.supplementalGroups', 'not supported');
+  if (podSc?.supplementalGroupsPolicy === 'Strict')
+    refuse('securityContext.supplementalGroupsPolicy', 'Strict is not supported');
   if (podSc?.windowsOptions) refuse('securityContext.windowsOptions', 'Linux tasks only');
   for (const volume of spec.volumes ?? []) reasons.push(...volumeReasons(volume, pod));
   for (const [kind, list] of [
@@ -99,6 +107,8 @@ function containerReasons(
     if (c[probe]) refuse(probe, 'probes are not run by this provider');
   if (c.lifecycle?.postStart || c.lifecycle?.preStop)
     refuse('lifecycle', 'hooks are not run by this provider');
+  if (c.lifecycle?.stopSignal)
+    refuse('lifecycle.stopSignal', "a task definition cannot set a container's stop signal");
   if (c.volumeDevices?.length) refuse('volumeDevices', 'not supported');
   for (const mount of c.volumeMounts ?? []) {
     if (mount.subPath || mount.subPathExpr) refuse(`volumeMounts[${mount.name}].subPath`, 'not supported');
@@ -118,6 +128,7 @@ function containerReasons(
   ].filter((r) => r !== 'cpu' && r !== 'memory');
   if (extra.length > 0)
     refuse('resources', `only cpu and memory are supported, not ${[...new Set(extra)].join(', ')}`);
+  if (c.resources?.claims?.length) refuse('resources.claims', 'dynamic resource allocation is not supported');
   reasons.push(...securityReasons(at, c, pod));
   return reasons;
 }
