@@ -251,6 +251,8 @@ async function runOnce(
     SVK_DYNAMODB_ENDPOINT: proxy.endpoint,
     AWS_REGION: 'local',
     SVK_TABLE_NAME: tableName,
+    // Measures the control loop, not a provider.
+    SVK_PROVIDER: 'mock',
     SVK_LOG_LEVEL: 'info',
     SVK_METRICS: 'emf',
     SVK_DEPLOYMENT_NAME: `idle-${label}`,

@@ -170,6 +170,64 @@ describe('docker provider through pod-sync and pod-status', () => {
     assert.deepEqual(await engineContainers(testEngine(), pod.metadata?.uid ?? ''), []);
   });
 
+  it('refuses what the API server keeps of confinement the engine does not apply, naming every field in one event', async () => {
+    const body: V1Pod = {
+      metadata: {
+        name: 'confined',
+        namespace,
+        // Kubernetes 1.20 asks for AppArmor by annotation only.
+        annotations: { 'container.apparmor.security.beta.kubernetes.io/main': 'localhost/tight' },
+      },
+      spec: {
+        nodeName: node,
+        restartPolicy: 'Never',
+        securityContext: { seccompProfile: { type: 'Unconfined' }, runAsGroup: 2000 },
+        containers: [{ name: 'main', image: TEST_IMAGE, command: ['sh', '-c', 'true'] }],
+      },
+    };
+    const pod = await admin.core.createNamespacedPod({ namespace, body });
+    const result = await reconciler().reconcile(namespace, 'confined');
+    assert.equal(result.outcome, 'create-failed');
+    const fields = [
+      'metadata.annotations[container.apparmor.security.beta.kubernetes.io/main]',
+      'spec.securityContext.seccompProfile',
+      'spec.containers[main].securityContext.runAsGroup',
+    ];
+    const events = await admin.core.listNamespacedEvent({
+      namespace,
+      fieldSelector: `involvedObject.uid=${pod.metadata?.uid}`,
+    });
+    const warning = events.items.find((e) => e.type === 'Warning' && e.reason === 'ProviderCreateFailed');
+    for (const field of fields)
+      assert.ok(warning?.message?.includes(`${field}:`), `${field} in ${warning?.message}`);
+    assert.deepEqual(await engineContainers(testEngine(), pod.metadata?.uid ?? ''), []);
+  });
+
+  it("refuses a StatefulSet's pod (a subdomain, setHostnameAsFQDN) rather than run it without its FQDN, naming both fields", async () => {
+    const body: V1Pod = {
+      metadata: { name: 'db-0', namespace },
+      spec: {
+        nodeName: node,
+        restartPolicy: 'Never',
+        hostname: 'db-0',
+        subdomain: 'db',
+        setHostnameAsFQDN: true,
+        containers: [{ name: 'main', image: TEST_IMAGE, command: ['sh', '-c', 'hostname -f'] }],
+      },
+    };
+    const pod = await admin.core.createNamespacedPod({ namespace, body });
+    const result = await reconciler().reconcile(namespace, 'db-0');
+    assert.equal(result.outcome, 'create-failed');
+    const events = await admin.core.listNamespacedEvent({
+      namespace,
+      fieldSelector: `involvedObject.uid=${pod.metadata?.uid}`,
+    });
+    const warning = events.items.find((e) => e.type === 'Warning' && e.reason === 'ProviderCreateFailed');
+    for (const field of ['spec.subdomain', 'spec.setHostnameAsFQDN'])
+      assert.ok(warning?.message?.includes(`${field}:`), `${field} in ${warning?.message}`);
+    assert.deepEqual(await engineContainers(testEngine(), pod.metadata?.uid ?? ''), []);
+  });
+
   it('deletes gracefully: SIGTERM, and the pod leaves the API server once its container exited, before its grace period ends', async () => {
     const pod = await createPod('graceful', "trap 'exit 0' TERM; while true; do sleep 0.1; done", {
       restartPolicy: 'Always',

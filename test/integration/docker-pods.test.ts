@@ -179,6 +179,28 @@ describe('docker provider: pod lifecycle on a real engine', () => {
     assert.equal(log, 'hello-from-server\nshared\n');
   });
 
+  it('gives every container of the pod its hostname: hostnameOverride, else hostname, else the pod name', async () => {
+    const ns = uniqueName('ns');
+    const script = { main: 'hostname', side: 'hostname' };
+    const pods = [
+      shellPod(ns, 'named', script, { hostname: 'box-a' }),
+      shellPod(ns, 'overridden', script, { hostname: 'box-a', hostnameOverride: 'box-b' }),
+      shellPod(ns, 'plain', script),
+    ];
+    created.push(...pods);
+    await Promise.all(pods.map((p) => provider.createPod(p)));
+    for (const [pod, expected] of [
+      [pods[0], 'box-a'],
+      [pods[1], 'box-b'],
+      [pods[2], 'plain'],
+    ] as const) {
+      if (!pod) continue;
+      await waitForPod(provider, pod, (p) => p.status?.phase === 'Succeeded', `${expected} Succeeded`);
+      assert.equal(await readLog(pod, 'main'), `${expected}\n`);
+      assert.equal(await readLog(pod, 'side'), `${expected}\n`);
+    }
+  });
+
   it('deletes only the pod of that uid, and says so when it has none', async () => {
     const ns = uniqueName('ns');
     const a = shellPod(ns, 'a', { main: 'sleep 3600' }, { restartPolicy: 'Always' });

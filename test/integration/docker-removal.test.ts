@@ -3,6 +3,7 @@ import { after, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { systemClock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
+import { engineKindOnce } from '../../lib/provider/docker/engine-kind.ts';
 import { EngineState } from '../../lib/provider/docker/engine-state.ts';
 import { ImagePuller } from '../../lib/provider/docker/image-puller.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
@@ -181,6 +182,7 @@ function advanceDeps(): AdvanceDeps {
     state: new EngineState(docker, env.docker.network, systemClock),
     puller: new ImagePuller({ docker, clock: systemClock, log, timeoutMs: 30_000 }),
     settings: { network: env.docker.network, infraImage: INFRA_IMAGE, hostIp: '127.0.0.1' },
+    engineKind: engineKindOnce(docker),
     clock: systemClock,
     log,
     registryAuth: async () => undefined,

@@ -1,6 +1,7 @@
 /**
  * `npm start` (scripts/start.ts) as a user runs it, against the test control
- * plane as "the current kubeconfig" and the test DynamoDB Local: the node
+ * plane as "the current kubeconfig" and the test DynamoDB Local, where no
+ * Docker-compatible engine answers: it says it runs the mock, the node
  * turns Ready, the Deployment in examples/ runs to Running on it, and SIGINT
  * stops everything with exit code 0 and no process left behind. A second
  * start finds the table and resumes.
@@ -8,6 +9,8 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
@@ -31,6 +34,8 @@ const root = new URL('../..', import.meta.url).pathname;
 const node = uniqueName('start');
 const ns = uniqueName('start');
 const table = uniqueName('svk-start');
+/** Where npm start looks for a Docker-compatible engine: a socket nothing listens on. */
+const noEngine = `unix://${join(tmpdir(), `${node}-no-engine.sock`)}`;
 
 interface Started {
   child: ChildProcessByStdio<null, Readable, Readable>;
@@ -40,13 +45,18 @@ interface Started {
 }
 
 function start(): Started {
+  // No provider chosen and no engine answering, whatever the machine has: npm start falls back to the mock.
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => k !== 'SVK_PROVIDER' && !/^(SVK_)?DOCKER_/.test(k)),
+  );
   const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
     cwd: root,
     // Its own process group, so that the test can tell whether anything it started is left.
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
-      ...process.env,
+      ...inherited,
+      DOCKER_HOST: noEngine,
       KUBECONFIG: env.kube.adminKubeconfig,
       // The functions run as the virtual kubelet, as everywhere in the suite.
       SVK_KUBECONFIG: env.kube.kubeletKubeconfig,
@@ -126,6 +136,12 @@ describe('npm start', () => {
       },
       { timeoutMs: 90_000, what: `${node} Ready; npm start said:\n${s.stderr.join('\n')}` },
     );
+    const said = s.stderr.find((l) => l.startsWith('[start] provider')) ?? '';
+    assert.equal(
+      said,
+      `[start] provider mock: no Docker-compatible engine answers at ${noEngine} (connect ENOENT ${noEngine.slice('unix://'.length)})`,
+    );
+    assert.ok(s.stderr.indexOf(said) <= 1, `among the first lines:\n${s.stderr.join('\n')}`);
     assert.ok(
       s.stderr.some((l) => l.includes('using the current kubeconfig')),
       s.stderr.join('\n'),

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { EngineTlsError, parseTlsSecret } from '../../lib/provider/docker/engine-client.ts';
-import { pullPolicy } from '../../lib/provider/docker/pod-plan.ts';
+import { podPlan, pullPolicy } from '../../lib/provider/docker/pod-plan.ts';
 import { unsupportedFields } from '../../lib/provider/docker/pod-support.ts';
 import { findAuth, imageRegistry, pullScope } from '../../lib/provider/docker/registry-auth.ts';
 import { parseDockerSettings } from '../../lib/provider/docker/settings.ts';
@@ -156,6 +156,136 @@ describe('docker provider pod support', () => {
       'spec.containers[app].securityContext.capabilities.add: added capabilities are refused',
       'spec.containers[app].securityContext.runAsNonRoot: needs runAsUser on this provider',
     ]);
+  });
+
+  it('refuses a sidecar (an init container with restartPolicy Always) rather than run it as an init container', () => {
+    const reasons = unsupportedFields(
+      pod({
+        initContainers: [
+          { name: 'setup', image: 'busybox:1.36' },
+          { name: 'proxy', image: 'busybox:1.36', restartPolicy: 'Always' },
+        ],
+      }),
+    );
+    assert.deepEqual(reasons, [
+      'spec.initContainers[proxy].restartPolicy: sidecar containers (init containers that keep running) are not supported',
+    ]);
+  });
+
+  it("refuses confinement the engine's defaults do not give, at pod and container level, all at once", () => {
+    const reasons = unsupportedFields({
+      metadata: {
+        namespace: 'n',
+        name: 'p',
+        uid: 'u',
+        annotations: { 'container.apparmor.security.beta.kubernetes.io/app': 'runtime/default' },
+      },
+      spec: {
+        hostUsers: false,
+        runtimeClassName: 'gvisor',
+        securityContext: {
+          seccompProfile: { type: 'Unconfined' },
+          appArmorProfile: { type: 'RuntimeDefault' },
+        },
+        containers: [
+          {
+            name: 'app',
+            image: 'busybox:1.36',
+            securityContext: { appArmorProfile: { type: 'Localhost', localhostProfile: 'tight' } },
+          },
+        ],
+      },
+    });
+    assert.deepEqual(reasons, [
+      'spec.securityContext.seccompProfile: only RuntimeDefault is supported',
+      'spec.securityContext.appArmorProfile: AppArmor profiles are not set by this provider',
+      'metadata.annotations[container.apparmor.security.beta.kubernetes.io/app]: AppArmor profiles are not set by this provider',
+      'spec.hostUsers: user namespaces are not set up by this provider',
+      "spec.runtimeClassName: containers run with the engine's default runtime",
+      'spec.containers[app].securityContext.appArmorProfile: AppArmor profiles are not set by this provider',
+    ]);
+    assert.deepEqual(
+      unsupportedFields(
+        pod({ hostUsers: true, securityContext: { seccompProfile: { type: 'RuntimeDefault' } } }),
+      ),
+      [],
+    );
+  });
+
+  it('takes runAsGroup only with a runAsUser, from the pod or the container', () => {
+    const reasons = unsupportedFields(
+      pod({
+        securityContext: { runAsGroup: 2000 },
+        containers: [
+          { name: 'app', image: 'busybox:1.36' },
+          { name: 'side', image: 'busybox:1.36', securityContext: { runAsUser: 1000 } },
+        ],
+      }),
+    );
+    assert.deepEqual(reasons, [
+      'spec.containers[app].securityContext.runAsGroup: needs runAsUser on this provider',
+    ]);
+  });
+
+  it('refuses a subdomain (and setHostnameAsFQDN with it): the cluster domain its FQDN ends in is unknown here', () => {
+    assert.deepEqual(
+      unsupportedFields(pod({ hostname: 'web-0', subdomain: 'web', setHostnameAsFQDN: true })),
+      [
+        "spec.subdomain: the cluster domain is unknown to this provider, so the pod's <hostname>.<subdomain>.<namespace>.svc.<cluster domain> cannot be set",
+        'spec.setHostnameAsFQDN: the cluster domain is unknown to this provider',
+      ],
+    );
+    // Without a subdomain the FQDN is the hostname; hostnameOverride takes precedence over the subdomain.
+    assert.deepEqual(unsupportedFields(pod({ hostname: 'web-0', setHostnameAsFQDN: true })), []);
+    assert.deepEqual(unsupportedFields(pod({ subdomain: 'web', hostnameOverride: 'box' })), []);
+  });
+
+  it('sets the hostname from hostnameOverride before hostname and the pod name', () => {
+    const identity = { namespace: 'n', name: 'p', uid: 'u', node: 'vk' };
+    assert.equal(podPlan(pod({ hostname: 'h', hostnameOverride: 'box-1' }), identity).hostname, 'box-1');
+    assert.equal(podPlan(pod({ hostname: 'h' }), identity).hostname, 'h');
+    assert.equal(podPlan(pod({}), identity).hostname, 'p');
+  });
+
+  it('refuses pod-level resources, resource claims, a non-Linux os, Strict supplemental groups and a stop signal', () => {
+    const reasons = unsupportedFields(
+      pod({
+        os: { name: 'windows' },
+        resources: { limits: { cpu: '1' } },
+        resourceClaims: [{ name: 'gpu', resourceClaimName: 'gpu-claim' }],
+        securityContext: {
+          supplementalGroups: [3000],
+          supplementalGroupsPolicy: 'Strict',
+          windowsOptions: { runAsUserName: 'ContainerUser' },
+        },
+        containers: [
+          {
+            name: 'app',
+            image: 'busybox:1.36',
+            lifecycle: { stopSignal: 'SIGUSR1' },
+            resources: { claims: [{ name: 'gpu' }] },
+          },
+        ],
+      }),
+    );
+    assert.deepEqual(reasons, [
+      "spec.securityContext.supplementalGroupsPolicy: Strict is not supported: the engine adds the groups of the image's /etc/group (Merge)",
+      'spec.securityContext.windowsOptions: not supported',
+      'spec.os.name: windows is not supported: containers run on a Linux engine',
+      'spec.resources: pod-level resources are not enforced; set them per container',
+      'spec.resourceClaims: dynamic resource allocation is not supported',
+      'spec.containers[app].lifecycle.stopSignal: containers are stopped with SIGTERM by this provider',
+      'spec.containers[app].resources.claims: dynamic resource allocation is not supported',
+    ]);
+    assert.deepEqual(
+      unsupportedFields(
+        pod({
+          os: { name: 'linux' },
+          securityContext: { supplementalGroups: [3000], supplementalGroupsPolicy: 'Merge' },
+        }),
+      ),
+      [],
+    );
   });
 
   it('defaults the pull policy as the API server does', () => {

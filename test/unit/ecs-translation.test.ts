@@ -395,6 +395,75 @@ describe('pod → Fargate task', () => {
       },
     );
   });
+
+  it('a sidecar, AppArmor profiles and hostUsers: false are refused rather than dropped', () => {
+    const pod = apiPod(
+      'web-abcde',
+      {
+        hostUsers: false,
+        securityContext: { appArmorProfile: { type: 'RuntimeDefault' } },
+        initContainers: [{ name: 'proxy', image: 'envoyproxy/envoy:v1.31', restartPolicy: 'Always' }],
+        containers: [
+          {
+            name: 'web',
+            image: 'nginx:1.27',
+            securityContext: { appArmorProfile: { type: 'Localhost', localhostProfile: 'tight' } },
+          },
+        ],
+      },
+      { annotations: { 'container.apparmor.security.beta.kubernetes.io/web': 'runtime/default' } },
+    );
+    assert.throws(
+      () => translatePod(pod, settings),
+      (err: unknown) => {
+        assert.ok(isTaskTranslationError(err));
+        assert.deepEqual(err.reasons, [
+          'spec.hostUsers: a Fargate task cannot run in a user namespace of its own',
+          'spec.securityContext.appArmorProfile: a Fargate task takes no AppArmor profile',
+          'metadata.annotations[container.apparmor.security.beta.kubernetes.io/web]: a Fargate task takes no AppArmor profile',
+          'spec.initContainers[proxy].restartPolicy: sidecar containers (init containers that keep running) are not supported',
+          'spec.containers[web].securityContext.appArmorProfile: a Fargate task takes no AppArmor profile',
+        ]);
+        return true;
+      },
+    );
+  });
+
+  it('a subdomain, a hostnameOverride, a non-Linux os, pod-level resources, resource claims, Strict groups and a stop signal are refused', () => {
+    const pod = apiPod('db-0', {
+      subdomain: 'db',
+      hostnameOverride: 'box',
+      os: { name: 'windows' },
+      resources: { limits: { cpu: '1' } },
+      resourceClaims: [{ name: 'gpu', resourceClaimName: 'gpu-claim' }],
+      securityContext: { supplementalGroupsPolicy: 'Strict' },
+      containers: [
+        {
+          name: 'db',
+          image: 'postgres:17',
+          lifecycle: { stopSignal: 'SIGINT' },
+          resources: { claims: [{ name: 'gpu' }] },
+        },
+      ],
+    });
+    assert.throws(
+      () => translatePod(pod, settings),
+      (err: unknown) => {
+        assert.ok(isTaskTranslationError(err));
+        assert.deepEqual(err.reasons, [
+          'spec.hostnameOverride: a Fargate task cannot set its hostname',
+          'spec.subdomain: a Fargate task cannot set its hostname or domain',
+          'spec.os.name: windows is not supported: Linux tasks only',
+          'spec.resources: pod-level resources are not supported; set them per container',
+          'spec.resourceClaims: dynamic resource allocation is not supported',
+          'spec.securityContext.supplementalGroupsPolicy: Strict is not supported',
+          "spec.containers[db].lifecycle.stopSignal: a task definition cannot set a container's stop signal",
+          'spec.containers[db].resources.claims: dynamic resource allocation is not supported',
+        ]);
+        return true;
+      },
+    );
+  });
 });
 
 describe('RunTask request', () => {

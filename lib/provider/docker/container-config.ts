@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import type { EngineKind } from './engine-kind.ts';
 import {
   deletingName,
   identityLabels,
@@ -60,13 +61,19 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
   };
 }
 
-/** One instance of an init or app container, joined to the infra container's namespaces. */
+/**
+ * One instance of an init or app container, joined to the infra container's
+ * namespaces. Its hostname is the infra container's, as a pod's containers
+ * share their sandbox's: Docker Engine copies it to a container that joins
+ * the infra container's network, Podman needs the UTS namespace joined too.
+ */
 export function instanceConfig(
   plan: PodPlan,
   container: ContainerPlan,
   role: 'init' | 'app',
   attempt: number,
   infraId: string,
+  engine: EngineKind,
 ): Docker.ContainerCreateOptions {
   return {
     name: instanceName(plan.uid, role, container.name, attempt),
@@ -90,6 +97,7 @@ export function instanceConfig(
       Init: true,
       NetworkMode: `container:${infraId}`,
       IpcMode: `container:${infraId}`,
+      ...(engine === 'podman' ? { UTSMode: `container:${infraId}` } : {}),
       ...(plan.sharePid ? { PidMode: `container:${infraId}` } : {}),
       RestartPolicy: { Name: 'no' },
       Binds: container.mounts.map(

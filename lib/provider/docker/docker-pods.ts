@@ -14,6 +14,7 @@ import {
 import { deletingConfig, type EngineSettings, infraConfig, volumeConfig } from './container-config.ts';
 import { containerLogs } from './container-logs.ts';
 import { isEngineNotFound, isNameConflict, isNotModified, isNotRunning } from './engine-errors.ts';
+import { engineKindOnce } from './engine-kind.ts';
 import { EngineState } from './engine-state.ts';
 import { ImagePuller, type RegistryAuth } from './image-puller.ts';
 import { infraName, LABELS, type PodIdentity } from './names.ts';
@@ -69,6 +70,7 @@ export class DockerPodProvider implements PodProvider {
       state: this.state,
       puller,
       settings,
+      engineKind: engineKindOnce(docker),
       clock,
       log,
       registryAuth: options.registryAuth ?? (async () => undefined),

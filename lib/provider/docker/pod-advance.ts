@@ -4,6 +4,7 @@ import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
 import { type EngineSettings, instanceConfig } from './container-config.ts';
 import { isEngineNotFound, isImageMissing, isNameConflict, isNotModified } from './engine-errors.ts';
+import type { EngineKind } from './engine-kind.ts';
 import type { EngineState } from './engine-state.ts';
 import type { ImagePuller, RegistryAuth } from './image-puller.ts';
 import { LABELS } from './names.ts';
@@ -20,6 +21,8 @@ export interface AdvanceDeps {
   state: EngineState;
   puller: ImagePuller;
   settings: EngineSettings & { hostIp: string };
+  /** Docker Engine or Podman, which name a joining container's hostname differently. */
+  engineKind: () => Promise<EngineKind>;
   clock: Clock;
   log: Logger;
   /** Registry credentials for a pod's image, from its imagePullSecrets. */
@@ -204,7 +207,7 @@ async function createInstance(
   log: Logger,
 ): Promise<boolean> {
   if (removalOf(plan.uid)) return false;
-  const config = instanceConfig(plan, view.plan, view.role, attempt, infraId);
+  const config = instanceConfig(plan, view.plan, view.role, attempt, infraId, await deps.engineKind());
   let id: string;
   try {
     id = (await deps.docker.createContainer(config)).id;

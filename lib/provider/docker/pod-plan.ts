@@ -23,7 +23,11 @@ export interface PodPlan extends PodIdentity {
   dns?: { nameservers: string[]; searches: string[]; options: string[] };
   extraHosts: string[];
   sharePid: boolean;
-  /** Seconds between SIGTERM and SIGKILL when the pod is deleted without a deletion timestamp. */
+  /**
+   * The pod's terminationGracePeriodSeconds, reported back in the pod getPod
+   * returns. A delete does not read it: a graceful one ends at its API
+   * object's deletionTimestamp, one without a deletion timestamp kills at once.
+   */
   gracePeriodSeconds: number;
   imagePullSecrets: string[];
 }
@@ -72,7 +76,8 @@ export function podPlan(pod: V1Pod, identity: PodIdentity): PodPlan {
   return {
     ...identity,
     restartPolicy: restartPolicy(spec?.restartPolicy),
-    hostname: (spec?.hostname ?? identity.name).slice(0, 63),
+    // hostnameOverride is taken whole (the API server holds it to 64 characters); a pod name is cut as the kubelet cuts it.
+    hostname: spec?.hostnameOverride || (spec?.hostname ?? identity.name).slice(0, 63),
     initContainers: (spec?.initContainers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     volumes: (spec?.volumes ?? []).flatMap((v) =>
@@ -135,6 +140,7 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
     ...(cpuLimit !== undefined ? { nanoCpus: Math.max(1, Math.round(cpuLimit * 1e9)) } : {}),
     ...(memoryLimit !== undefined ? { memoryBytes: Math.round(memoryLimit) } : {}),
     ...(cpuRequest !== undefined ? { cpuShares: Math.max(2, Math.round(cpuRequest * 1024)) } : {}),
+    // The engine takes a group only beside a user: runAsGroup alone is refused (pod-support.ts).
     ...(uid !== undefined ? { user: gid !== undefined ? `${uid}:${gid}` : String(uid) } : {}),
     groupAdd: (podSc?.supplementalGroups ?? []).map(String),
     readOnlyRootfs: sc?.readOnlyRootFilesystem ?? false,

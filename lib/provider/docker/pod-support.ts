@@ -12,8 +12,25 @@ import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
  * kubelet and are accepted. So are the API server's defaults that change
  * nothing here: dnsPolicy ClusterFirst (containers use the engine's DNS),
  * terminationMessagePath/Policy (no termination message is read),
- * enableServiceLinks.
+ * enableServiceLinks; and fields that only qualify a refused one
+ * (fsGroupChangePolicy, seLinuxChangePolicy, overhead) or an operation the
+ * provider never performs (resizePolicy). README, "Docker provider", lists
+ * every field of the pod spec and what becomes of it.
+ *
+ * The cluster domain is not known here, so a subdomain (the pod's
+ * `<hostname>.<subdomain>.<namespace>.svc.<cluster domain>`, and with
+ * setHostnameAsFQDN its hostname) cannot be set as the kubelet sets it.
+ *
+ * Confinement is never loosened nor chosen per pod: every container runs
+ * under the engine's default seccomp and AppArmor profiles, in the host's
+ * user namespace, with the engine's default runtime. So seccompProfile is
+ * accepted as RuntimeDefault only (what the engine applies anyway), and
+ * appArmorProfile (which the engine applies only where the host has
+ * AppArmor, unknown here), hostUsers: false and runtimeClassName are refused.
  */
+
+/** The annotation AppArmor profiles were asked for with before Kubernetes 1.30, per container. */
+const APPARMOR_ANNOTATION_PREFIX = 'container.apparmor.security.beta.kubernetes.io/';
 
 /** Every reason the pod cannot run here, naming the field; empty when it can. */
 export function unsupportedFields(pod: V1Pod): string[] {
@@ -28,6 +45,38 @@ export function unsupportedFields(pod: V1Pod): string[] {
   if (spec.securityContext?.sysctls?.length) refuse('spec.securityContext.sysctls', 'not supported');
   if (spec.securityContext?.seLinuxOptions) refuse('spec.securityContext.seLinuxOptions', 'not supported');
   if (spec.securityContext?.fsGroup !== undefined) refuse('spec.securityContext.fsGroup', 'not supported');
+  if (spec.securityContext?.seccompProfile && spec.securityContext.seccompProfile.type !== 'RuntimeDefault')
+    refuse('spec.securityContext.seccompProfile', 'only RuntimeDefault is supported');
+  if (spec.securityContext?.appArmorProfile)
+    refuse('spec.securityContext.appArmorProfile', 'AppArmor profiles are not set by this provider');
+  for (const key of Object.keys(pod.metadata?.annotations ?? {})) {
+    if (key.startsWith(APPARMOR_ANNOTATION_PREFIX))
+      refuse(`metadata.annotations[${key}]`, 'AppArmor profiles are not set by this provider');
+  }
+  if (spec.securityContext?.supplementalGroupsPolicy === 'Strict')
+    refuse(
+      'spec.securityContext.supplementalGroupsPolicy',
+      "Strict is not supported: the engine adds the groups of the image's /etc/group (Merge)",
+    );
+  if (spec.securityContext?.windowsOptions) refuse('spec.securityContext.windowsOptions', 'not supported');
+  if (spec.os && spec.os.name !== 'linux')
+    refuse('spec.os.name', `${spec.os.name} is not supported: containers run on a Linux engine`);
+  if (spec.hostUsers === false) refuse('spec.hostUsers', 'user namespaces are not set up by this provider');
+  if (spec.runtimeClassName !== undefined)
+    refuse('spec.runtimeClassName', "containers run with the engine's default runtime");
+  // hostnameOverride sets the hostname alone and takes precedence over subdomain, as the kubelet does it.
+  if (spec.subdomain && !spec.hostnameOverride) {
+    refuse(
+      'spec.subdomain',
+      "the cluster domain is unknown to this provider, so the pod's <hostname>.<subdomain>.<namespace>.svc.<cluster domain> cannot be set",
+    );
+    if (spec.setHostnameAsFQDN)
+      refuse('spec.setHostnameAsFQDN', 'the cluster domain is unknown to this provider');
+  }
+  if (spec.resources)
+    refuse('spec.resources', 'pod-level resources are not enforced; set them per container');
+  if (spec.resourceClaims?.length)
+    refuse('spec.resourceClaims', 'dynamic resource allocation is not supported');
   if (spec.activeDeadlineSeconds !== undefined) refuse('spec.activeDeadlineSeconds', 'not supported');
   if (spec.readinessGates?.length) refuse('spec.readinessGates', 'not supported');
   for (const volume of spec.volumes ?? []) {
@@ -44,15 +93,30 @@ export function unsupportedFields(pod: V1Pod): string[] {
     ['containers', spec.containers ?? []],
   ] as const) {
     for (const container of list)
-      reasons.push(...containerReasons(`spec.${kind}[${container.name}]`, container, pod));
+      reasons.push(...containerReasons(`spec.${kind}[${container.name}]`, kind, container, pod));
   }
   return reasons;
 }
 
-function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
+function containerReasons(
+  at: string,
+  kind: 'initContainers' | 'containers',
+  c: V1Container,
+  pod: V1Pod,
+): string[] {
   const reasons: string[] = [];
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
   if (!c.image) refuse('image', 'is required');
+  if (c.restartPolicy !== undefined) {
+    refuse(
+      'restartPolicy',
+      kind === 'initContainers' && c.restartPolicy === 'Always'
+        ? 'sidecar containers (init containers that keep running) are not supported'
+        : "not supported: containers restart by the pod's restartPolicy",
+    );
+  }
+  if (c.restartPolicyRules?.length)
+    refuse('restartPolicyRules', "not supported: containers restart by the pod's restartPolicy");
   if (c.env?.some((e) => e.value === undefined)) refuse('env', 'valueFrom was not resolved');
   if (c.envFrom?.length) refuse('envFrom', 'was not resolved');
   if (c.livenessProbe) refuse('livenessProbe', 'probes are not run by this provider');
@@ -60,6 +124,8 @@ function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
   if (c.startupProbe) refuse('startupProbe', 'probes are not run by this provider');
   if (c.lifecycle?.postStart || c.lifecycle?.preStop)
     refuse('lifecycle', 'hooks are not run by this provider');
+  if (c.lifecycle?.stopSignal)
+    refuse('lifecycle.stopSignal', 'containers are stopped with SIGTERM by this provider');
   if (c.volumeDevices?.length) refuse('volumeDevices', 'not supported');
   for (const mount of c.volumeMounts ?? []) {
     if (mount.subPath || mount.subPathExpr) refuse(`volumeMounts[${mount.name}].subPath`, 'not supported');
@@ -69,6 +135,7 @@ function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
   const limits = Object.keys(c.resources?.limits ?? {}).filter((r) => r !== 'cpu' && r !== 'memory');
   if (limits.length > 0)
     refuse('resources.limits', `only cpu and memory are enforced, not ${limits.join(', ')}`);
+  if (c.resources?.claims?.length) refuse('resources.claims', 'dynamic resource allocation is not supported');
   const sc = c.securityContext;
   if (sc?.privileged) refuse('securityContext.privileged', 'privileged containers are refused');
   if (sc?.capabilities?.add?.length)
@@ -78,6 +145,8 @@ function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
   if (sc?.procMount && sc.procMount !== 'Default') refuse('securityContext.procMount', 'not supported');
   if (sc?.seccompProfile && sc.seccompProfile.type !== 'RuntimeDefault')
     refuse('securityContext.seccompProfile', 'only RuntimeDefault is supported');
+  if (sc?.appArmorProfile)
+    refuse('securityContext.appArmorProfile', 'AppArmor profiles are not set by this provider');
   // The image's user is unknown until it runs, so runAsNonRoot needs an explicit runAsUser to check.
   const podSc = pod.spec?.securityContext;
   const nonRoot = sc?.runAsNonRoot ?? podSc?.runAsNonRoot;
@@ -85,6 +154,10 @@ function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
   if (nonRoot && user === undefined)
     refuse('securityContext.runAsNonRoot', 'needs runAsUser on this provider');
   if (nonRoot && user === 0) refuse('securityContext.runAsUser', 'is 0 while runAsNonRoot is set');
+  // The engine takes a group only with a user (`uid:gid`), and the image's user is unknown here.
+  const group = sc?.runAsGroup ?? podSc?.runAsGroup;
+  if (group !== undefined && user === undefined)
+    refuse('securityContext.runAsGroup', 'needs runAsUser on this provider');
   return reasons;
 }
 

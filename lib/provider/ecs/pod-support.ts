@@ -12,6 +12,9 @@ import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
  * accepted; README, "ECS Fargate provider", lists what each field becomes.
  */
 
+/** The annotation AppArmor profiles were asked for with before Kubernetes 1.30, per container. */
+const APPARMOR_ANNOTATION_PREFIX = 'container.apparmor.security.beta.kubernetes.io/';
+
 /** Every reason the pod cannot run as a Fargate task, naming the field; empty when it can. */
 export function unsupportedFields(pod: V1Pod): string[] {
   const spec = pod.spec;
@@ -23,19 +26,35 @@ export function unsupportedFields(pod: V1Pod): string[] {
   if (spec.hostPID) refuse('hostPID', 'a Fargate task has no host PID namespace to share');
   if (spec.hostIPC) refuse('hostIPC', 'a Fargate task has no host IPC namespace to share');
   if (spec.hostAliases?.length) refuse('hostAliases', 'not supported with awsvpc networking');
-  if (spec.hostname || spec.subdomain) refuse('hostname', 'a Fargate task cannot set its hostname');
+  if (spec.hostname) refuse('hostname', 'a Fargate task cannot set its hostname');
+  if (spec.hostnameOverride) refuse('hostnameOverride', 'a Fargate task cannot set its hostname');
+  if (spec.subdomain) refuse('subdomain', 'a Fargate task cannot set its hostname or domain');
+  if (spec.os && spec.os.name !== 'linux')
+    refuse('os.name', `${spec.os.name} is not supported: Linux tasks only`);
+  if (spec.resources) refuse('resources', 'pod-level resources are not supported; set them per container');
+  if (spec.resourceClaims?.length) refuse('resourceClaims', 'dynamic resource allocation is not supported');
   if (spec.dnsConfig) refuse('dnsConfig', 'a Fargate task uses the VPC resolver');
   if (spec.dnsPolicy === 'None') refuse('dnsPolicy', 'None needs dnsConfig, which Fargate cannot honour');
   if ((spec.ephemeralContainers ?? []).length > 0) refuse('ephemeralContainers', 'not supported');
   if (spec.activeDeadlineSeconds !== undefined) refuse('activeDeadlineSeconds', 'not supported');
   if (spec.readinessGates?.length) refuse('readinessGates', 'not supported');
   if (spec.runtimeClassName) refuse('runtimeClassName', 'Fargate has one runtime');
+  if (spec.hostUsers === false)
+    refuse('hostUsers', 'a Fargate task cannot run in a user namespace of its own');
+  if (spec.securityContext?.appArmorProfile)
+    refuse('securityContext.appArmorProfile', 'a Fargate task takes no AppArmor profile');
   const podSc = spec.securityContext;
+  for (const key of Object.keys(pod.metadata?.annotations ?? {})) {
+    if (key.startsWith(APPARMOR_ANNOTATION_PREFIX))
+      reasons.push(`metadata.annotations[${key}]: a Fargate task takes no AppArmor profile`);
+  }
   if (podSc?.sysctls?.length) refuse('securityContext.sysctls', 'not supported');
   if (podSc?.seLinuxOptions) refuse('securityContext.seLinuxOptions', 'not supported');
   if (podSc?.fsGroup !== undefined)
     refuse('securityContext.fsGroup', 'Fargate volumes have no group ownership');
   if (podSc?.supplementalGroups?.length) refuse('securityContext.supplementalGroups', 'not supported');
+  if (podSc?.supplementalGroupsPolicy === 'Strict')
+    refuse('securityContext.supplementalGroupsPolicy', 'Strict is not supported');
   if (podSc?.windowsOptions) refuse('securityContext.windowsOptions', 'Linux tasks only');
   for (const volume of spec.volumes ?? []) reasons.push(...volumeReasons(volume, pod));
   for (const [kind, list] of [
@@ -43,7 +62,7 @@ export function unsupportedFields(pod: V1Pod): string[] {
     ['containers', spec.containers ?? []],
   ] as const) {
     for (const container of list)
-      reasons.push(...containerReasons(`spec.${kind}[${container.name}]`, container, pod));
+      reasons.push(...containerReasons(`spec.${kind}[${container.name}]`, kind, container, pod));
   }
   return reasons;
 }
@@ -61,10 +80,26 @@ function volumeReasons(volume: V1Volume, pod: V1Pod): string[] {
   return [`${at}: only emptyDir volumes are supported on Fargate, not ${kind}`];
 }
 
-function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
+function containerReasons(
+  at: string,
+  kind: 'initContainers' | 'containers',
+  c: V1Container,
+  pod: V1Pod,
+): string[] {
   const reasons: string[] = [];
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
   if (!c.image) refuse('image', 'is required');
+  // A sidecar would become a non-essential container the app containers wait on to exit 0: never.
+  if (c.restartPolicy !== undefined) {
+    refuse(
+      'restartPolicy',
+      kind === 'initContainers' && c.restartPolicy === 'Always'
+        ? 'sidecar containers (init containers that keep running) are not supported'
+        : "not supported: containers restart by the pod's restartPolicy",
+    );
+  }
+  if (c.restartPolicyRules?.length)
+    refuse('restartPolicyRules', "not supported: containers restart by the pod's restartPolicy");
   if (c.imagePullPolicy === 'Never') refuse('imagePullPolicy', 'Never: a Fargate task has no local images');
   if (c.env?.some((e) => e.value === undefined)) refuse('env', 'valueFrom was not resolved');
   if (c.envFrom?.length) refuse('envFrom', 'was not resolved');
@@ -72,6 +107,8 @@ function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
     if (c[probe]) refuse(probe, 'probes are not run by this provider');
   if (c.lifecycle?.postStart || c.lifecycle?.preStop)
     refuse('lifecycle', 'hooks are not run by this provider');
+  if (c.lifecycle?.stopSignal)
+    refuse('lifecycle.stopSignal', "a task definition cannot set a container's stop signal");
   if (c.volumeDevices?.length) refuse('volumeDevices', 'not supported');
   for (const mount of c.volumeMounts ?? []) {
     if (mount.subPath || mount.subPathExpr) refuse(`volumeMounts[${mount.name}].subPath`, 'not supported');
@@ -91,6 +128,7 @@ function containerReasons(at: string, c: V1Container, pod: V1Pod): string[] {
   ].filter((r) => r !== 'cpu' && r !== 'memory');
   if (extra.length > 0)
     refuse('resources', `only cpu and memory are supported, not ${[...new Set(extra)].join(', ')}`);
+  if (c.resources?.claims?.length) refuse('resources.claims', 'dynamic resource allocation is not supported');
   reasons.push(...securityReasons(at, c, pod));
   return reasons;
 }
@@ -107,6 +145,7 @@ function securityReasons(at: string, c: V1Container, pod: V1Pod): string[] {
   if (sc?.allowPrivilegeEscalation === false)
     refuse('allowPrivilegeEscalation', 'Fargate cannot set no_new_privs on a container');
   if (sc?.seLinuxOptions) refuse('seLinuxOptions', 'not supported');
+  if (sc?.appArmorProfile) refuse('appArmorProfile', 'a Fargate task takes no AppArmor profile');
   if (sc?.windowsOptions) refuse('windowsOptions', 'Linux tasks only');
   if (sc?.procMount && sc.procMount !== 'Default') refuse('procMount', 'not supported');
   const seccomp = sc?.seccompProfile ?? podSc?.seccompProfile;

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { instanceConfig } from '../../lib/provider/docker/container-config.ts';
+import { engineKindOf, engineKindOnce } from '../../lib/provider/docker/engine-kind.ts';
+import { podPlan } from '../../lib/provider/docker/pod-plan.ts';
+
+describe('docker provider: a container joins its pod', () => {
+  const plan = podPlan(
+    {
+      metadata: { namespace: 'n', name: 'web-0', uid: 'u' },
+      spec: { hostname: 'box', containers: [{ name: 'app', image: 'busybox:1.36' }] },
+    },
+    { namespace: 'n', name: 'web-0', uid: 'u', node: 'vk' },
+  );
+  const app = plan.containers[0];
+
+  it("shares the infra container's hostname: Podman joins its UTS namespace, Docker Engine copies it", () => {
+    assert.ok(app);
+    const podman = instanceConfig(plan, app, 'app', 0, 'infra-id', 'podman').HostConfig;
+    assert.equal(podman?.UTSMode, 'container:infra-id');
+    assert.equal(podman?.NetworkMode, 'container:infra-id');
+    const docker = instanceConfig(plan, app, 'app', 0, 'infra-id', 'docker');
+    // Docker Engine refuses a UTS mode of another container, and a hostname beside a joined network.
+    assert.equal(docker.HostConfig?.UTSMode, undefined);
+    assert.equal(docker.Hostname, undefined);
+  });
+
+  it('tells Podman from Docker Engine by the components /version names', () => {
+    assert.equal(engineKindOf({ Components: [{ Name: 'Podman Engine' }] }), 'podman');
+    assert.equal(engineKindOf({ Components: [{ Name: 'Engine' }] }), 'docker');
+    assert.equal(engineKindOf({}), 'docker');
+  });
+
+  it('asks the engine once, and again after a failed ask', async () => {
+    let asks = 0;
+    const kind = engineKindOnce({
+      version: async () => {
+        asks += 1;
+        if (asks === 1) throw new Error('engine unreachable');
+        return { Components: [{ Name: 'Podman Engine' }] };
+      },
+    });
+    await assert.rejects(kind(), /engine unreachable/);
+    assert.equal(await kind(), 'podman');
+    assert.equal(await kind(), 'podman');
+    assert.equal(asks, 2);
+  });
+});
