@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 
 /**
@@ -24,7 +25,19 @@ export interface PodmanLayout {
   serviceLog: string;
 }
 
+/**
+ * Where runroots go: podman's CLI refuses a runroot longer than 50
+ * characters ("the specified runroot is longer than 50 characters"; it holds
+ * unix sockets), and the exit command conmon runs when a container exits,
+ * `podman --runroot <runroot> container cleanup`, passes it as a flag. A
+ * runroot inside a deep instance directory makes that command fail: the
+ * container stays `stopped`, no `die` event is sent until a client asks,
+ * and AutoRemove is ignored.
+ */
+const RUNROOTS = '/run/serverless-virtual-kubelet';
+
 export function podmanLayout(dir: string): PodmanLayout {
+  const key = createHash('sha256').update(dir).digest('hex').slice(0, 8);
   return {
     dir,
     containersConf: join(dir, 'containers.conf'),
@@ -32,7 +45,7 @@ export function podmanLayout(dir: string): PodmanLayout {
     registriesConf: join(dir, 'registries.conf'),
     socket: join(dir, 'podman.sock'),
     storage: join(dir, 'storage'),
-    runroot: join(dir, 'runroot'),
+    runroot: join(RUNROOTS, `runroot-${key}`),
     tmp: join(dir, 'tmp'),
     networks: join(dir, 'networks'),
     eventsLog: join(dir, 'events.log'),

@@ -74,6 +74,7 @@ export async function startPodman(options: StartPodmanOptions): Promise<PodmanSe
   await reapStale(baseEnv, log);
   const layout = podmanLayout(options.dir);
   rmSync(layout.dir, { recursive: true, force: true });
+  rmSync(layout.runroot, { recursive: true, force: true });
   mkdirSync(layout.tmp, { recursive: true });
   mkdirSync(layout.networks, { recursive: true });
   // Before the first podman call on this storage: see podman-config.ts.
@@ -179,6 +180,7 @@ async function stopInstance(instance: Instance): Promise<void> {
   if (child) await stopChild(child);
   if (existsSync(layout.storageConf)) await podman(['system', 'reset', '--force']);
   rmSync(layout.dir, { recursive: true, force: true });
+  rmSync(layout.runroot, { recursive: true, force: true });
   releaseSlot(slot);
   await cleanHost(instance.host ?? snapshotHost(), log);
 }

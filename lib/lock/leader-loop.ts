@@ -25,6 +25,16 @@ export interface LeaderLoopOptions {
 export interface LeaderWork {
   start?: (stop: AbortSignal, handle: LockHandle) => Promise<void>;
   round: (stop: AbortSignal, round: number, handle: LockHandle) => Promise<void>;
+  /**
+   * Optional: how the holder waits for the next round, when something can
+   * bring it forward (pod-status's provider changes). Waits `ms` or less,
+   * resolving true when woken early, false when the time passed; rejects
+   * when `stop` aborts. With it, the holder also waits out the time up to
+   * its stop when the next interval would end after it, in case it is
+   * woken; without it, it sleeps the interval and stops when that would
+   * end after its stop.
+   */
+  wait?: (ms: number, stop: AbortSignal) => Promise<boolean>;
 }
 
 export interface LeaderLoopResult {
@@ -95,9 +105,13 @@ export async function runAsLeader(options: LeaderLoopOptions, work: LeaderWork):
       await work.round(untilStop, rounds + 1, handle);
       rounds++;
       const next = started + intervalMs;
-      if (next >= stopAt) break;
+      if (next >= stopAt && !work.wait) break;
       try {
-        await clock.sleep(next - clock.monotonic(), untilStop);
+        const until = Math.min(next, stopAt);
+        const woken = work.wait
+          ? await work.wait(until - clock.monotonic(), untilStop)
+          : await clock.sleep(next - clock.monotonic(), untilStop).then(() => false);
+        if (!woken && next >= stopAt) break;
       } catch {
         break;
       }

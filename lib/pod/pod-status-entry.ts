@@ -2,13 +2,17 @@ import type { Dependencies } from '../app/dependencies.ts';
 import type { Invocation } from '../invocation.ts';
 import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
 import { type PodStatusRound, PodStatusRounds } from './pod-status-round.ts';
+import { ProviderWakeups } from './provider-wakeups.ts';
 
 export type { PodStatusRound } from './pod-status-round.ts';
 
 /** The lock that makes one invocation at a time the pod-status holder for all nodes of a deployment. */
 export const POD_STATUS_LOCK = 'pod-status';
 
-export type PodStatusResult = LeaderLoopResult;
+export interface PodStatusResult extends LeaderLoopResult {
+  /** Rounds a provider change brought forward (provider-wakeups.ts); absent when the provider pushes none. */
+  woken?: number;
+}
 
 export interface PodStatusHooks {
   /** Called after each round. */
@@ -18,10 +22,12 @@ export interface PodStatusHooks {
 /**
  * The pod-status function's one entry point. Like the heartbeat, it stands by
  * for the `pod-status` lock, then every SVK_POD_STATUS_INTERVAL_SECONDS until
- * shortly before its deadline: writes changed provider statuses of every
- * node's known pods, force-deletes pods whose grace period ended, and (when
- * it takes over, then every SVK_POD_DANGLING_INTERVAL_SECONDS) deletes
- * dangling provider pods. Its API writes are not fenced: two holders for a
+ * shortly before its deadline, and at once when the provider reports a
+ * change on a node (its optional `watchChanges`, provider-wakeups.ts):
+ * writes changed provider statuses of every node's known pods,
+ * force-deletes pods whose grace period ended, and (when it takes over,
+ * then every SVK_POD_DANGLING_INTERVAL_SECONDS) deletes dangling provider
+ * pods. Its API writes are not fenced: two holders for a
  * moment (a stale lock taken over) write the same statuses, and every
  * DynamoDB write is conditional.
  */
@@ -33,7 +39,15 @@ export async function podStatus(
   const { config, clock } = deps;
   const log = deps.log.child({ requestId: invocation.requestId });
   const rounds = new PodStatusRounds(deps);
-  return runAsLeader(
+  const wakeups = new ProviderWakeups({
+    provider: deps.podProvider,
+    nodes: config.nodeNames,
+    clock,
+    log,
+  });
+  // The streams close with the holder's stop, or here when the loop ended without it.
+  const streams = new AbortController();
+  const result = await runAsLeader(
     {
       lock: POD_STATUS_LOCK,
       lockStore: deps.lockStore,
@@ -47,10 +61,13 @@ export async function podStatus(
       onLockTakeover: (lock) => deps.metrics.lockTakeover(lock),
     },
     {
+      start: async (stop) => wakeups.open(AbortSignal.any([stop, streams.signal])),
       round: async (stop) => {
         const round: PodStatusRound = await rounds.round(stop, log);
         hooks.onRound?.(round);
       },
+      ...(wakeups.available ? { wait: (ms, stop) => wakeups.wait(ms, stop) } : {}),
     },
-  );
+  ).finally(() => streams.abort());
+  return wakeups.available ? { ...result, woken: wakeups.woken } : result;
 }

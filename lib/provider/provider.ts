@@ -162,6 +162,32 @@ export interface PodProvider {
    * is left out, never reported as zero; the node's figures are the sums.
    */
   podStats?(nodeName: string, signal?: AbortSignal): Promise<PodUsage[]>;
+  /**
+   * Optional: the backend's own notice that something changed on `nodeName`
+   * (a container started, exited or was removed), as virtual-kubelet's
+   * PodNotifier lets a provider push instead of only being polled. A change
+   * says only that a pod status on the node may have moved: pod-status then
+   * runs its next round at once instead of at the end of its interval, and
+   * reads every status from `listPods` as a poll does. Without it, or while
+   * its stream is down, pod-status polls alone.
+   *
+   * Yields one {@link ProviderChange} per change the backend reports (a burst
+   * may yield many; the caller coalesces them). The iteration ends when
+   * `signal` aborts, and must not outlive it (the caller never awaits the
+   * end); it throws when the stream cannot be opened or breaks, the backend
+   * closing it included, and the caller opens it again later. Changes made
+   * before the stream opened, or while it was down, are not replayed: the
+   * caller's polling covers them.
+   */
+  watchChanges?(nodeName: string, signal: AbortSignal): AsyncIterable<ProviderChange>;
+}
+
+/** One change a provider's {@link PodProvider.watchChanges} reports: a hint to look again, never a status. */
+export interface ProviderChange {
+  /** The pod it concerns, when the backend says. */
+  uid?: string;
+  /** What happened, in the backend's words (`die`, `start`...), for logs. */
+  reason: string;
 }
 
 /** Which part of a container's log to read: the kubelet's `/containerLogs` query, parsed and validated. */

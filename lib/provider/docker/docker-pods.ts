@@ -8,11 +8,13 @@ import {
   type ContainerLogOptions,
   type PodProvider,
   type PodUsage,
+  type ProviderChange,
   ProviderNotFoundError,
   ProviderUnsupportedError,
 } from '../provider.ts';
 import { deletingConfig, type EngineSettings, infraConfig, volumeConfig } from './container-config.ts';
 import { containerLogs } from './container-logs.ts';
+import { engineChanges } from './engine-changes.ts';
 import { isEngineNotFound, isNameConflict, isNotModified, isNotRunning } from './engine-errors.ts';
 import { engineKindOnce } from './engine-kind.ts';
 import { EngineState } from './engine-state.ts';
@@ -211,6 +213,14 @@ export class DockerPodProvider implements PodProvider {
       nodeName,
       signal,
     );
+  }
+
+  /**
+   * The engine's container events of `nodeName`'s pods (engine-changes.ts):
+   * a start, an exit, a removal or a health status, as they happen.
+   */
+  watchChanges(nodeName: string, signal: AbortSignal): AsyncIterable<ProviderChange> {
+    return engineChanges(this.options.docker, nodeName, signal);
   }
 
   private async createInfra(plan: PodPlan, signal?: AbortSignal): Promise<void> {
