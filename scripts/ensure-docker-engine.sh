@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the opt-in Docker Engine test tier (`npm run test:docker-engine`)
+# needs: Debian's Docker Engine (docker.io: dockerd and its CLI) with its
+# containerd, runc and tini, and busybox-static (the root filesystem of the
+# images imported offline). Nothing is started here and no daemon
+# configuration is written: lib/local/docker-engine-service.ts starts one
+# dockerd per test run with every path and option on its command line, and
+# stops it. The package's init script is not run at install time on these
+# machines (policy-rc.d denies it); were it run, the system dockerd it
+# starts would be its own, apart from the test run's.
+set -euo pipefail
+
+PACKAGES=(docker.io containerd runc tini iptables busybox-static stunnel4)
+
+log() { printf '[ensure-docker-engine] %s\n' "$*" >&2; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  # Another apt may hold the lock (a parallel setup): wait for it rather than fail.
+  log "installing Debian packages: ${missing[*]}"
+  as_root apt-get -o DPkg::Lock::Timeout=300 update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null
+fi
+log "dockerd $(/usr/sbin/dockerd --version | awk '{print $3}' | tr -d ,), containerd $(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}')"
