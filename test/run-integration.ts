@@ -7,12 +7,16 @@
  * Usage: tsx test/run-integration.ts [--test-name-pattern=...] [test files or globs...]
  * (default: the integration tests and the conformance suites of
  * CONFORMANCE_PROVIDERS; arguments starting with `--` go to `node --test`)
+ *
+ * The Docker provider's tests run against a Podman service, or with
+ * SVK_TEST_ENGINE=dockerd against a Docker Engine (scripts/test-docker-engine.sh).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { startControlPlane } from '../lib/local/control-plane.ts';
+import { startDockerd } from '../lib/local/dockerd.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import { startPodman } from '../lib/local/podman.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
@@ -29,10 +33,17 @@ const patterns = process.argv.slice(2).filter((a) => !a.startsWith('--'));
  * the default run includes. A provider joins once its suite passes here.
  */
 const CONFORMANCE_PROVIDERS = ['mock', 'docker', 'ecs-fargate'];
+const engine = testEngine(process.env.SVK_TEST_ENGINE);
 const files =
   patterns.length > 0
     ? patterns
     : ['test/integration/**/*.test.ts', ...CONFORMANCE_PROVIDERS.map((p) => `test/conformance/${p}.test.ts`)];
+
+function testEngine(name: string | undefined): TestEnv['docker']['engine'] {
+  if (name === undefined || name === 'podman' || name === 'dockerd') return name ?? 'podman';
+  process.stderr.write(`SVK_TEST_ENGINE must be podman or dockerd, not ${name}\n`);
+  process.exit(2);
+}
 
 function log(line: string): void {
   process.stderr.write(`[integration] ${line}\n`);
@@ -54,7 +65,7 @@ async function main(): Promise<number> {
   mkdirSync(runDir, { recursive: true });
 
   const started = Date.now();
-  const [controlPlane, dynamo, podman] = await Promise.all([
+  const [controlPlane, dynamo, dockerEngine] = await Promise.all([
     startControlPlane({ dir: join(runDir, 'control-plane'), log }).then((cp) => {
       stops.push(() => cp.stop());
       return cp;
@@ -64,9 +75,12 @@ async function main(): Promise<number> {
       return db;
     }),
     // Real containers for the Docker provider's tests.
-    startPodman({ dir: join(runDir, 'podman'), log }).then((pm) => {
-      stops.push(() => pm.stop());
-      return pm;
+    (engine === 'dockerd'
+      ? startDockerd({ dir: join(runDir, 'dockerd'), log })
+      : startPodman({ dir: join(runDir, 'podman'), log })
+    ).then((service) => {
+      stops.push(() => service.stop());
+      return service;
     }),
   ]);
   const tableName = 'svk-test';
@@ -110,7 +124,7 @@ async function main(): Promise<number> {
     controlPlaneDir: controlPlane.dir,
     controlUrl: `http://127.0.0.1:${controlAddress.port}`,
     etcdUrl: `http://127.0.0.1:${controlPlane.ports.etcdClient}`,
-    docker: { host: podman.dockerHost, network: podman.network, podmanDir: podman.dir },
+    docker: { engine, host: dockerEngine.dockerHost, network: dockerEngine.network, dir: dockerEngine.dir },
   };
   const envFile = join(runDir, 'env.json');
   writeFileSync(envFile, JSON.stringify(env, null, 2));
