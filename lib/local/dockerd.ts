@@ -62,6 +62,8 @@ interface Layout {
   socket: string;
   pidFile: string;
   configFile: string;
+  /** Which of DAEMON_RUN_DIRS the instance created, for whoever cleans up after it. */
+  createdFile: string;
   log: string;
 }
 
@@ -73,6 +75,7 @@ function layoutOf(dir: string): Layout {
     socket: join(dir, 'docker.sock'),
     pidFile: join(dir, 'dockerd.pid'),
     configFile: join(dir, 'daemon.json'),
+    createdFile: join(dir, 'created.json'),
     log: join(dir, 'dockerd.log'),
   };
 }
@@ -113,6 +116,7 @@ export async function startDockerd(options: StartDockerdOptions): Promise<Docker
   writeFileSync(layout.configFile, '{}\n');
   const host = snapshotHost();
   const created = Object.keys(DAEMON_RUN_DIRS).filter((path) => !existsSync(path));
+  writeFileSync(layout.createdFile, JSON.stringify(created));
   const slot = await claimSlot(layout.dir, 'dockerd');
   const docker = new Docker({ socketPath: layout.socket });
   let child: ChildProcess | undefined;
@@ -292,7 +296,18 @@ async function reapStale(log: (line: string) => void): Promise<void> {
         log(`dockerd: the dead instance's daemon did not start again: ${String(err)}`),
       );
     }
-    await stopInstance({ layout, slot, child, log });
+    await stopInstance({ layout, slot, child, created: readCreated(layout), log });
+  }
+}
+
+function readCreated(layout: Layout): string[] {
+  try {
+    const value: unknown = JSON.parse(readFileSync(layout.createdFile, 'utf8'));
+    return Array.isArray(value)
+      ? value.filter((p): p is string => typeof p === 'string' && p in DAEMON_RUN_DIRS)
+      : [];
+  } catch {
+    return [];
   }
 }
 
