@@ -27,7 +27,7 @@ import {
 } from './podman-host.ts';
 
 const execFileAsync = promisify(execFile);
-export const DOCKERD = '/usr/sbin/dockerd';
+const DOCKERD = '/usr/sbin/dockerd';
 /** Makes the daemon die with us even when we are SIGKILLed (util-linux; skipped when absent). */
 const SETPRIV = '/usr/bin/setpriv';
 const READY_TIMEOUT_MS = 60_000;
@@ -89,7 +89,7 @@ function layoutOf(dir: string): Layout {
  * containerd with the cgroupfs driver (the hosts here run cgroup v1 without
  * systemd); overlay2 on the data root.
  */
-export function dockerdArgs(layout: Layout): string[] {
+function dockerdArgs(layout: Layout): string[] {
   return [
     `--config-file=${layout.configFile}`,
     `--data-root=${layout.dataRoot}`,
