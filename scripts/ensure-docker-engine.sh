@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the opt-in Docker Engine test tier (`npm run test:docker-engine`)
 # needs: Debian's Docker Engine (docker.io: dockerd and its CLI) with its
-# containerd, runc and tini, and busybox-static (the root filesystem of the
-# images imported offline). Nothing is started here and no daemon
-# configuration is written: lib/local/docker-engine-service.ts starts one
-# dockerd per test run with every path and option on its command line, and
-# stops it. The package's init script is not run at install time on these
-# machines (policy-rc.d denies it); were it run, the system dockerd it
-# starts would be its own, apart from the test run's.
+# containerd, runc and tini, busybox-static (the root filesystem of the
+# images imported offline) and stunnel4 (the TLS terminator of the
+# remote-engine test). Nothing is started and no daemon configuration is
+# written here: lib/local/dockerd.ts starts one dockerd per test run with
+# every path and option on its command line, and stops it. On these machines
+# the package's init script does not run at install (policy-rc.d denies it,
+# and there is no systemd); where an init does start it, that system dockerd
+# (with its default bridge and iptables rules) is not what the tests use.
 set -euo pipefail
 
 PACKAGES=(docker.io containerd runc tini iptables busybox-static stunnel4)
