@@ -7,12 +7,16 @@
  * Usage: tsx test/run-integration.ts [--test-name-pattern=...] [test files or globs...]
  * (default: the integration tests and the conformance suites of
  * CONFORMANCE_PROVIDERS; arguments starting with `--` go to `node --test`)
+ *
+ * The Docker provider's tests run against a Podman service, or with
+ * SVK_TEST_ENGINE=dockerd against a Docker Engine (scripts/test-docker-engine.sh).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { startControlPlane } from '../lib/local/control-plane.ts';
+import { startDockerd } from '../lib/local/dockerd.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import { startPodman } from '../lib/local/podman.ts';
 import { startRegistry } from '../lib/local/registry.ts';
@@ -30,10 +34,17 @@ const patterns = process.argv.slice(2).filter((a) => !a.startsWith('--'));
  * the default run includes. A provider joins once its suite passes here.
  */
 const CONFORMANCE_PROVIDERS = ['mock', 'docker', 'ecs-fargate'];
+const engine = testEngine(process.env.SVK_TEST_ENGINE);
 const files =
   patterns.length > 0
     ? patterns
     : ['test/integration/**/*.test.ts', ...CONFORMANCE_PROVIDERS.map((p) => `test/conformance/${p}.test.ts`)];
+
+function testEngine(name: string | undefined): TestEnv['docker']['engine'] {
+  if (name === undefined || name === 'podman' || name === 'dockerd') return name ?? 'podman';
+  process.stderr.write(`SVK_TEST_ENGINE must be podman or dockerd, not ${name}\n`);
+  process.exit(2);
+}
 
 function log(line: string): void {
   process.stderr.write(`[integration] ${line}\n`);
@@ -55,7 +66,7 @@ async function main(): Promise<number> {
   mkdirSync(runDir, { recursive: true });
 
   const started = Date.now();
-  const [controlPlane, dynamo, { podman, registry }] = await Promise.all([
+  const [controlPlane, dynamo, { dockerEngine, registry }] = await Promise.all([
     startControlPlane({ dir: join(runDir, 'control-plane'), log }).then((cp) => {
       stops.push(() => cp.stop());
       return cp;
@@ -65,12 +76,15 @@ async function main(): Promise<number> {
       return db;
     }),
     // Real containers for the Docker provider's tests, and a registry with basic auth that
-    // they pull from over plain HTTP (so Podman learns its address before it starts).
+    // they pull from over plain HTTP (so the engine learns its address before it starts:
+    // Podman from its registries.conf; Docker Engine treats 127.0.0.0/8 as insecure itself).
     startRegistry({ dir: join(runDir, 'registry'), log }).then(async (reg) => {
       stops.push(() => reg.stop());
-      const pm = await startPodman({ dir: join(runDir, 'podman'), log, insecureRegistries: [reg.address] });
-      stops.push(() => pm.stop());
-      return { podman: pm, registry: reg };
+      const service = await (engine === 'dockerd'
+        ? startDockerd({ dir: join(runDir, 'dockerd'), log })
+        : startPodman({ dir: join(runDir, 'podman'), log, insecureRegistries: [reg.address] }));
+      stops.push(() => service.stop());
+      return { dockerEngine: service, registry: reg };
     }),
   ]);
   const tableName = 'svk-test';
@@ -114,7 +128,7 @@ async function main(): Promise<number> {
     controlPlaneDir: controlPlane.dir,
     controlUrl: `http://127.0.0.1:${controlAddress.port}`,
     etcdUrl: `http://127.0.0.1:${controlPlane.ports.etcdClient}`,
-    docker: { host: podman.dockerHost, network: podman.network, podmanDir: podman.dir },
+    docker: { engine, host: dockerEngine.dockerHost, network: dockerEngine.network, dir: dockerEngine.dir },
     registry: { address: registry.address, username: registry.username, password: registry.password },
   };
   const envFile = join(runDir, 'env.json');

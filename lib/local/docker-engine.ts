@@ -1,4 +1,5 @@
 import { createEngineClient } from '../provider/docker/engine-client.ts';
+import { engineName } from '../provider/docker/engine-name.ts';
 import { parseDockerSettings } from '../provider/docker/settings.ts';
 import { errorMessage } from '../util/error-message.ts';
 
@@ -39,7 +40,7 @@ export async function localProvider(
         setTimeout(() => reject(new Error('no answer')), PING_TIMEOUT_MS).unref(),
       ),
     ]);
-    const engine = version.Components?.find((c) => /engine/i.test(c.Name))?.Name ?? 'Docker Engine';
+    const engine = engineName(version);
     return { provider: 'docker', reason: `${engine} ${version.Version} answers at ${where}` };
   } catch (err) {
     return {

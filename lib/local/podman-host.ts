@@ -6,11 +6,12 @@ import { promisify } from 'node:util';
 const execFileAsync = promisify(execFile);
 
 /**
- * What several local Podman instances on one machine share, and how each
- * leaves it clean: the bridge network's subnet and interface name (each
- * instance has its own network config and IP allocation, so two instances on
- * one subnet would hand out the same addresses), and what netavark creates
- * outside any instance directory (iptables chains, the /run/netns mount).
+ * What several local engine instances on one machine share (Podman services,
+ * and the Docker Engines of lib/local/dockerd.ts), and how each leaves it
+ * clean: the bridge network's subnet and interface name (each instance has
+ * its own network config and IP allocation, so two instances on one subnet
+ * would hand out the same addresses), and what netavark creates outside any
+ * instance directory (iptables chains, the /run/netns mount).
  */
 
 /** Registry of the slots in use: one file per slot naming its owner's pid and directory. */
@@ -28,9 +29,14 @@ export interface PodmanSlot {
   network: string;
 }
 
+/** Which engine holds a slot: a dead owner's instance is cleaned up by an instance of the same kind. */
+export type EngineKind = 'podman' | 'dockerd';
+
 interface SlotOwner {
   pid: number;
   dir: string;
+  /** Absent in the files of instances that predate Docker Engine instances: Podman. */
+  kind?: EngineKind;
 }
 
 export function slotFor(index: number): PodmanSlot {
@@ -42,13 +48,14 @@ export function slotFor(index: number): PodmanSlot {
   };
 }
 
-/** Instances whose owner died without cleaning up (their directory, to reap). */
-export function staleSlots(): Array<{ slot: PodmanSlot; dir: string }> {
+/** Instances of `kind` whose owner died without cleaning up (their directory, to reap). */
+export function staleSlots(kind: EngineKind): Array<{ slot: PodmanSlot; dir: string }> {
   if (!existsSync(SLOT_DIR)) return [];
   return readdirSync(SLOT_DIR).flatMap((name) => {
     const owner = readOwner(join(SLOT_DIR, name));
     const index = Number(name);
-    if (!Number.isInteger(index) || !owner || alive(owner.pid)) return [];
+    if (!Number.isInteger(index) || !owner || alive(owner.pid) || (owner.kind ?? 'podman') !== kind)
+      return [];
     return [{ slot: slotFor(index), dir: owner.dir }];
   });
 }
@@ -58,7 +65,11 @@ export function staleSlots(): Array<{ slot: PodmanSlot; dir: string }> {
  * created exclusively, so two instances starting at once never share one.
  * Slots whose subnet some host interface already uses are skipped.
  */
-export async function claimSlot(dir: string, pid: number = process.pid): Promise<PodmanSlot> {
+export async function claimSlot(
+  dir: string,
+  kind: EngineKind = 'podman',
+  pid: number = process.pid,
+): Promise<PodmanSlot> {
   mkdirSync(SLOT_DIR, { recursive: true });
   const routes = await hostRoutes();
   const start = pid % SLOTS;
@@ -66,15 +77,26 @@ export async function claimSlot(dir: string, pid: number = process.pid): Promise
     const slot = slotFor((start + i) % SLOTS);
     if (routes.some((r) => r.startsWith(slot.subnet.replace(/0\/24$/, '')))) continue;
     try {
-      writeFileSync(join(SLOT_DIR, String(slot.index)), JSON.stringify({ pid, dir } satisfies SlotOwner), {
-        flag: 'wx',
-      });
+      writeFileSync(
+        join(SLOT_DIR, String(slot.index)),
+        JSON.stringify({ pid, dir, kind } satisfies SlotOwner),
+        {
+          flag: 'wx',
+        },
+      );
       return slot;
     } catch (err) {
       if (!isExists(err)) throw err;
     }
   }
   throw new Error(`no free podman network slot in ${SLOT_DIR}`);
+}
+
+/** How many slots instances of `kind` hold, live or dead. */
+export function heldSlots(kind: EngineKind): number {
+  if (!existsSync(SLOT_DIR)) return 0;
+  return readdirSync(SLOT_DIR).filter((name) => (readOwner(join(SLOT_DIR, name))?.kind ?? 'podman') === kind)
+    .length;
 }
 
 export function releaseSlot(slot: PodmanSlot): void {
@@ -183,8 +205,9 @@ function readOwner(path: string): SlotOwner | undefined {
   try {
     const value: unknown = JSON.parse(readFileSync(path, 'utf8'));
     if (typeof value !== 'object' || value === null) return undefined;
-    const { pid, dir } = value as Record<string, unknown>;
-    return typeof pid === 'number' && typeof dir === 'string' ? { pid, dir } : undefined;
+    const { pid, dir, kind } = value as Record<string, unknown>;
+    if (typeof pid !== 'number' || typeof dir !== 'string') return undefined;
+    return kind === 'dockerd' || kind === 'podman' ? { pid, dir, kind } : { pid, dir };
   } catch {
     return undefined;
   }
@@ -203,7 +226,7 @@ function isExists(err: unknown): boolean {
   return err instanceof Error && (err as NodeJS.ErrnoException).code === 'EEXIST';
 }
 
-function removeEmptyDirs(dirs: string[]): void {
+export function removeEmptyDirs(dirs: string[]): void {
   for (const dir of dirs) {
     try {
       rmdirSync(dir);

@@ -12,6 +12,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
+import { importBusyboxImages, podmanImporter } from './busybox-image.ts';
 import {
   containersConf,
   type PodmanLayout,
@@ -29,7 +30,6 @@ import {
   snapshotHost,
   staleSlots,
 } from './podman-host.ts';
-import { importBusyboxImages } from './podman-image.ts';
 
 const execFileAsync = promisify(execFile);
 /** Makes the service die with us even when we are SIGKILLed (util-linux; skipped when absent). */
@@ -89,7 +89,7 @@ export async function startPodman(options: StartPodmanOptions): Promise<PodmanSe
   const stop = once(() => stopInstance({ layout, env, slot, host, child, log }));
   try {
     const started = Date.now();
-    await importBusyboxImages(layout.dir, env);
+    await importBusyboxImages(layout.dir, podmanImporter(env));
     child = spawnService(layout, env);
     child.on('exit', (code, signal) => {
       if (!stopping) log(`podman service exited unexpectedly (${signal ?? code}); see ${layout.serviceLog}`);
@@ -196,7 +196,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
 
 /** Cleans up after instances whose owner died (SIGKILL, a crashed run): their containers would otherwise run on. */
 async function reapStale(baseEnv: NodeJS.ProcessEnv, log: (line: string) => void): Promise<void> {
-  for (const { slot, dir } of staleSlots()) {
+  for (const { slot, dir } of staleSlots('podman')) {
     log(`podman: cleaning up after a dead instance in ${dir}`);
     const layout = podmanLayout(dir);
     // The host snapshot of a dead instance is unknown: what it added stays unless nothing uses it.

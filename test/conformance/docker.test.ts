@@ -1,6 +1,6 @@
 /**
  * The provider conformance suite for the docker provider: real containers
- * under the run's Podman service.
+ * on the run's engine (Podman, or Docker Engine with SVK_TEST_ENGINE=dockerd).
  */
 import { dockerProviderSetup } from '../harness/providers/docker.ts';
 import { testEnv } from '../support/env.ts';

@@ -22,11 +22,12 @@ describe('docker provider: logs, stats and node listing on a real engine', () =>
 
   it('serves a container log with tail, timestamps, limitBytes, since and the previous instance', async () => {
     const ns = uniqueName('ns');
-    // Prints five lines (two on stderr), then exits 1 and is restarted once at once.
+    // Prints five lines (two on stderr, a moment later: Docker Engine copies each stream in its own
+    // goroutine, so lines written to both within a moment are logged in either order).
     const pod = shellPod(
       ns,
       'logs',
-      { main: 'for i in 1 2 3; do echo out $i; done; echo err 1 >&2; echo err 2 >&2; sleep 3600' },
+      { main: 'for i in 1 2 3; do echo out $i; done; sleep 0.3; echo err 1 >&2; echo err 2 >&2; sleep 3600' },
       { restartPolicy: 'Always' },
     );
     created.push(pod);

@@ -14,7 +14,7 @@ import {
 import { uniqueName, waitFor } from '../support/kube.ts';
 
 /**
- * The Docker provider against real containers under Podman: each test gets
+ * The Docker provider against real containers on the run's engine: each test gets
  * its own namespace label, and removes its pods at the end.
  */
 describe('docker provider: pod lifecycle on a real engine', () => {

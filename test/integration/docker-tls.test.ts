@@ -14,7 +14,7 @@ import {
   secretsManagerReader,
 } from '../../lib/provider/docker/factory.ts';
 import { parseDockerSettings } from '../../lib/provider/docker/settings.ts';
-import { containerStatus, readAll, shellPod } from '../support/docker.ts';
+import { containerStatus, engineNamePattern, readAll, shellPod } from '../support/docker.ts';
 import { startTlsEngine, type TlsEngine } from '../support/docker-tls.ts';
 import { testEnv } from '../support/env.ts';
 import { functionEnv, kubeletClients, uniqueName, waitFor } from '../support/kube.ts';
@@ -64,15 +64,15 @@ function pemBodies(...pems: string[]): string[] {
 
 /**
  * A remote engine over TLS with client certificates: stunnel in front of the
- * run's Podman socket stands in for `dockerd --tlsverify` (Podman 4.3 serves
- * no TLS; Docker Engine itself is not tried here).
+ * run's engine socket stands in for `dockerd --tlsverify` (Podman 4.3 serves
+ * no TLS of its own; the client side is the same for both engines).
  */
 describe('docker provider: a remote engine over TLS with client certificates', () => {
   const env = testEnv();
   let engine: TlsEngine;
   before(async () => {
     engine = await startTlsEngine(
-      join(env.docker.podmanDir, '..', `tls-${process.pid}`),
+      join(env.docker.dir, '..', `tls-${process.pid}`),
       env.docker.host.replace(/^unix:\/\//, ''),
     );
   });
@@ -118,7 +118,7 @@ describe('docker provider: a remote engine over TLS with client certificates', (
     await nodeProvider.ping('vk-tls');
     const status = await nodeProvider.nodeStatus('vk-tls');
     assert.equal(status.conditions.find((c) => c.type === 'Ready')?.status, 'True');
-    assert.match(status.nodeInfo.osImage, /Podman Engine 4\.3/);
+    assert.match(status.nodeInfo.osImage, engineNamePattern(env));
     const pod = shellPod(uniqueName('ns'), 'tls', { main: 'echo over tls' }, { node: 'vk-tls' });
     try {
       await podProvider.createPod(pod);

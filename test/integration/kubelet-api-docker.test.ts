@@ -1,7 +1,8 @@
 /**
  * `kubectl logs` and the node proxy on real containers: the whole deployment
- * with SVK_PROVIDER=docker against the run's Podman, the loopback kubelet API
- * front, the real kube-apiserver (scheduler included) and the real kubectl.
+ * with SVK_PROVIDER=docker against the run's engine (Podman or Docker
+ * Engine), the loopback kubelet API front, the real kube-apiserver (scheduler
+ * included) and the real kubectl.
  * The pod's containers print known lines, so every answer is checked by its
  * content: what the containers wrote, nothing else and nothing lost.
  */
@@ -180,7 +181,7 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('the kubelet API on real containers (docker provider, Podman)', () => {
+describe('the kubelet API on real containers (docker provider)', () => {
   it('kubectl logs returns exactly the lines the container wrote, on both streams', async () => {
     const out = await untilLog('main', (text) => text.includes('tick 2\n'), 'three ticks of main');
     const lines = out.split('\n');

@@ -1,6 +1,6 @@
 /**
- * `npm start` next to a Docker-compatible engine (the run's Podman service as
- * DOCKER_HOST): it says in its first lines that it runs the docker provider,
+ * `npm start` next to a Docker-compatible engine (the run's Podman service or
+ * Docker Engine as DOCKER_HOST): it says in its first lines that it runs the docker provider,
  * the example Deployment's replicas become real busybox containers, and
  * SIGINT stops everything with exit code 0.
  */
@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { load } from 'js-yaml';
 import { LABELS } from '../../lib/provider/docker/names.ts';
-import { testEngine } from '../support/docker.ts';
+import { engineNamePattern, testEngine } from '../support/docker.ts';
 import { testEnv } from '../support/env.ts';
 import {
   adminClients,
@@ -80,7 +80,10 @@ describe('npm start with a Docker-compatible engine', () => {
         what: `npm start to name its provider; it said:\n${stderr.join('\n')}`,
       });
       const line = stderr.find((l) => l.startsWith('[start] provider')) ?? '';
-      assert.match(line, /^\[start\] provider docker: Podman Engine 4\.3\.\d+ answers at unix:\/\//);
+      assert.match(
+        line,
+        new RegExp(`^\\[start\\] provider docker: ${engineNamePattern(env).source} answers at unix://`),
+      );
       assert.ok(stderr.indexOf(line) <= 1, `among the first lines:\n${stderr.join('\n')}`);
       await waitFor(async () => readyStatus(await readNode(admin, node)) === 'True', {
         timeoutMs: 90_000,

@@ -8,10 +8,9 @@ const execFileAsync = promisify(execFile);
 
 /**
  * A remote Docker engine stand-in: stunnel (Debian's stunnel4) terminating
- * TLS on a loopback port and forwarding to the run's Podman socket, requiring
- * a client certificate signed by its CA, as `dockerd --tlsverify` does.
- * Podman 4.3's service has no TLS option of its own, and no Docker Engine
- * runs here.
+ * TLS on a loopback port and forwarding to the run's engine socket,
+ * requiring a client certificate signed by its CA, as `dockerd --tlsverify`
+ * does. Podman 4.3's service has no TLS option of its own.
  */
 export interface TlsEngine {
   /** `tcp://127.0.0.1:<port>` */

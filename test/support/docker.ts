@@ -9,14 +9,19 @@ import { type TestEnv, testEnv } from './env.ts';
 import { waitFor } from './kube.ts';
 
 /**
- * The Docker provider against the run's Podman service (test/run-integration.ts
- * starts it): images are the busybox ones imported offline, so test pods use
+ * The Docker provider against the run's engine, a Podman service or a Docker
+ * Engine (test/run-integration.ts starts it): images are the busybox ones imported offline, so test pods use
  * `busybox:1.36` (pull policy IfNotPresent by default) and never pull.
  */
 
 export const TEST_IMAGE = 'busybox:1.36';
 /** The infra image the test provider runs (a busybox stand-in for the pause image). */
 export const INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
+
+/** The run's engine as node info and `npm start` name it, with its version (Podman 4.3 or Debian's Docker Engine 20.10). */
+export function engineNamePattern(env: TestEnv = testEnv()): RegExp {
+  return env.docker.engine === 'dockerd' ? /Docker Engine 20\.10\.\d+\S*/ : /Podman Engine 4\.3\.\d+\S*/;
+}
 
 /** A client of the run's engine, for assertions on what the provider left there. */
 export function testEngine(env: TestEnv = testEnv()): Docker {

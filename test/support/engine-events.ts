@@ -3,7 +3,7 @@ import type Docker from 'dockerode';
 import { LABELS } from '../../lib/provider/docker/names.ts';
 import { waitFor } from './kube.ts';
 
-/** A container event of the engine's stream (Docker's and Podman's shape). */
+/** A container event of the engine's stream (Docker Engine's and Podman's shape). */
 export interface EngineEvent {
   Action?: string;
   status?: string;
@@ -88,7 +88,12 @@ export class EngineEvents {
   }
 }
 
-/** What an event did (`create`, `start`, `remove`...), to the object of which role. */
+/**
+ * What an event did (`create`, `start`, `remove`...), to the object of which
+ * role. A removal is `remove` on Podman and `destroy` on Docker Engine: both
+ * read `remove`.
+ */
 export function actionOf(e: EngineEvent): { action: string | undefined; role: string | undefined } {
-  return { action: e.Action ?? e.status, role: e.Actor?.Attributes?.[LABELS.role] };
+  const action = e.Action ?? e.status;
+  return { action: action === 'destroy' ? 'remove' : action, role: e.Actor?.Attributes?.[LABELS.role] };
 }

@@ -30,14 +30,19 @@ export interface TestEnv {
   controlUrl: string;
   /** http URL of etcd's client port (its v3 JSON gateway), e.g. to compact it. */
   etcdUrl: string;
-  /** A Podman service (lib/local/podman.ts) serving the Docker Engine API, for the Docker provider. */
+  /**
+   * The engine serving the Docker Engine API for the Docker provider: a
+   * Podman service (lib/local/podman.ts), or with SVK_TEST_ENGINE=dockerd a
+   * Docker Engine (lib/local/dockerd.ts).
+   */
   docker: {
+    engine: 'podman' | 'dockerd';
     /** `unix://<socket>`, for SVK_DOCKER_HOST. */
     host: string;
     /** Its bridge network, for SVK_DOCKER_NETWORK. */
     network: string;
     /** Its directory (configuration, storage, logs). */
-    podmanDir: string;
+    dir: string;
   };
   /**
    * A registry (lib/local/registry.ts) over plain HTTP with basic auth,

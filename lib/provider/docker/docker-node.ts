@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import type { NodeProvider, ProviderNodeOptions, ProviderNodeStatus } from '../provider.ts';
 import { engineErrorMessage } from './engine-errors.ts';
+import { engineName } from './engine-name.ts';
 
 export interface DockerNodeProviderOptions {
   docker: Docker;
@@ -37,7 +38,7 @@ export class DockerNodeProvider implements NodeProvider {
 
   async nodeStatus(_nodeName: string, signal?: AbortSignal): Promise<ProviderNodeStatus> {
     const version = await untilAborted(this.options.docker.version(), signal);
-    const engine = version.Components?.find((c) => /engine/i.test(c.Name))?.Name ?? 'Docker Engine';
+    const engine = engineName(version);
     return {
       capacity: this.capacity,
       conditions: [

@@ -28,6 +28,10 @@ import { type CpuSamples, podStats } from './pod-stats.ts';
 import { unsupportedFields } from './pod-support.ts';
 import { removalOf } from './removals-in-flight.ts';
 
+/** Starts tried when another create of the uid holds the infra container's name: see `startInfra`. */
+const RACED_START_ATTEMPTS = 7;
+const RACED_START_RETRY_MS = 50;
+
 export interface DockerPodProviderOptions {
   docker: Docker;
   clock: Clock;
@@ -232,15 +236,34 @@ export class DockerPodProvider implements PodProvider {
       });
     }
     await this.deps.puller.ensure(settings.infraImage, signal);
+    let raced = false;
     try {
       await docker.createContainer({ ...infraConfig(plan, settings), ...opts });
     } catch (err) {
       if (!isNameConflict(err)) throw err;
+      raced = true;
     }
-    try {
-      await docker.getContainer(infraName(plan.uid)).start(opts);
-    } catch (err) {
-      if (!isNotModified(err)) throw err;
+    await this.startInfra(plan.uid, raced, signal);
+  }
+
+  /**
+   * Starts the infra container. After a name conflict another create of the
+   * uid holds the name, and Docker Engine reserves a name before the
+   * container exists (a start by that name is 404 until the create ends;
+   * Podman makes both at once): the start is tried again then, with a pause
+   * doubling from 50 ms, about 3 s in all.
+   */
+  private async startInfra(uid: string, raced: boolean, signal?: AbortSignal): Promise<void> {
+    const container = this.options.docker.getContainer(infraName(uid));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await container.start(signal ? { abortSignal: signal } : {});
+        return;
+      } catch (err) {
+        if (isNotModified(err)) return;
+        if (!raced || attempt >= RACED_START_ATTEMPTS || !isEngineNotFound(err)) throw err;
+      }
+      await this.options.clock.sleep(RACED_START_RETRY_MS * 2 ** (attempt - 1), signal);
     }
   }
 

@@ -10,7 +10,7 @@ import type { TestEnv } from '../../support/env.ts';
 import type { PodRef, ProbedHistory, ProbedPod, ProviderProbe, ProviderSetup } from '../provider-setup.ts';
 
 /**
- * The docker provider in the harness, on the run's Podman service (started
+ * The docker provider in the harness, on the run's engine (started
  * by the integration orchestrator). The probe reads the engine itself: its
  * containers and their labels for what the provider holds, and the engine's
  * event stream for each pod's history: a create of the pod's infra container

@@ -25,12 +25,19 @@ export const BUSYBOX_TAGS = [
  */
 export const PAUSE_TAG = 'registry.k8s.io/pause:3.10';
 
+/** How one engine loads a root filesystem tarball as an image, and adds a name to an image. */
+export interface ImageImporter {
+  /** Imports `tarball` as `tag` with `change` (a Dockerfile instruction, e.g. `CMD [...]`) applied. */
+  importTarball(tarball: string, tag: string, change: string): Promise<void>;
+  tag(source: string, target: string): Promise<void>;
+}
+
 /**
  * Builds the images offline: a root filesystem of busybox and a symlink per
- * applet (sh, sleep, nc, httpd, wget...), packed with tar and loaded with
- * `podman import` under each tag.
+ * applet (sh, sleep, nc, httpd, wget...), packed with tar and imported
+ * under each tag.
  */
-export async function importBusyboxImages(workDir: string, env: NodeJS.ProcessEnv): Promise<void> {
+export async function importBusyboxImages(workDir: string, importer: ImageImporter): Promise<void> {
   const rootfs = join(workDir, 'rootfs');
   const tarball = join(workDir, 'busybox.tar');
   rmSync(rootfs, { recursive: true, force: true });
@@ -44,15 +51,21 @@ export async function importBusyboxImages(workDir: string, env: NodeJS.ProcessEn
   await execFileAsync('tar', ['-C', rootfs, '-cf', tarball, '.']);
   const [first, ...rest] = BUSYBOX_TAGS;
   if (!first) return;
-  await execFileAsync('podman', ['import', '--quiet', '--change', 'CMD ["/bin/sh"]', tarball, first], {
-    env,
-  });
-  for (const tag of rest) await execFileAsync('podman', ['tag', first, tag], { env });
-  await execFileAsync(
-    'podman',
-    ['import', '--quiet', '--change', 'CMD ["/bin/sleep", "2147483647"]', tarball, PAUSE_TAG],
-    { env },
-  );
+  await importer.importTarball(tarball, first, 'CMD ["/bin/sh"]');
+  for (const tag of rest) await importer.tag(first, tag);
+  await importer.importTarball(tarball, PAUSE_TAG, 'CMD ["/bin/sleep", "2147483647"]');
   rmSync(rootfs, { recursive: true, force: true });
   rmSync(tarball, { force: true });
+}
+
+/** Imports with the podman CLI (`env` addresses the instance). */
+export function podmanImporter(env: NodeJS.ProcessEnv): ImageImporter {
+  return {
+    importTarball: async (tarball, tag, change) => {
+      await execFileAsync('podman', ['import', '--quiet', '--change', change, tarball, tag], { env });
+    },
+    tag: async (source, target) => {
+      await execFileAsync('podman', ['tag', source, target], { env });
+    },
+  };
 }
