@@ -41,7 +41,12 @@ const docker = testEngine(env);
 const namespace = uniqueName('pull-secrets');
 const node = uniqueName('vk-pull');
 const log = createLogger({ level: process.env.SVK_TEST_LOG_LEVEL ?? 'warn' });
-const REFUSED = /unauthorized|authentication required/i;
+/**
+ * The registry's refusal as the engine reports it: Podman passes on the
+ * registry's `unauthorized: authentication required`; Docker Engine, sent no
+ * credentials, says `no basic auth credentials` before it asks.
+ */
+const REFUSED = /unauthorized|authentication required|no basic auth credentials/i;
 let provider: PodProvider;
 let knownPods: KnownPodStore;
 
