@@ -16,17 +16,7 @@ PACKAGES=(docker.io containerd runc tini iptables busybox-static stunnel4 docker
 
 log() { printf '[ensure-docker-engine] %s\n' "$*" >&2; }
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  # Another apt may hold the lock (a parallel setup): wait for it rather than fail.
-  log "installing Debian packages: ${missing[*]}"
-  as_root apt-get -o DPkg::Lock::Timeout=300 update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
-    --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=debian-packages.sh
+source "$(dirname "$0")/debian-packages.sh"
+ensure_debian_packages ensure-docker-engine "${PACKAGES[@]}"
 log "dockerd $(/usr/sbin/dockerd --version | awk '{print $3}' | tr -d ,), containerd $(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}')"

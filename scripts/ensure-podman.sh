@@ -17,17 +17,7 @@ PACKAGES=(podman runc catatonit netavark iptables busybox-static stunnel4 docker
 
 log() { printf '[ensure-podman] %s\n' "$*" >&2; }
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  # Another apt may hold the lock (a parallel setup): wait for it rather than fail.
-  log "installing Debian packages: ${missing[*]}"
-  as_root apt-get -o DPkg::Lock::Timeout=300 update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
-    --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=debian-packages.sh
+source "$(dirname "$0")/debian-packages.sh"
+ensure_debian_packages ensure-podman "${PACKAGES[@]}"
 log "podman $(podman --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'), docker-registry $(docker-registry --version | awk '{print $3}')"
