@@ -13,6 +13,7 @@ import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
 import {
   containerStatus,
   engineContainers,
+  readAll,
   TEST_IMAGE,
   testDockerProvider,
   testEngine,
@@ -203,28 +204,33 @@ describe('docker provider through pod-sync and pod-status', () => {
     assert.deepEqual(await engineContainers(testEngine(), pod.metadata?.uid ?? ''), []);
   });
 
-  it("refuses a StatefulSet's pod (a subdomain, setHostnameAsFQDN) rather than run it without its FQDN, naming both fields", async () => {
-    const body: V1Pod = {
-      metadata: { name: 'db-0', namespace },
-      spec: {
-        nodeName: node,
-        restartPolicy: 'Never',
-        hostname: 'db-0',
-        subdomain: 'db',
-        setHostnameAsFQDN: true,
-        containers: [{ name: 'main', image: TEST_IMAGE, command: ['sh', '-c', 'hostname -f'] }],
-      },
-    };
-    const pod = await admin.core.createNamespacedPod({ namespace, body });
-    const result = await reconciler().reconcile(namespace, 'db-0');
+  it("runs a StatefulSet's pod (hostname, subdomain, setHostnameAsFQDN): its hostname is its FQDN in the cluster domain", async () => {
+    const pod = await createPod('db-0', 'hostname; hostname -f', {
+      hostname: 'db-0',
+      subdomain: 'db',
+      setHostnameAsFQDN: true,
+    });
+    assert.equal((await reconciler().reconcile(namespace, 'db-0')).outcome, 'created');
+    await untilStored('db-0', (p) => p.status?.phase === 'Succeeded', 'db-0 Succeeded');
+    const fqdn = `db-0.db.${namespace}.svc.cluster.local`;
+    assert.equal(await readAll(await provider.containerLogs(pod, 'main', {})), `${fqdn}\n${fqdn}\n`);
+  });
+
+  it('refuses a pod whose FQDN is too long to be its hostname under setHostnameAsFQDN, as the kubelet does, naming the field', async () => {
+    const subdomain = 'a-headless-service-with-a-name-this-long';
+    const pod = await createPod('replica-0', 'hostname', { subdomain, setHostnameAsFQDN: true });
+    const result = await reconciler().reconcile(namespace, 'replica-0');
     assert.equal(result.outcome, 'create-failed');
     const events = await admin.core.listNamespacedEvent({
       namespace,
       fieldSelector: `involvedObject.uid=${pod.metadata?.uid}`,
     });
     const warning = events.items.find((e) => e.type === 'Warning' && e.reason === 'ProviderCreateFailed');
-    for (const field of ['spec.subdomain', 'spec.setHostnameAsFQDN'])
-      assert.ok(warning?.message?.includes(`${field}:`), `${field} in ${warning?.message}`);
+    const fqdn = `replica-0.${subdomain}.${namespace}.svc.cluster.local`;
+    assert.ok(
+      warning?.message?.includes(`spec.setHostnameAsFQDN: the FQDN ${fqdn} is ${fqdn.length} characters`),
+      String(warning?.message),
+    );
     assert.deepEqual(await engineContainers(testEngine(), pod.metadata?.uid ?? ''), []);
   });
 

@@ -41,6 +41,7 @@ export function testDockerProvider(
       infraImage: INFRA_IMAGE,
       hostIp: '127.0.0.1',
       pullTimeoutMs: 30_000,
+      clusterDomain: 'cluster.local',
     },
     ...overrides,
   });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { instanceConfig } from '../../lib/provider/docker/container-config.ts';
+import { infraConfig, instanceConfig } from '../../lib/provider/docker/container-config.ts';
 import { engineKindOf, engineKindOnce } from '../../lib/provider/docker/engine-kind.ts';
 import { podPlan } from '../../lib/provider/docker/pod-plan.ts';
 
@@ -11,6 +11,7 @@ describe('docker provider: a container joins its pod', () => {
       spec: { hostname: 'box', containers: [{ name: 'app', image: 'busybox:1.36' }] },
     },
     { namespace: 'n', name: 'web-0', uid: 'u', node: 'vk' },
+    'cluster.local',
   );
   const app = plan.containers[0];
 
@@ -23,6 +24,26 @@ describe('docker provider: a container joins its pod', () => {
     // Docker Engine refuses a UTS mode of another container, and a hostname beside a joined network.
     assert.equal(docker.HostConfig?.UTSMode, undefined);
     assert.equal(docker.Hostname, undefined);
+  });
+
+  it("sets a StatefulSet pod's hostname and domain on its infra container, or its FQDN as the hostname", () => {
+    const settings = { network: 'bridge', infraImage: 'pause' };
+    const identity = { namespace: 'shop', name: 'web-0', uid: 'u', node: 'vk' };
+    const spec = {
+      hostname: 'web-0',
+      subdomain: 'web',
+      containers: [{ name: 'app', image: 'busybox:1.36' }],
+    };
+    const short = infraConfig(podPlan({ metadata: identity, spec }, identity, 'cluster.local'), settings);
+    assert.equal(short.Hostname, 'web-0');
+    assert.equal(short.Domainname, 'web.shop.svc.cluster.local');
+    const fqdn = infraConfig(
+      podPlan({ metadata: identity, spec: { ...spec, setHostnameAsFQDN: true } }, identity, 'cluster.local'),
+      settings,
+    );
+    assert.equal(fqdn.Hostname, 'web-0.web.shop.svc.cluster.local');
+    assert.equal(fqdn.Domainname, undefined);
+    assert.equal(infraConfig(plan, settings).Domainname, undefined, 'no subdomain, no domain');
   });
 
   it('tells Podman from Docker Engine by the components /version names', () => {

@@ -19,7 +19,7 @@ function plan(spec: Partial<NonNullable<V1Pod['spec']>> = {}): PodPlan {
       ...spec,
     },
   };
-  return podPlan(pod, { namespace: 'team-a', name: 'web-0', uid: 'uid-1', node: 'vk-1' });
+  return podPlan(pod, { namespace: 'team-a', name: 'web-0', uid: 'uid-1', node: 'vk-1' }, 'cluster.local');
 }
 
 function observed(p: PodPlan, instances: Instance[]): ObservedPod {

@@ -16,6 +16,7 @@ describe('docker provider settings', () => {
         network: 'bridge',
         infraImage: 'registry.k8s.io/pause:3.10',
         pullTimeoutMs: 600_000,
+        clusterDomain: 'cluster.local',
       },
     });
   });
@@ -57,14 +58,40 @@ describe('docker provider settings', () => {
       SVK_DOCKER_NETWORK: '-bad',
       SVK_DOCKER_PULL_TIMEOUT_SECONDS: '5',
       SVK_DOCKER_HOST_IP: 'not-an-ip',
+      SVK_DOCKER_CLUSTER_DOMAIN: 'Cluster.Local',
     });
     assert.ok(!parsed.ok);
     assert.deepEqual(parsed.issues.map((i) => i.variable).sort(), [
+      'SVK_DOCKER_CLUSTER_DOMAIN',
       'SVK_DOCKER_HOST',
       'SVK_DOCKER_HOST_IP',
       'SVK_DOCKER_NETWORK',
       'SVK_DOCKER_PULL_TIMEOUT_SECONDS',
     ]);
+  });
+
+  it('takes the cluster domain as a DNS name, cluster.local by default', () => {
+    const parsed = parseDockerSettings({ SVK_DOCKER_CLUSTER_DOMAIN: ' corp.example.com ' });
+    assert.ok(parsed.ok);
+    assert.equal(parsed.settings.clusterDomain, 'corp.example.com');
+    // An empty variable is an unset one: the default.
+    assert.ok(parseDockerSettings({ SVK_DOCKER_CLUSTER_DOMAIN: '' }).ok);
+    for (const bad of [
+      '.cluster.local',
+      'cluster..local',
+      'cluster.local.',
+      'clus_ter.local',
+      '-a.b',
+      `${'a'.repeat(64)}.local`,
+    ]) {
+      const refused = parseDockerSettings({ SVK_DOCKER_CLUSTER_DOMAIN: bad });
+      assert.ok(!refused.ok, bad);
+      assert.deepEqual(
+        refused.issues.map((i) => i.variable),
+        ['SVK_DOCKER_CLUSTER_DOMAIN'],
+        bad,
+      );
+    }
   });
 
   it('refuses TLS settings for a unix socket', () => {
@@ -103,6 +130,7 @@ describe('docker provider pod support', () => {
     metadata: { namespace: 'n', name: 'p', uid: 'u' },
     spec: { containers: [{ name: 'app', image: 'busybox:1.36' }], ...spec },
   });
+  const refusals = (p: V1Pod) => unsupportedFields(p, 'cluster.local');
 
   it('accepts what the API server adds to every pod: the service-account token volume and its mount, defaults', () => {
     const withToken = pod({
@@ -125,11 +153,11 @@ describe('docker provider pod support', () => {
         },
       ],
     });
-    assert.deepEqual(unsupportedFields(withToken), []);
+    assert.deepEqual(refusals(withToken), []);
   });
 
   it('names every field it cannot honour', () => {
-    const reasons = unsupportedFields(
+    const reasons = refusals(
       pod({
         hostPID: true,
         volumes: [
@@ -159,7 +187,7 @@ describe('docker provider pod support', () => {
   });
 
   it('refuses a sidecar (an init container with restartPolicy Always) rather than run it as an init container', () => {
-    const reasons = unsupportedFields(
+    const reasons = refusals(
       pod({
         initContainers: [
           { name: 'setup', image: 'busybox:1.36' },
@@ -173,7 +201,7 @@ describe('docker provider pod support', () => {
   });
 
   it("refuses confinement the engine's defaults do not give, at pod and container level, all at once", () => {
-    const reasons = unsupportedFields({
+    const reasons = refusals({
       metadata: {
         namespace: 'n',
         name: 'p',
@@ -205,15 +233,13 @@ describe('docker provider pod support', () => {
       'spec.containers[app].securityContext.appArmorProfile: AppArmor profiles are not set by this provider',
     ]);
     assert.deepEqual(
-      unsupportedFields(
-        pod({ hostUsers: true, securityContext: { seccompProfile: { type: 'RuntimeDefault' } } }),
-      ),
+      refusals(pod({ hostUsers: true, securityContext: { seccompProfile: { type: 'RuntimeDefault' } } })),
       [],
     );
   });
 
   it('takes runAsGroup only with a runAsUser, from the pod or the container', () => {
-    const reasons = unsupportedFields(
+    const reasons = refusals(
       pod({
         securityContext: { runAsGroup: 2000 },
         containers: [
@@ -227,28 +253,52 @@ describe('docker provider pod support', () => {
     ]);
   });
 
-  it('refuses a subdomain (and setHostnameAsFQDN with it): the cluster domain its FQDN ends in is unknown here', () => {
+  it("runs a StatefulSet's pod (a subdomain, setHostnameAsFQDN) and refuses an FQDN too long to be its hostname, naming the field", () => {
+    assert.deepEqual(refusals(pod({ hostname: 'web-0', subdomain: 'web', setHostnameAsFQDN: true })), []);
+    assert.deepEqual(refusals(pod({ hostname: 'web-0', subdomain: 'web' })), []);
+    const long = pod({
+      hostname: 'replica-0',
+      subdomain: 'a-rather-long-headless-service',
+      setHostnameAsFQDN: true,
+    });
+    assert.deepEqual(unsupportedFields(long, 'cluster.local'), [], 'a 61-character FQDN');
+    assert.deepEqual(unsupportedFields(long, 'cluster.example.com'), [
+      'spec.setHostnameAsFQDN: the FQDN replica-0.a-rather-long-headless-service.n.svc.cluster.example.com is 66 characters, and a hostname holds at most 64 (the kubelet refuses it too)',
+    ]);
+    // Without setHostnameAsFQDN the hostname stays short, whatever the FQDN's length.
     assert.deepEqual(
-      unsupportedFields(pod({ hostname: 'web-0', subdomain: 'web', setHostnameAsFQDN: true })),
-      [
-        "spec.subdomain: the cluster domain is unknown to this provider, so the pod's <hostname>.<subdomain>.<namespace>.svc.<cluster domain> cannot be set",
-        'spec.setHostnameAsFQDN: the cluster domain is unknown to this provider',
-      ],
+      unsupportedFields(
+        { ...long, spec: { ...long.spec, containers: [], setHostnameAsFQDN: false } },
+        'cluster.example.com',
+      ),
+      [],
     );
-    // Without a subdomain the FQDN is the hostname; hostnameOverride takes precedence over the subdomain.
-    assert.deepEqual(unsupportedFields(pod({ hostname: 'web-0', setHostnameAsFQDN: true })), []);
-    assert.deepEqual(unsupportedFields(pod({ subdomain: 'web', hostnameOverride: 'box' })), []);
   });
 
-  it('sets the hostname from hostnameOverride before hostname and the pod name', () => {
+  it('plans the hostname from hostnameOverride before hostname and the pod name, and the domain of a subdomain', () => {
     const identity = { namespace: 'n', name: 'p', uid: 'u', node: 'vk' };
-    assert.equal(podPlan(pod({ hostname: 'h', hostnameOverride: 'box-1' }), identity).hostname, 'box-1');
-    assert.equal(podPlan(pod({ hostname: 'h' }), identity).hostname, 'h');
-    assert.equal(podPlan(pod({}), identity).hostname, 'p');
+    const plan = (spec: Partial<NonNullable<V1Pod['spec']>>) => {
+      const { hostname, domainname } = podPlan(pod(spec), identity, 'cluster.local');
+      return { hostname, domainname };
+    };
+    assert.deepEqual(plan({ hostname: 'h', hostnameOverride: 'box-1' }), {
+      hostname: 'box-1',
+      domainname: undefined,
+    });
+    assert.deepEqual(plan({ hostname: 'h' }), { hostname: 'h', domainname: undefined });
+    assert.deepEqual(plan({}), { hostname: 'p', domainname: undefined });
+    assert.deepEqual(plan({ hostname: 'web-0', subdomain: 'web' }), {
+      hostname: 'web-0',
+      domainname: 'web.n.svc.cluster.local',
+    });
+    assert.deepEqual(plan({ hostname: 'web-0', subdomain: 'web', setHostnameAsFQDN: true }), {
+      hostname: 'web-0.web.n.svc.cluster.local',
+      domainname: undefined,
+    });
   });
 
   it('refuses pod-level resources, resource claims, a non-Linux os, Strict supplemental groups and a stop signal', () => {
-    const reasons = unsupportedFields(
+    const reasons = refusals(
       pod({
         os: { name: 'windows' },
         resources: { limits: { cpu: '1' } },
@@ -278,7 +328,7 @@ describe('docker provider pod support', () => {
       'spec.containers[app].resources.claims: dynamic resource allocation is not supported',
     ]);
     assert.deepEqual(
-      unsupportedFields(
+      refusals(
         pod({
           os: { name: 'linux' },
           securityContext: { supplementalGroups: [3000], supplementalGroupsPolicy: 'Merge' },

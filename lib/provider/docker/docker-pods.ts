@@ -41,6 +41,8 @@ export interface DockerPodProviderOptions {
     hostIp: string;
     /** The longest an image pull may run. */
     pullTimeoutMs: number;
+    /** The cluster domain pods' FQDNs end in (`<hostname>.<subdomain>.<namespace>.svc.<cluster domain>`). */
+    clusterDomain: string;
   };
   /** Registry credentials for a pod's image from its imagePullSecrets; none by default. */
   registryAuth?: (plan: PodPlan, image: string) => Promise<RegistryAuth | undefined>;
@@ -93,9 +95,10 @@ export class DockerPodProvider implements PodProvider {
    */
   async createPod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
     const identity = podIdentity(pod);
-    const reasons = unsupportedFields(pod);
+    const { clusterDomain } = this.options.settings;
+    const reasons = unsupportedFields(pod, clusterDomain);
     if (reasons.length > 0) throw new ProviderUnsupportedError(reasons, 'docker');
-    const plan = podPlan(pod, identity);
+    const plan = podPlan(pod, identity, clusterDomain);
     const byName = await this.state.pods(
       { [LABELS.namespace]: plan.namespace, [LABELS.name]: plan.name },
       signal,

@@ -68,6 +68,7 @@ export async function createDockerProviders(
         infraImage: settings.infraImage,
         hostIp,
         pullTimeoutMs: settings.pullTimeoutMs,
+        clusterDomain: settings.clusterDomain,
       },
       registryAuth: registryAuthResolver(kubeSecrets(context.kube.core)),
       maxParallel: config.pods.maxParallel,

@@ -39,6 +39,7 @@ const planSchema = z.object({
   node: z.string(),
   restartPolicy: z.enum(['Always', 'OnFailure', 'Never']),
   hostname: z.string(),
+  domainname: z.string().optional(),
   initContainers: z.array(containerSchema),
   containers: z.array(containerSchema),
   volumes: z.array(z.object({ name: z.string(), memory: z.boolean() })),

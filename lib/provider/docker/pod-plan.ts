@@ -2,6 +2,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { parseQuantity } from '../../kube/quantity.ts';
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
 import type { PodIdentity } from './names.ts';
+import { podHostname } from './pod-hostname.ts';
 
 /**
  * A pod as the Docker provider runs it: everything needed to create its
@@ -13,7 +14,10 @@ import type { PodIdentity } from './names.ts';
  */
 export interface PodPlan extends PodIdentity {
   restartPolicy: RestartPolicy;
+  /** The infra container's hostname, which every container of the pod shares (pod-hostname.ts). */
   hostname: string;
+  /** The infra container's domain name: `<subdomain>.<namespace>.svc.<cluster domain>` beside a short hostname. */
+  domainname?: string;
   initContainers: ContainerPlan[];
   containers: ContainerPlan[];
   /** emptyDir volumes: one engine volume each, shared by the containers that mount it. */
@@ -64,8 +68,8 @@ export interface ContainerPlan {
   capDrop: string[];
 }
 
-/** The plan of a supported pod (see unsupportedFields), bound to `node`. */
-export function podPlan(pod: V1Pod, identity: PodIdentity): PodPlan {
+/** The plan of a supported pod (see unsupportedFields), bound to `node`, its FQDN in `clusterDomain`. */
+export function podPlan(pod: V1Pod, identity: PodIdentity, clusterDomain: string): PodPlan {
   const spec = pod.spec;
   const tokenVolumes = new Set(
     (spec?.volumes ?? [])
@@ -73,11 +77,12 @@ export function podPlan(pod: V1Pod, identity: PodIdentity): PodPlan {
       .map((v) => v.name),
   );
   const dnsConfig = spec?.dnsConfig;
+  const { hostname, domainname } = podHostname(pod, clusterDomain);
   return {
     ...identity,
     restartPolicy: restartPolicy(spec?.restartPolicy),
-    // hostnameOverride is taken whole (the API server holds it to 64 characters); a pod name is cut as the kubelet cuts it.
-    hostname: spec?.hostnameOverride || (spec?.hostname ?? identity.name).slice(0, 63),
+    hostname,
+    ...(domainname ? { domainname } : {}),
     initContainers: (spec?.initContainers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     volumes: (spec?.volumes ?? []).flatMap((v) =>

@@ -1,5 +1,6 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
+import { hostnameProblem } from './pod-hostname.ts';
 
 /**
  * What of a pod spec the Docker provider cannot honour. A pod asking for any
@@ -17,9 +18,8 @@ import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
  * provider never performs (resizePolicy). README, "Docker provider", lists
  * every field of the pod spec and what becomes of it.
  *
- * The cluster domain is not known here, so a subdomain (the pod's
- * `<hostname>.<subdomain>.<namespace>.svc.<cluster domain>`, and with
- * setHostnameAsFQDN its hostname) cannot be set as the kubelet sets it.
+ * A subdomain is honoured (pod-hostname.ts) but for an FQDN too long to be
+ * the hostname with setHostnameAsFQDN, which the kubelet refuses too.
  *
  * Confinement is never loosened nor chosen per pod: every container runs
  * under the engine's default seccomp and AppArmor profiles, in the host's
@@ -32,8 +32,11 @@ import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
 /** The annotation AppArmor profiles were asked for with before Kubernetes 1.30, per container. */
 const APPARMOR_ANNOTATION_PREFIX = 'container.apparmor.security.beta.kubernetes.io/';
 
-/** Every reason the pod cannot run here, naming the field; empty when it can. */
-export function unsupportedFields(pod: V1Pod): string[] {
+/**
+ * Every reason the pod cannot run here, naming the field; empty when it can.
+ * `clusterDomain` is the one its FQDN ends in (`SVK_DOCKER_CLUSTER_DOMAIN`).
+ */
+export function unsupportedFields(pod: V1Pod, clusterDomain: string): string[] {
   const spec = pod.spec;
   if (!spec) return ['spec is missing'];
   const reasons: string[] = [];
@@ -64,15 +67,8 @@ export function unsupportedFields(pod: V1Pod): string[] {
   if (spec.hostUsers === false) refuse('spec.hostUsers', 'user namespaces are not set up by this provider');
   if (spec.runtimeClassName !== undefined)
     refuse('spec.runtimeClassName', "containers run with the engine's default runtime");
-  // hostnameOverride sets the hostname alone and takes precedence over subdomain, as the kubelet does it.
-  if (spec.subdomain && !spec.hostnameOverride) {
-    refuse(
-      'spec.subdomain',
-      "the cluster domain is unknown to this provider, so the pod's <hostname>.<subdomain>.<namespace>.svc.<cluster domain> cannot be set",
-    );
-    if (spec.setHostnameAsFQDN)
-      refuse('spec.setHostnameAsFQDN', 'the cluster domain is unknown to this provider');
-  }
+  const hostname = hostnameProblem(pod, clusterDomain);
+  if (hostname) reasons.push(hostname);
   if (spec.resources)
     refuse('spec.resources', 'pod-level resources are not enforced; set them per container');
   if (spec.resourceClaims?.length)

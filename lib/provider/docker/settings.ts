@@ -38,10 +38,18 @@ export interface DockerSettings {
   pullTimeoutMs: number;
   /** The hostIP of every pod; the node's internal IP (or the engine's host) when unset. */
   hostIp?: string;
+  /** The cluster's DNS domain (the kubelet's clusterDomain), which pods' FQDNs end in. */
+  clusterDomain: string;
 }
 
 export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
 export const DEFAULT_INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
+/** What kubeadm and EKS configure their kubelets with. */
+export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
+
+/** A DNS-1123 subdomain, as Kubernetes checks DNS names: lowercase labels of 1-63 characters, at most 253 in all. */
+const DNS_NAME =
+  /^(?=.{1,253}$)[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)*$/;
 
 const HOST = /^(?:unix:\/\/(\/.+)|tcp:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5}))$/;
 const hostRule = z.optional(
@@ -70,6 +78,18 @@ const DOCKER_VARIABLES = {
   ),
   SVK_DOCKER_PULL_TIMEOUT_SECONDS: wholeNumber(600, 10, 3600),
   SVK_DOCKER_HOST_IP: z.optional(z.ipv4({ message: 'must be an IPv4 address' })),
+  SVK_DOCKER_CLUSTER_DOMAIN: z._default(
+    z
+      .string()
+      .check(
+        z.trim(),
+        z.regex(
+          DNS_NAME,
+          'must be a DNS name: lowercase labels of letters, digits and -, such as cluster.local',
+        ),
+      ),
+    DEFAULT_CLUSTER_DOMAIN,
+  ),
 };
 
 type DockerVariables = Variables<typeof DOCKER_VARIABLES>;
@@ -90,6 +110,7 @@ export function parseDockerSettings(env: Env): SettingsResult<DockerSettings> {
       infraImage: v.SVK_DOCKER_INFRA_IMAGE,
       pullTimeoutMs: v.SVK_DOCKER_PULL_TIMEOUT_SECONDS * 1000,
       ...(v.SVK_DOCKER_HOST_IP ? { hostIp: v.SVK_DOCKER_HOST_IP } : {}),
+      clusterDomain: v.SVK_DOCKER_CLUSTER_DOMAIN,
     }),
     (v) =>
       whenParsed(
