@@ -11,6 +11,7 @@ import {
   testEngine,
   waitForPod,
 } from '../support/docker.ts';
+import { testEnv } from '../support/env.ts';
 import { uniqueName, waitFor } from '../support/kube.ts';
 
 /**
@@ -231,20 +232,24 @@ describe('docker provider: pod lifecycle on a real engine', () => {
     const expectedFqdn = `web-1.${domain} web-1.${domain} ${domain} web-1.${domain} (none)\n`;
     assert.equal(await readLog(fqdn, 'main'), expectedFqdn);
     assert.equal(await readLog(fqdn, 'side'), expectedFqdn);
-    // A short hostname beside the domain: Podman 4.3 drops the engine's Domainname, so neither the
-    // kernel's domain name nor /etc/hosts carry the FQDN (Docker Engine writes `<pod IP> <fqdn> web-0`).
+    // A short hostname beside the domain. Podman 4.3 drops the engine's Domainname, so neither the
+    // kernel's domain name nor /etc/hosts carry the FQDN; Docker Engine keeps it and writes
+    // `<pod IP> <fqdn> web-0` into /etc/hosts, as the kubelet does.
     const [infra] = (await engineContainers(docker, short.metadata?.uid ?? '')).filter(
       (c) => c.Labels[LABELS.role] === 'infra',
     );
     assert.ok(infra);
     const config = (await docker.getContainer(infra.Id).inspect()).Config;
     assert.equal(config.Hostname, 'web-0');
+    const podman = testEnv().docker.engine === 'podman';
     assert.equal(
       config.Domainname,
-      '',
+      podman ? '' : domain,
       "Podman 4.3 keeps no Domainname: if it does now, README's Docker provider section is to be updated",
     );
-    const expectedShort = 'web-0 web-0  web-0 (none)\n';
+    const expectedShort = podman
+      ? 'web-0 web-0  web-0 (none)\n'
+      : `web-0 web-0.${domain} ${domain} web-0 ${domain}\n`;
     assert.equal(await readLog(short, 'main'), expectedShort);
     assert.equal(await readLog(short, 'side'), expectedShort);
   });
