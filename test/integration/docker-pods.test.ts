@@ -47,23 +47,33 @@ describe('docker provider: pod lifecycle on a real engine', () => {
   });
 
   it('creates a pod once when creates of the same uid race, and a later create changes nothing', async () => {
-    const ns = uniqueName('ns');
-    const web = shellPod(ns, 'web', { main: 'sleep 3600' }, { restartPolicy: 'Always' });
-    created.push(web);
-    await Promise.all(Array.from({ length: 4 }, () => provider.createPod(web)));
-    const running = await waitForPod(provider, web, (p) => p.status?.phase === 'Running', 'web Running');
-    const uid = web.metadata?.uid ?? '';
-    const before = await engineContainers(docker, uid);
-    assert.deepEqual(before.map((c) => c.Labels[LABELS.role]).sort(), ['app', 'infra']);
-    await provider.createPod(web);
-    const afterCreate = await engineContainers(docker, uid);
-    assert.deepEqual(
-      afterCreate.map((c) => c.Id).sort(),
-      before.map((c) => c.Id).sort(),
-      'the same containers, none added',
-    );
-    assert.equal(containerStatus(running, 'main')?.ready, true);
-    assert.equal(running.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+    // Several pods at once, each created by many racers: on a busy engine a create that loses the race for the
+    // infra container's name is refused while the winner's is not yet found by name (Podman), every round.
+    for (let round = 0; round < 3; round++) {
+      const ns = uniqueName('ns');
+      const pods = Array.from({ length: 6 }, (_, i) =>
+        shellPod(ns, `web${i}`, { main: 'sleep 3600' }, { restartPolicy: 'Always' }),
+      );
+      created.push(...pods);
+      await Promise.all(pods.flatMap((pod) => Array.from({ length: 12 }, () => provider.createPod(pod))));
+      for (const pod of pods) {
+        const running = await waitForPod(provider, pod, (p) => p.status?.phase === 'Running', 'pod Running');
+        const uid = pod.metadata?.uid ?? '';
+        const before = await engineContainers(docker, uid);
+        assert.deepEqual(before.map((c) => c.Labels[LABELS.role]).sort(), ['app', 'infra']);
+        await provider.createPod(pod);
+        const afterCreate = await engineContainers(docker, uid);
+        assert.deepEqual(
+          afterCreate.map((c) => c.Id).sort(),
+          before.map((c) => c.Id).sort(),
+          'the same containers, none added',
+        );
+        assert.equal(containerStatus(running, 'main')?.ready, true);
+        assert.equal(running.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+      }
+      // The next round races on an engine without this round's pods.
+      await Promise.all(pods.map((pod) => provider.deletePod(pod)));
+    }
   });
 
   it('refuses a pod it cannot run, naming every reason, and creates nothing', async () => {

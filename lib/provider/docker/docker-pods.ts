@@ -21,16 +21,22 @@ import { EngineState } from './engine-state.ts';
 import { ImagePuller, type RegistryAuth } from './image-puller.ts';
 import { infraName, LABELS, type PodIdentity } from './names.ts';
 import type { ObservedPod } from './observed-pod.ts';
-import { type AdvanceDeps, advancePod, reportPod } from './pod-advance.ts';
+import { type AdvanceDeps, advancePod, markedForDeletion, reportPod } from './pod-advance.ts';
 import { type PodPlan, podPlan } from './pod-plan.ts';
 import { removePod } from './pod-removal.ts';
 import { type CpuSamples, podStats } from './pod-stats.ts';
 import { unsupportedFields } from './pod-support.ts';
 import { removalOf } from './removals-in-flight.ts';
 
-/** Starts tried when another create of the uid holds the infra container's name: see `startInfra`. */
-const RACED_START_ATTEMPTS = 7;
-const RACED_START_RETRY_MS = 50;
+/**
+ * Starts of the infra container tried while a concurrent create holds its
+ * name and the engine cannot find it yet, with a pause doubling from 20 ms
+ * to 1 s: about 4 s in all, for a create that Podman on a loaded host takes
+ * a while to record.
+ */
+const INFRA_ATTEMPTS = 10;
+const INFRA_RETRY_MS = 20;
+const INFRA_RETRY_MAX_MS = 1_000;
 
 export interface DockerPodProviderOptions {
   docker: Docker;
@@ -230,8 +236,19 @@ export class DockerPodProvider implements PodProvider {
     return engineChanges(this.options.docker, nodeName, signal);
   }
 
+  /**
+   * Creates and starts the infra container, also when concurrent creates of
+   * the pod race for its name. Both engines reserve a name before a lookup
+   * by name finds the container (Podman claims it in its storage before it
+   * records the container in its database; Docker Engine reserves it before
+   * the container exists): a create that loses the race is refused ("already
+   * in use") while a start by that name still answers 404. Such a start is tried again, after
+   * a pause, with a create first (which succeeds if the winner's create
+   * failed and gave the name back), until the engine finds the container;
+   * never once a removal of the pod began, which the 404 may also mean.
+   */
   private async createInfra(plan: PodPlan, signal?: AbortSignal): Promise<void> {
-    const { docker, settings } = this.options;
+    const { docker, settings, clock } = this.options;
     const opts = signal ? { abortSignal: signal } : {};
     for (const volume of plan.volumes) {
       await docker.createVolume({ ...volumeConfig(plan, volume), ...opts }).catch((err: unknown) => {
@@ -239,34 +256,21 @@ export class DockerPodProvider implements PodProvider {
       });
     }
     await this.deps.puller.ensure(settings.infraImage, signal);
-    let raced = false;
-    try {
-      await docker.createContainer({ ...infraConfig(plan, settings), ...opts });
-    } catch (err) {
-      if (!isNameConflict(err)) throw err;
-      raced = true;
-    }
-    await this.startInfra(plan.uid, raced, signal);
-  }
-
-  /**
-   * Starts the infra container. After a name conflict another create of the
-   * uid holds the name, and Docker Engine reserves a name before the
-   * container exists (a start by that name is 404 until the create ends;
-   * Podman makes both at once): the start is tried again then, with a pause
-   * doubling from 50 ms, about 3 s in all.
-   */
-  private async startInfra(uid: string, raced: boolean, signal?: AbortSignal): Promise<void> {
-    const container = this.options.docker.getContainer(infraName(uid));
     for (let attempt = 1; ; attempt++) {
       try {
-        await container.start(signal ? { abortSignal: signal } : {});
+        await docker.createContainer({ ...infraConfig(plan, settings), ...opts });
+      } catch (err) {
+        if (!isNameConflict(err)) throw err;
+      }
+      try {
+        await docker.getContainer(infraName(plan.uid)).start(opts);
         return;
       } catch (err) {
         if (isNotModified(err)) return;
-        if (!raced || attempt >= RACED_START_ATTEMPTS || !isEngineNotFound(err)) throw err;
+        if (!isEngineNotFound(err) || attempt >= INFRA_ATTEMPTS) throw err;
       }
-      await this.options.clock.sleep(RACED_START_RETRY_MS * 2 ** (attempt - 1), signal);
+      await clock.sleep(Math.min(INFRA_RETRY_MS * 2 ** (attempt - 1), INFRA_RETRY_MAX_MS), signal);
+      if (removalOf(plan.uid) || (await markedForDeletion(this.deps, plan.uid, signal))) return;
     }
   }
 

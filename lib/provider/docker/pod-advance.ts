@@ -98,7 +98,11 @@ async function finishDeletion(
 }
 
 /** Whether the pod's deletion marker is on the engine now. */
-async function markedForDeletion(deps: AdvanceDeps, uid: string, signal?: AbortSignal): Promise<boolean> {
+export async function markedForDeletion(
+  deps: Pick<AdvanceDeps, 'state'>,
+  uid: string,
+  signal?: AbortSignal,
+): Promise<boolean> {
   const listed = await deps.state.containers({ [LABELS.uid]: uid }, signal);
   return listed.some((c) => c.Labels?.[LABELS.role] === 'deleting');
 }
