@@ -1,15 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { systemClock } from '../../lib/clock.ts';
-import { isNotFound } from '../../lib/kube/client.ts';
 import { createLogger } from '../../lib/log/logger.ts';
-import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
-import type { PodReconciler } from '../../lib/pod/pod-reconciler.ts';
-import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
-import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
 import {
   containerStatus,
   engineContainers,
@@ -18,16 +10,8 @@ import {
   testDockerProvider,
   testEngine,
 } from '../support/docker.ts';
-import { testEnv } from '../support/env.ts';
-import {
-  adminClients,
-  createTestNamespace,
-  deleteTestNamespace,
-  freshTable,
-  kubeletClients,
-  uniqueName,
-  waitFor,
-} from '../support/kube.ts';
+import { uniqueName, waitFor } from '../support/kube.ts';
+import { PodPipeline } from '../support/pod-pipeline.ts';
 
 /**
  * The Docker provider under pod-sync's reconciler and pod-status's syncer,
@@ -35,45 +19,24 @@ import {
  * reports are the ones the API server stores and `kubectl` shows. (The whole
  * deployment, schedules and bus included, is the conformance suite's.)
  */
-const env = testEnv();
-const admin = adminClients(env);
-const kubelet = kubeletClients(env);
 const namespace = uniqueName('docker-pipe');
 const node = uniqueName('vk-docker');
 const log = createLogger({ level: process.env.SVK_TEST_LOG_LEVEL ?? 'warn' });
 const provider = testDockerProvider();
-let knownPods: KnownPodStore;
-
-before(async () => {
-  await admin.core.createNode({ body: { metadata: { name: node } } });
-  await createTestNamespace(admin, namespace);
-  knownPods = new KnownPodStore((await freshTable(env)).table);
+const pipeline = new PodPipeline({
+  namespace,
+  node,
+  provider: () => provider,
+  log,
+  owner: 'docker-pipeline-test',
 });
+const { admin } = pipeline;
+const reconciler = () => pipeline.reconciler();
+const syncer = () => pipeline.syncer();
+const readPod = (name: string) => pipeline.readPod(name);
 
-after(async () => {
-  for (const pod of await provider.listPods(node)) await provider.deletePod(pod).catch(() => undefined);
-  await deleteTestNamespace(admin, namespace);
-  await admin.core.deleteNode({ name: node }).catch(() => undefined);
-});
-
-function reconciler(): PodReconciler {
-  return buildPodReconciler({
-    core: kubelet.core,
-    provider,
-    knownPods,
-    events: new KubePodEventRecorder({ core: kubelet.core, clock: systemClock, log }),
-    envSources: kubeEnvSources(kubelet.core),
-    nodes: [node],
-    clock: systemClock,
-    log,
-    owner: 'docker-pipeline-test',
-    claimMs: 30_000,
-    waitUntil: performance.now() + 30_000,
-  });
-}
-
-const syncer = () =>
-  new PodStatusSyncer({ core: kubelet.core, provider, knownPods, clock: systemClock, log, maxParallel: 4 });
+before(() => pipeline.setUp());
+after(() => pipeline.tearDown());
 
 async function createPod(
   name: string,
@@ -93,15 +56,6 @@ async function createPod(
       },
     },
   });
-}
-
-async function readPod(name: string): Promise<V1Pod | undefined> {
-  try {
-    return await admin.core.readNamespacedPod({ namespace, name });
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
 }
 
 /** Status rounds (pod-status's poll) until the API server's pod satisfies `done`. */

@@ -2,28 +2,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { systemClock } from '../../lib/clock.ts';
-import { isNotFound } from '../../lib/kube/client.ts';
 import { createLogger } from '../../lib/log/logger.ts';
-import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
-import type { PodReconciler } from '../../lib/pod/pod-reconciler.ts';
-import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
-import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
 import { createDockerProviders } from '../../lib/provider/docker/factory.ts';
 import { parseDockerSettings } from '../../lib/provider/docker/settings.ts';
 import type { PodProvider } from '../../lib/provider/provider.ts';
 import { containerStatus, testEngine } from '../support/docker.ts';
-import { testEnv } from '../support/env.ts';
-import {
-  adminClients,
-  createTestNamespace,
-  deleteTestNamespace,
-  freshTable,
-  kubeletClients,
-  uniqueName,
-  waitFor,
-} from '../support/kube.ts';
+import { uniqueName, waitFor } from '../support/kube.ts';
+import { PodPipeline } from '../support/pod-pipeline.ts';
 import { dockerConfigSecret, pushToTestRegistry } from '../support/registry.ts';
 
 /**
@@ -34,10 +19,6 @@ import { dockerConfigSecret, pushToTestRegistry } from '../support/registry.ts';
  * it, reads them with the kubelet's identity and hands the credentials to
  * Podman's pull, under pod-sync's reconciler and pod-status's syncer.
  */
-const env = testEnv();
-const admin = adminClients(env);
-const kubelet = kubeletClients(env);
-const docker = testEngine(env);
 const namespace = uniqueName('pull-secrets');
 const node = uniqueName('vk-pull');
 const log = createLogger({ level: process.env.SVK_TEST_LOG_LEVEL ?? 'warn' });
@@ -48,7 +29,18 @@ const log = createLogger({ level: process.env.SVK_TEST_LOG_LEVEL ?? 'warn' });
  */
 const REFUSED = /unauthorized|authentication required|no basic auth credentials/i;
 let provider: PodProvider;
-let knownPods: KnownPodStore;
+const pipeline = new PodPipeline({
+  namespace,
+  node,
+  provider: () => provider,
+  log,
+  owner: 'docker-pull-secrets-test',
+});
+const { env, admin, kubelet } = pipeline;
+const docker = testEngine(env);
+const reconciler = () => pipeline.reconciler();
+const syncer = () => pipeline.syncer();
+const readPod = (name: string) => pipeline.readPod(name);
 
 before(async () => {
   const settings = parseDockerSettings({
@@ -67,9 +59,7 @@ before(async () => {
     kubeletVersion: 'v1.20.2-svk',
     kube: kubelet,
   }));
-  await admin.core.createNode({ body: { metadata: { name: node } } });
-  await createTestNamespace(admin, namespace);
-  knownPods = new KnownPodStore((await freshTable(env)).table);
+  await pipeline.setUp();
   const { address, username, password } = env.registry;
   await admin.core.createNamespacedSecret({
     namespace,
@@ -81,30 +71,7 @@ before(async () => {
   });
 });
 
-after(async () => {
-  for (const pod of await provider.listPods(node)) await provider.deletePod(pod).catch(() => undefined);
-  await deleteTestNamespace(admin, namespace);
-  await admin.core.deleteNode({ name: node }).catch(() => undefined);
-});
-
-function reconciler(): PodReconciler {
-  return buildPodReconciler({
-    core: kubelet.core,
-    provider,
-    knownPods,
-    events: new KubePodEventRecorder({ core: kubelet.core, clock: systemClock, log }),
-    envSources: kubeEnvSources(kubelet.core),
-    nodes: [node],
-    clock: systemClock,
-    log,
-    owner: 'docker-pull-secrets-test',
-    claimMs: 30_000,
-    waitUntil: performance.now() + 30_000,
-  });
-}
-
-const syncer = () =>
-  new PodStatusSyncer({ core: kubelet.core, provider, knownPods, clock: systemClock, log, maxParallel: 4 });
+after(() => pipeline.tearDown());
 
 /** A pod running `sleep` from `image`, pulled on every start, with these pull secrets. */
 async function createPod(name: string, image: string, pullSecrets: string[]): Promise<V1Pod> {
@@ -123,15 +90,6 @@ async function createPod(name: string, image: string, pullSecrets: string[]): Pr
   });
   await reconciler().reconcile(namespace, name);
   return pod;
-}
-
-async function readPod(name: string): Promise<V1Pod | undefined> {
-  try {
-    return await admin.core.readNamespacedPod({ namespace, name });
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
 }
 
 /**
