@@ -1,4 +1,5 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { refuseUnrunContainerFields } from '../container-refusals.ts';
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
 import { hostnameProblem } from './pod-hostname.ts';
 
@@ -102,27 +103,9 @@ function containerReasons(
 ): string[] {
   const reasons: string[] = [];
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
-  if (!c.image) refuse('image', 'is required');
-  if (c.restartPolicy !== undefined) {
-    refuse(
-      'restartPolicy',
-      kind === 'initContainers' && c.restartPolicy === 'Always'
-        ? 'sidecar containers (init containers that keep running) are not supported'
-        : "not supported: containers restart by the pod's restartPolicy",
-    );
-  }
-  if (c.restartPolicyRules?.length)
-    refuse('restartPolicyRules', "not supported: containers restart by the pod's restartPolicy");
-  if (c.env?.some((e) => e.value === undefined)) refuse('env', 'valueFrom was not resolved');
-  if (c.envFrom?.length) refuse('envFrom', 'was not resolved');
-  if (c.livenessProbe) refuse('livenessProbe', 'probes are not run by this provider');
-  if (c.readinessProbe) refuse('readinessProbe', 'probes are not run by this provider');
-  if (c.startupProbe) refuse('startupProbe', 'probes are not run by this provider');
-  if (c.lifecycle?.postStart || c.lifecycle?.preStop)
-    refuse('lifecycle', 'hooks are not run by this provider');
+  refuseUnrunContainerFields(kind, c, refuse);
   if (c.lifecycle?.stopSignal)
     refuse('lifecycle.stopSignal', 'containers are stopped with SIGTERM by this provider');
-  if (c.volumeDevices?.length) refuse('volumeDevices', 'not supported');
   for (const mount of c.volumeMounts ?? []) {
     if (mount.subPath || mount.subPathExpr) refuse(`volumeMounts[${mount.name}].subPath`, 'not supported');
     if (mount.mountPropagation && mount.mountPropagation !== 'None')

@@ -1,4 +1,5 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { refuseUnrunContainerFields } from '../container-refusals.ts';
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
 
 /**
@@ -88,28 +89,11 @@ function containerReasons(
 ): string[] {
   const reasons: string[] = [];
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
-  if (!c.image) refuse('image', 'is required');
   // A sidecar would become a non-essential container the app containers wait on to exit 0: never.
-  if (c.restartPolicy !== undefined) {
-    refuse(
-      'restartPolicy',
-      kind === 'initContainers' && c.restartPolicy === 'Always'
-        ? 'sidecar containers (init containers that keep running) are not supported'
-        : "not supported: containers restart by the pod's restartPolicy",
-    );
-  }
-  if (c.restartPolicyRules?.length)
-    refuse('restartPolicyRules', "not supported: containers restart by the pod's restartPolicy");
+  refuseUnrunContainerFields(kind, c, refuse);
   if (c.imagePullPolicy === 'Never') refuse('imagePullPolicy', 'Never: a Fargate task has no local images');
-  if (c.env?.some((e) => e.value === undefined)) refuse('env', 'valueFrom was not resolved');
-  if (c.envFrom?.length) refuse('envFrom', 'was not resolved');
-  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const)
-    if (c[probe]) refuse(probe, 'probes are not run by this provider');
-  if (c.lifecycle?.postStart || c.lifecycle?.preStop)
-    refuse('lifecycle', 'hooks are not run by this provider');
   if (c.lifecycle?.stopSignal)
     refuse('lifecycle.stopSignal', "a task definition cannot set a container's stop signal");
-  if (c.volumeDevices?.length) refuse('volumeDevices', 'not supported');
   for (const mount of c.volumeMounts ?? []) {
     if (mount.subPath || mount.subPathExpr) refuse(`volumeMounts[${mount.name}].subPath`, 'not supported');
     if (mount.mountPropagation && mount.mountPropagation !== 'None')

@@ -1,0 +1,31 @@
+import type { V1Container } from '@kubernetes/client-node';
+
+/**
+ * What no provider of ours runs in a container, refused the same way by
+ * each provider's pod-support check: `refuse(field, why)` records one
+ * reason for the field under the container.
+ */
+export function refuseUnrunContainerFields(
+  kind: 'initContainers' | 'containers',
+  c: V1Container,
+  refuse: (field: string, why: string) => void,
+): void {
+  if (!c.image) refuse('image', 'is required');
+  if (c.restartPolicy !== undefined) {
+    refuse(
+      'restartPolicy',
+      kind === 'initContainers' && c.restartPolicy === 'Always'
+        ? 'sidecar containers (init containers that keep running) are not supported'
+        : "not supported: containers restart by the pod's restartPolicy",
+    );
+  }
+  if (c.restartPolicyRules?.length)
+    refuse('restartPolicyRules', "not supported: containers restart by the pod's restartPolicy");
+  if (c.env?.some((e) => e.value === undefined)) refuse('env', 'valueFrom was not resolved');
+  if (c.envFrom?.length) refuse('envFrom', 'was not resolved');
+  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const)
+    if (c[probe]) refuse(probe, 'probes are not run by this provider');
+  if (c.lifecycle?.postStart || c.lifecycle?.preStop)
+    refuse('lifecycle', 'hooks are not run by this provider');
+  if (c.volumeDevices?.length) refuse('volumeDevices', 'not supported');
+}
