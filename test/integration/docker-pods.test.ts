@@ -76,6 +76,45 @@ describe('docker provider: pod lifecycle on a real engine', () => {
     }
   });
 
+  it('keeps a pod that a concurrent poll of the node sees while its infra container is being created', async () => {
+    // Docker Engine lists a container it is creating (state "created") before an inspection finds it: a poll
+    // then sees the pod without its infra container, which must not be taken for the remains of a deletion.
+    const node = uniqueName('node');
+    const poller = testDockerProvider();
+    for (let round = 0; round < 3; round++) {
+      const ns = uniqueName('ns');
+      const pods = Array.from({ length: 6 }, (_, i) =>
+        shellPod(ns, `web${i}`, { main: 'sleep 3600' }, { restartPolicy: 'Always', node }),
+      );
+      created.push(...pods);
+      let creating = true;
+      const polls = (async () => {
+        while (creating) await poller.listPods(node);
+      })();
+      const pollsToo = (async () => {
+        while (creating) await poller.listPods(node);
+      })();
+      try {
+        await Promise.all(pods.map((pod) => provider.createPod(pod)));
+      } finally {
+        creating = false;
+        await Promise.all([polls, pollsToo]);
+      }
+      const listed = new Set((await poller.listPods(node)).map((p) => p.metadata?.uid));
+      for (const pod of pods) {
+        const uid = pod.metadata?.uid ?? '';
+        assert.ok(listed.has(uid), `${pod.metadata?.name} still listed after its create`);
+        const roles = (await engineContainers(docker, uid)).map((c) => c.Labels[LABELS.role]).sort();
+        assert.deepEqual(
+          roles,
+          ['app', 'infra'],
+          `${pod.metadata?.name}: its containers, no deletion marker`,
+        );
+      }
+      await Promise.all(pods.map((pod) => provider.deletePod(pod)));
+    }
+  });
+
   it('refuses a pod it cannot run, naming every reason, and creates nothing', async () => {
     const ns = uniqueName('ns');
     const pod = shellPod(

@@ -27,6 +27,15 @@ const LIST_RETRY_MS = 50;
 const LIST_RETRY_MAX_MS = 1_000;
 /** From this attempt on, a container record without storage that fails the list is removed (see {@link EngineState.containers}). */
 const REPAIR_FROM_ATTEMPT = 4;
+/**
+ * Rounds of a second look at containers the list shows but an inspection
+ * does not find, with a pause doubling from 20 ms to 500 ms: about 1 s in all.
+ * Docker Engine lists a container it is creating (state "created") before an
+ * inspection finds it; one removed meanwhile leaves the list.
+ */
+const UNSEEN_ATTEMPTS = 6;
+const UNSEEN_RETRY_MS = 20;
+const UNSEEN_RETRY_MAX_MS = 500;
 
 export class EngineState {
   private readonly inspected = new Map<string, { state: string; info: Docker.ContainerInspectInfo }>();
@@ -64,22 +73,58 @@ export class EngineState {
         pod.deleting = { deadline: Number.isFinite(deadline) ? deadline : 0 };
       }
     }
-    const inspected = await mapSettledLimit(
-      ours.filter((c) => c.Labels[LABELS.role] !== 'deleting'),
-      INSPECT_PARALLEL,
-      async (summary) => ({ summary, info: await this.inspect(summary, signal) }),
-    );
-    for (const result of inspected) {
-      if (result.status === 'rejected') throw result.reason;
-      const { summary, info } = result.value;
+    const add = (summary: Docker.ContainerInfo, info: Docker.ContainerInspectInfo) => {
       const role = summary.Labels[LABELS.role];
       const pod = pods.get(summary.Labels[LABELS.uid] ?? '');
-      if (!info || !pod || !isRole(role)) continue;
+      if (!pod || !isRole(role)) return;
       const instance = toInstance(summary, info, role);
       if (role === 'infra') pod.infra = { ...instance, ...infraDetails(info, this.network), role: 'infra' };
       else pod.instances.push(instance);
+    };
+    let unseen = await this.inspectAll(
+      ours.filter((c) => c.Labels[LABELS.role] !== 'deleting'),
+      add,
+      signal,
+    );
+    // Listed, yet not found: being created (Docker Engine), or removed since the list. Look again until the
+    // list drops it or an inspection finds it; taken for absent, a pod whose infra container is being created
+    // would look like the remains of a deletion, and be removed.
+    for (let attempt = 1; unseen.length > 0 && attempt <= UNSEEN_ATTEMPTS; attempt++) {
+      await this.clock.sleep(Math.min(UNSEEN_RETRY_MS * 2 ** (attempt - 1), UNSEEN_RETRY_MAX_MS), signal);
+      const relisted = new Map(
+        (await this.containers(labels, signal)).filter((c) => c.State !== 'removing').map((c) => [c.Id, c]),
+      );
+      const still = unseen.flatMap((c) => {
+        const now = relisted.get(c.Id);
+        return now ? [now] : [];
+      });
+      unseen = await this.inspectAll(still, add, signal);
+    }
+    for (const summary of unseen) {
+      const pod = pods.get(summary.Labels[LABELS.uid] ?? '');
+      if (pod) pod.unsettled = true;
     }
     return pods;
+  }
+
+  /** Inspects `summaries`, hands each one found to `add`, and resolves with those the engine did not find. */
+  private async inspectAll(
+    summaries: Docker.ContainerInfo[],
+    add: (summary: Docker.ContainerInfo, info: Docker.ContainerInspectInfo) => void,
+    signal?: AbortSignal,
+  ): Promise<Docker.ContainerInfo[]> {
+    const inspected = await mapSettledLimit(summaries, INSPECT_PARALLEL, async (summary) => ({
+      summary,
+      info: await this.inspect(summary, signal),
+    }));
+    const unseen: Docker.ContainerInfo[] = [];
+    for (const result of inspected) {
+      if (result.status === 'rejected') throw result.reason;
+      const { summary, info } = result.value;
+      if (info) add(summary, info);
+      else unseen.push(summary);
+    }
+    return unseen;
   }
 
   /**
@@ -171,7 +216,7 @@ export class EngineState {
       }
       return info;
     } catch (err) {
-      // Removed between the list and the inspection.
+      // Removed between the list and the inspection, or not yet registered by a create under way (Docker Engine).
       if (isEngineNotFound(err)) return undefined;
       throw err;
     }

@@ -42,6 +42,11 @@ export interface ObservedPod extends PodIdentity {
   deleting?: { deadline: number };
   /** Init and app container instances, every attempt still on the engine. */
   instances: Instance[];
+  /**
+   * Set when a container of the pod stayed listed yet not found by its inspection (a create under way that
+   * the engine took long to register): what the pod holds is not known, so nothing is removed for what it lacks.
+   */
+  unsettled?: boolean;
 }
 
 /** The instances of one container, newest first. */

@@ -58,6 +58,13 @@ export async function advancePod(
     await removing;
     return undefined;
   }
+  if (!observed.deleting && !observed.infra && observed.unsettled) {
+    // Its infra container may be the one being created: the next look tells.
+    podLogger(deps, observed).warn(
+      'a container of the pod is listed but not found yet: left alone this round',
+    );
+    return undefined;
+  }
   if (observed.deleting || !observed.infra) return finishDeletion(deps, observed, signal);
   const plan = observed.infra.plan;
   if (!plan) {
