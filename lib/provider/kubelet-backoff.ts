@@ -1,3 +1,5 @@
+import { doublingDelayMs } from '../util/doubling-delay.ts';
+
 /**
  * The kubelet's restart back-off (pkg/kubelet/kubelet.go: backOffPeriod 10 s,
  * MaxContainerBackOff 300 s; client-go's flowcontrol.Backoff doubles from the
@@ -19,7 +21,7 @@ export const BACKOFF_MAX_MS = 300_000;
  */
 export function restartDelayMs(attempt: number, ranMs: number): number {
   if (attempt <= 0 || ranMs >= 2 * BACKOFF_MAX_MS) return 0;
-  return Math.min(BACKOFF_INITIAL_MS * 2 ** (attempt - 1), BACKOFF_MAX_MS);
+  return doublingDelayMs(attempt, BACKOFF_INITIAL_MS, BACKOFF_MAX_MS);
 }
 
 /** The wait before pulling an image again after `failures` failed pulls in a row (at least one): the same back-off. */

@@ -2,6 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type Docker from 'dockerode';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
+import { doublingDelayMs } from '../../util/doubling-delay.ts';
 import { mapSettledLimit } from '../../util/map-limit.ts';
 import {
   type AppliedPodStatus,
@@ -269,7 +270,7 @@ export class DockerPodProvider implements PodProvider {
         if (isNotModified(err)) return;
         if (!isEngineNotFound(err) || attempt >= INFRA_ATTEMPTS) throw err;
       }
-      await clock.sleep(Math.min(INFRA_RETRY_MS * 2 ** (attempt - 1), INFRA_RETRY_MAX_MS), signal);
+      await clock.sleep(doublingDelayMs(attempt, INFRA_RETRY_MS, INFRA_RETRY_MAX_MS), signal);
       if (removalOf(plan.uid) || (await markedForDeletion(this.deps, plan.uid, signal))) return;
     }
   }

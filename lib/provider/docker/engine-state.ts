@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
+import { doublingDelayMs } from '../../util/doubling-delay.ts';
 import { mapSettledLimit } from '../../util/map-limit.ts';
 import { dependentContainerIds, isEngineNotFound, storagelessContainerId } from './engine-errors.ts';
 import { isRole, LABELS, labelFilter } from './names.ts';
@@ -90,7 +91,7 @@ export class EngineState {
     // list drops it or an inspection finds it; taken for absent, a pod whose infra container is being created
     // would look like the remains of a deletion, and be removed.
     for (let attempt = 1; unseen.length > 0 && attempt <= UNSEEN_ATTEMPTS; attempt++) {
-      await this.clock.sleep(Math.min(UNSEEN_RETRY_MS * 2 ** (attempt - 1), UNSEEN_RETRY_MAX_MS), signal);
+      await this.clock.sleep(doublingDelayMs(attempt, UNSEEN_RETRY_MS, UNSEEN_RETRY_MAX_MS), signal);
       const relisted = new Map(
         (await this.containers(labels, signal)).filter((c) => c.State !== 'removing').map((c) => [c.Id, c]),
       );
@@ -153,7 +154,7 @@ export class EngineState {
         if (storageless && this.repairLog && attempt >= REPAIR_FROM_ATTEMPT)
           await this.removeStorageless(storageless, this.repairLog, signal);
       }
-      await this.clock.sleep(Math.min(LIST_RETRY_MS * 2 ** (attempt - 1), LIST_RETRY_MAX_MS), signal);
+      await this.clock.sleep(doublingDelayMs(attempt, LIST_RETRY_MS, LIST_RETRY_MAX_MS), signal);
     }
   }
 
