@@ -59,8 +59,18 @@ export function podmanLayout(dir: string): PodmanLayout {
  * root may set here (the infra container fails with `error setting rlimit`
  * otherwise); networks, events and temporary files inside the instance's
  * directory; exit_command_delay short, or each exec session leaves a conmon
- * behind for 300 s.
+ * behind for 300 s; an event log that does not rotate within a run (see
+ * EVENTS_LOG_MAX_SIZE).
  */
+/**
+ * Podman 4.3 rotates its event log at 1 MB by default, by rewriting the file
+ * with its newer half: a `GET /events` read from a past time (`since`) then
+ * ends, with the older events gone from any new read, and a live one
+ * re-reads or skips the events around the rotation. An integration run
+ * writes a few MB; tests count a pod's creates and removals on such a read.
+ */
+export const EVENTS_LOG_MAX_SIZE = '256m';
+
 export function containersConf(layout: PodmanLayout): string {
   return [
     '[containers]',
@@ -74,6 +84,7 @@ export function containersConf(layout: PodmanLayout): string {
     'cgroup_manager = "cgroupfs"',
     'events_logger = "file"',
     `events_logfile_path = ${quote(layout.eventsLog)}`,
+    `events_logfile_max_size = ${quote(EVENTS_LOG_MAX_SIZE)}`,
     `tmp_dir = ${quote(layout.tmp)}`,
     'exit_command_delay = 5',
     '',

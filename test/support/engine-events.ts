@@ -20,19 +20,29 @@ export class EngineEvents {
   readonly #seen: EngineEvent[] = [];
   #watching: Promise<void> | undefined;
   #stream: { destroy?: () => void } | undefined;
+  #closed = false;
+  #ended: Error | undefined;
 
   constructor(
     private readonly docker: Docker,
     private readonly since: number = Math.floor(Date.now() / 1000) - 1,
   ) {}
 
-  /** The events received so far, oldest first. */
+  /**
+   * The events received so far, oldest first. Rejects once the engine has
+   * ended the stream: what it would deliver on a new one may have lost the
+   * oldest events (see #watch), and a count from it could pass for complete.
+   */
   all(): Promise<readonly EngineEvent[]> {
+    if (this.#ended) return Promise.reject(this.#ended);
     this.#watching ??= this.#watch().catch(() => {
       // The engine refused the stream for now: the next call asks again.
       this.#watching = undefined;
     });
-    return this.#watching.then(() => this.#seen);
+    return this.#watching.then(() => {
+      if (this.#ended) throw this.#ended;
+      return this.#seen;
+    });
   }
 
   /** The events of one pod uid, oldest first. */
@@ -55,17 +65,27 @@ export class EngineEvents {
     await container.remove({ force: true });
     await waitFor(
       async () =>
+        this.#ended !== undefined ||
         (await this.all()).some(
           (e) => actionOf(e).action === 'remove' && e.Actor?.Attributes?.sentinel === sentinel,
         ),
       { timeoutMs, intervalMs: 100, what: 'the engine event stream to catch up' },
     );
+    if (this.#ended) throw this.#ended;
   }
 
   close(): void {
+    this.#closed = true;
     this.#stream?.destroy?.();
   }
 
+  /**
+   * Opens the stream from `since`. Podman ends such a stream (one read from
+   * a past time) when it rotates its event log, and the rotated log has lost
+   * the oldest events: the test instance's log is sized not to rotate in a
+   * run (`events_logfile_max_size`, lib/local/podman-config.ts), and an end
+   * is reported rather than papered over by a new stream.
+   */
   async #watch(): Promise<void> {
     const stream = (await this.docker.getEvents({
       since: this.since,
@@ -84,7 +104,14 @@ export class EngineEvents {
         }
       }
     });
-    stream.on('error', () => {});
+    const ended = (): void => {
+      this.#ended ??= this.#closed
+        ? undefined
+        : new Error('the engine ended its event stream (did Podman rotate its event log?): the events seen are incomplete');
+    };
+    stream.on('end', ended);
+    stream.on('close', ended);
+    stream.on('error', ended);
   }
 }
 

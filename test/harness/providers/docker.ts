@@ -4,7 +4,7 @@ import { systemClock } from '../../../lib/clock.ts';
 import type { DockerPodProvider } from '../../../lib/provider/docker/docker-pods.ts';
 import { EngineState } from '../../../lib/provider/docker/engine-state.ts';
 import { LABELS } from '../../../lib/provider/docker/names.ts';
-import { testDockerProvider, testEngine } from '../../support/docker.ts';
+import { TEST_IMAGE, testDockerProvider, testEngine } from '../../support/docker.ts';
 import { actionOf, type EngineEvent, EngineEvents } from '../../support/engine-events.ts';
 import type { TestEnv } from '../../support/env.ts';
 import type { PodRef, ProbedHistory, ProbedPod, ProviderProbe, ProviderSetup } from '../provider-setup.ts';
@@ -64,14 +64,9 @@ class DockerProbe implements ProviderProbe {
 
   async history(ref: PodRef): Promise<ProbedHistory | undefined> {
     const containers = await this.#list(LABELS.uid, ref.uid);
-    const hasInfra = containers.some((c) => c.Labels?.[LABELS.role] === 'infra');
-    // The event stream trails the engine's state by a moment: wait for the create of an infra container seen.
-    const deadline = Date.now() + 10_000;
-    let counts = countEvents(await this.#events.of(ref.uid));
-    while (hasInfra && counts.creates === 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      counts = countEvents(await this.#events.of(ref.uid));
-    }
+    // The event stream trails the engine: read it once it has delivered everything before this call.
+    await this.#events.catchUp(TEST_IMAGE);
+    const counts = countEvents(await this.#events.of(ref.uid));
     if (counts.seen === 0 && containers.length === 0) return undefined;
     return { creates: counts.creates, deletes: counts.deletes, running: containers.some(isRunningProcess) };
   }
