@@ -18,10 +18,12 @@ import { join } from 'node:path';
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { startDockerd } from '../lib/local/dockerd.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
+import { freePort } from '../lib/local/free-ports.ts';
 import { startPodman } from '../lib/local/podman.ts';
 import { startRegistry } from '../lib/local/registry.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { createTable } from '../lib/state/table-definition.ts';
+import { engineCertificates } from './support/docker-tls.ts';
 import type { TestEnv } from './support/env.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -81,7 +83,15 @@ async function main(): Promise<number> {
     startRegistry({ dir: join(runDir, 'registry'), log }).then(async (reg) => {
       stops.push(() => reg.stop());
       const service = await (engine === 'dockerd'
-        ? startDockerd({ dir: join(runDir, 'dockerd'), log })
+        ? startDockerd({
+            dir: join(runDir, 'dockerd'),
+            log,
+            // Its own TLS endpoint as well, for the remote-engine test (docker-tls.test.ts).
+            tls: await engineCertificates(join(runDir, 'dockerd-tls')).then(async (certs) => ({
+              ...certs,
+              port: await freePort('127.0.0.1'),
+            })),
+          })
         : startPodman({ dir: join(runDir, 'podman'), log, insecureRegistries: [reg.address] }));
       stops.push(() => service.stop());
       return { dockerEngine: service, registry: reg };
@@ -128,7 +138,15 @@ async function main(): Promise<number> {
     controlPlaneDir: controlPlane.dir,
     controlUrl: `http://127.0.0.1:${controlAddress.port}`,
     etcdUrl: `http://127.0.0.1:${controlPlane.ports.etcdClient}`,
-    docker: { engine, host: dockerEngine.dockerHost, network: dockerEngine.network, dir: dockerEngine.dir },
+    docker: {
+      engine,
+      host: dockerEngine.dockerHost,
+      network: dockerEngine.network,
+      dir: dockerEngine.dir,
+      ...('tlsHost' in dockerEngine && dockerEngine.tlsHost
+        ? { tls: { host: dockerEngine.tlsHost, certPath: join(runDir, 'dockerd-tls', 'client') } }
+        : {}),
+    },
     registry: { address: registry.address, username: registry.username, password: registry.password },
   };
   const envFile = join(runDir, 'env.json');

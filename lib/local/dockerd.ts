@@ -37,6 +37,19 @@ export interface StartDockerdOptions {
   /** The instance's directory; created, and replaced on each start. */
   dir: string;
   log?: (line: string) => void;
+  /**
+   * Also serve the API on 127.0.0.1:`port` over TLS, requiring a client
+   * certificate signed by `caFile` (`dockerd --tlsverify`); the unix socket
+   * stays plain.
+   */
+  tls?: DockerdTls;
+}
+
+export interface DockerdTls {
+  port: number;
+  caFile: string;
+  certFile: string;
+  keyFile: string;
 }
 
 /** A running local Docker Engine. */
@@ -45,6 +58,8 @@ export interface DockerdService {
   socketPath: string;
   /** `unix://<socketPath>`, as DOCKER_HOST or SVK_DOCKER_HOST take it. */
   dockerHost: string;
+  /** `tcp://127.0.0.1:<port>` when started with `tls`. */
+  tlsHost?: string;
   /** The bridge network of this instance, for the Docker provider's SVK_DOCKER_NETWORK. */
   network: string;
   subnet: string;
@@ -87,9 +102,10 @@ function layoutOf(dir: string): Layout {
  * containers are on the instance's own bridge network, reached from the
  * host directly and published through docker-proxy. runc through
  * containerd with the cgroupfs driver (the hosts here run cgroup v1 without
- * systemd); overlay2 on the data root.
+ * systemd); overlay2 on the data root. With `tls`, a TCP listener on
+ * loopback that verifies client certificates as well.
  */
-function dockerdArgs(layout: Layout): string[] {
+function dockerdArgs(layout: Layout, tls: DockerdTls | undefined): string[] {
   return [
     `--config-file=${layout.configFile}`,
     `--data-root=${layout.dataRoot}`,
@@ -104,6 +120,15 @@ function dockerdArgs(layout: Layout): string[] {
     '--exec-opt=native.cgroupdriver=cgroupfs',
     '--storage-driver=overlay2',
     '--log-level=warn',
+    ...(tls
+      ? [
+          '--tlsverify',
+          `--tlscacert=${tls.caFile}`,
+          `--tlscert=${tls.certFile}`,
+          `--tlskey=${tls.keyFile}`,
+          `--host=tcp://127.0.0.1:${tls.port}`,
+        ]
+      : []),
   ];
 }
 
@@ -124,7 +149,7 @@ export async function startDockerd(options: StartDockerdOptions): Promise<Docker
   const stop = once(() => stopInstance({ layout, slot, host, created, child, log }));
   try {
     const started = Date.now();
-    child = spawnDaemon(layout);
+    child = spawnDaemon(layout, options.tls);
     child.on('exit', (code, signal) => {
       if (!stopping) log(`dockerd exited unexpectedly (${signal ?? code}); see ${layout.log}`);
     });
@@ -148,6 +173,7 @@ export async function startDockerd(options: StartDockerdOptions): Promise<Docker
   return {
     socketPath: layout.socket,
     dockerHost: `unix://${layout.socket}`,
+    ...(options.tls ? { tlsHost: `tcp://127.0.0.1:${options.tls.port}` } : {}),
     network: slot.network,
     subnet: slot.subnet,
     dir: layout.dir,
@@ -181,11 +207,11 @@ function splitTag(ref: string): [string, string] {
   return colon > ref.lastIndexOf('/') ? [ref.slice(0, colon), ref.slice(colon + 1)] : [ref, 'latest'];
 }
 
-function spawnDaemon(layout: Layout): ChildProcess {
+function spawnDaemon(layout: Layout, tls: DockerdTls | undefined): ChildProcess {
   const out = openSync(layout.log, 'a');
   // docker-init, docker-proxy, containerd and its runc shim are found on PATH.
   const env = { ...process.env, PATH: `/usr/sbin:/usr/bin:/sbin:/bin:${process.env.PATH ?? ''}` };
-  const args = dockerdArgs(layout);
+  const args = dockerdArgs(layout, tls);
   const [cmd, argv] = existsSync(SETPRIV)
     ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', DOCKERD, ...args]]
     : [DOCKERD, args];
@@ -291,7 +317,7 @@ async function reapStale(log: (line: string) => void): Promise<void> {
     const layout = layoutOf(dir);
     let child: ChildProcess | undefined;
     if (existsSync(layout.configFile)) {
-      child = spawnDaemon(layout);
+      child = spawnDaemon(layout, undefined);
       await waitReady(new Docker({ socketPath: layout.socket }), child).catch((err: unknown) =>
         log(`dockerd: the dead instance's daemon did not start again: ${String(err)}`),
       );

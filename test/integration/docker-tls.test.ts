@@ -63,18 +63,16 @@ function pemBodies(...pems: string[]): string[] {
 }
 
 /**
- * A remote engine over TLS with client certificates: stunnel in front of the
- * run's engine socket stands in for `dockerd --tlsverify` (Podman 4.3 serves
- * no TLS of its own; the client side is the same for both engines).
+ * A remote engine over TLS with client certificates: under Docker Engine its
+ * own `--tlsverify` endpoint; under Podman (4.3 serves no TLS of its own)
+ * stunnel in front of the run's engine socket, verifying client
+ * certificates as dockerd does. The client side is the same for both.
  */
 describe('docker provider: a remote engine over TLS with client certificates', () => {
   const env = testEnv();
   let engine: TlsEngine;
   before(async () => {
-    engine = await startTlsEngine(
-      join(env.docker.dir, '..', `tls-${process.pid}`),
-      env.docker.host.replace(/^unix:\/\//, ''),
-    );
+    engine = await startTlsEngine(join(env.docker.dir, '..', `tls-${process.pid}`), env);
   });
   after(async () => {
     await engine?.stop();
@@ -115,6 +113,7 @@ describe('docker provider: a remote engine over TLS with client certificates', (
       settings({ SVK_DOCKER_CERT_PATH: engine.certPath }),
       context,
     );
+    assert.equal(engine.servedBy, env.docker.engine === 'dockerd' ? 'dockerd' : 'stunnel');
     await nodeProvider.ping('vk-tls');
     const status = await nodeProvider.nodeStatus('vk-tls');
     assert.equal(status.conditions.find((c) => c.type === 'Ready')?.status, 'True');

@@ -1,21 +1,25 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../../lib/local/free-ports.ts';
+import type { TestEnv } from './env.ts';
 
 const execFileAsync = promisify(execFile);
 
 /**
- * A remote Docker engine stand-in: stunnel (Debian's stunnel4) terminating
- * TLS on a loopback port and forwarding to the run's engine socket,
- * requiring a client certificate signed by its CA, as `dockerd --tlsverify`
- * does. Podman 4.3's service has no TLS option of its own.
+ * A remote Docker engine over TLS that requires a client certificate signed
+ * by its CA. Under Docker Engine, the run's dockerd itself (`--tlsverify`,
+ * started so by test/run-integration.ts); under Podman, whose 4.3 service
+ * has no TLS option, stunnel (Debian's stunnel4) terminating TLS on a
+ * loopback port and forwarding to the run's engine socket, with `verify = 2`.
  */
 export interface TlsEngine {
   /** `tcp://127.0.0.1:<port>` */
   host: string;
-  port: number;
+  /** Who serves the TLS: `dockerd` itself, or `stunnel` in front of Podman. */
+  servedBy: 'dockerd' | 'stunnel';
   /** Holds ca.pem, cert.pem and key.pem (the client's), as DOCKER_CERT_PATH does. */
   certPath: string;
   /** A CA and client certificate the engine does not trust. */
@@ -23,15 +27,44 @@ export interface TlsEngine {
   stop(): Promise<void>;
 }
 
-export async function startTlsEngine(dir: string, socketPath: string): Promise<TlsEngine> {
+/** The engine's CA and server certificate (for 127.0.0.1), and a client certificate it trusts. */
+export interface EngineCertificates {
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+  /** ca.pem, cert.pem and key.pem of the client. */
+  clientCertPath: string;
+}
+
+export async function engineCertificates(dir: string): Promise<EngineCertificates> {
+  const clientCertPath = join(dir, 'client');
+  mkdirSync(clientCertPath, { recursive: true });
+  await certificates(dir, clientCertPath, 'svk-test-ca');
+  return {
+    caFile: join(dir, 'ca.pem'),
+    certFile: join(dir, 'server.pem'),
+    keyFile: join(dir, 'server.key'),
+    clientCertPath,
+  };
+}
+
+export async function startTlsEngine(dir: string, env: TestEnv): Promise<TlsEngine> {
   rmSync(dir, { recursive: true, force: true });
-  const certPath = join(dir, 'client');
   const strangerCertPath = join(dir, 'stranger');
-  mkdirSync(certPath, { recursive: true });
   mkdirSync(strangerCertPath, { recursive: true });
-  await certificates(dir, certPath, 'svk-test-ca');
   await certificates(join(dir, 'stranger-ca'), strangerCertPath, 'stranger-ca');
-  const port = await freePort();
+  const removeDir = async () => rmSync(dir, { recursive: true, force: true });
+  if (env.docker.tls) {
+    return {
+      host: env.docker.tls.host,
+      servedBy: 'dockerd',
+      certPath: env.docker.tls.certPath,
+      strangerCertPath,
+      stop: removeDir,
+    };
+  }
+  const certs = await engineCertificates(dir);
+  const port = await freePort('127.0.0.1');
   const conf = join(dir, 'stunnel.conf');
   writeFileSync(
     conf,
@@ -40,10 +73,10 @@ export async function startTlsEngine(dir: string, socketPath: string): Promise<T
       'pid =',
       '[engine]',
       `accept = 127.0.0.1:${port}`,
-      `connect = ${socketPath}`,
-      `cert = ${join(dir, 'server.pem')}`,
-      `key = ${join(dir, 'server.key')}`,
-      `CAfile = ${join(certPath, 'ca.pem')}`,
+      `connect = ${env.docker.host.replace(/^unix:\/\//, '')}`,
+      `cert = ${certs.certFile}`,
+      `key = ${certs.keyFile}`,
+      `CAfile = ${certs.caFile}`,
       'verify = 2',
       '',
     ].join('\n'),
@@ -56,8 +89,8 @@ export async function startTlsEngine(dir: string, socketPath: string): Promise<T
   await waitListening(port, child, () => stderr);
   return {
     host: `tcp://127.0.0.1:${port}`,
-    port,
-    certPath,
+    servedBy: 'stunnel',
+    certPath: certs.clientCertPath,
     strangerCertPath,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
@@ -65,7 +98,7 @@ export async function startTlsEngine(dir: string, socketPath: string): Promise<T
         child.kill('SIGTERM');
         await exited;
       }
-      rmSync(dir, { recursive: true, force: true });
+      await removeDir();
     },
   };
 }
@@ -128,18 +161,6 @@ async function certificates(caDir: string, clientDir: string, caName: string): P
     );
     if (out === clientDir) writeFileSync(join(clientDir, 'ca.pem'), readFileSync(join(caDir, 'ca.pem')));
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitListening(port: number, child: ChildProcess, stderr: () => string): Promise<void> {

@@ -107,7 +107,9 @@ export class EngineEvents {
     const ended = (): void => {
       this.#ended ??= this.#closed
         ? undefined
-        : new Error('the engine ended its event stream (did Podman rotate its event log?): the events seen are incomplete');
+        : new Error(
+            'the engine ended its event stream (did Podman rotate its event log?): the events seen are incomplete',
+          );
     };
     stream.on('end', ended);
     stream.on('close', ended);

@@ -43,6 +43,12 @@ export interface TestEnv {
     network: string;
     /** Its directory (configuration, storage, logs). */
     dir: string;
+    /**
+     * Docker Engine's own TLS endpoint (`dockerd --tlsverify`), with the
+     * directory of a client certificate it trusts (ca.pem, cert.pem,
+     * key.pem); absent for Podman, which serves no TLS of its own.
+     */
+    tls?: { host: string; certPath: string };
   };
   /**
    * A registry (lib/local/registry.ts) over plain HTTP with basic auth,
