@@ -6,14 +6,19 @@
  * cadence (schedules every 60 s, pod-sync's reserved concurrency 10).
  *
  * Usage: npx tsx bench/docker-pods.ts [--pods 100] [--providers mock,docker]
- *          [--cap-minutes 10]
+ *          [--cap-minutes 10] [--engine podman|dockerd]
+ *
+ * `--engine dockerd` runs the containers under Debian's Docker Engine
+ * (lib/local/dockerd.ts, installed by scripts/ensure-docker-engine.sh)
+ * instead of Podman.
  *
  * Measured from outside the code under test: bound = when our create call
  * returned (pods carry spec.nodeName, so the scheduler is not measured);
  * Running = when a watch on the namespace first saw phase Running; memory
  * per pod = the proportional set size (PSS, /proc/<pid>/smaps_rollup) of
- * every process of the pods' containers and their conmon monitors, plus the
- * growth of the Podman service's RSS, divided by N; delete = from the
+ * every process of the pods' containers and their monitors (Podman's conmon,
+ * Docker's containerd shim), divided by N, and apart the growth of the
+ * engine's RSS (the Podman service; dockerd with its containerd); delete = from the
  * namespace delete until the engine (docker) or the API server (mock) has
  * none of its pods left.
  */
@@ -26,8 +31,9 @@ import type { V1Pod } from '@kubernetes/client-node';
 import Docker from 'dockerode';
 import { isNotFound } from '../lib/kube/client.ts';
 import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-clients.ts';
+import { startDockerd } from '../lib/local/dockerd.ts';
 import { LocalDeployment } from '../lib/local/local-deployment.ts';
-import { type PodmanService, startPodman } from '../lib/local/podman.ts';
+import { startPodman } from '../lib/local/podman.ts';
 import { LABELS } from '../lib/provider/docker/names.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { createTable } from '../lib/state/table-definition.ts';
@@ -51,10 +57,23 @@ const root = new URL('..', import.meta.url).pathname;
 const benchDir = join(root, '.local', 'bench-docker-pods');
 const log = benchLog('bench docker-pods');
 
+type EngineKind = 'podman' | 'dockerd';
+
 interface Options {
   pods: number;
   providers: Array<'mock' | 'docker'>;
   capMs: number;
+  engine: EngineKind;
+}
+
+/** What the bench needs of a local engine, Podman's service or dockerd. */
+interface Engine {
+  kind: EngineKind;
+  socketPath: string;
+  dockerHost: string;
+  network: string;
+  servicePid: number;
+  stop(): Promise<void>;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -64,8 +83,12 @@ function parseOptions(argv: string[]): Options {
       pods: { type: 'string', default: '100' },
       providers: { type: 'string', default: 'mock,docker' },
       'cap-minutes': { type: 'string', default: '10' },
+      engine: { type: 'string', default: 'podman' },
     },
   });
+  const engine = values.engine;
+  if (engine !== 'podman' && engine !== 'dockerd')
+    throw new Error(`--engine must be podman or dockerd, got ${values.engine}`);
   const pods = Number(values.pods);
   if (!Number.isInteger(pods) || pods < 1 || pods > 1000)
     throw new Error(`--pods must be 1-1000, got ${values.pods}`);
@@ -74,7 +97,7 @@ function parseOptions(argv: string[]): Options {
     throw new Error(`--providers: "${values.providers}" is not a list of mock and docker`);
   const minutes = Number(values['cap-minutes']);
   if (!(minutes > 0)) throw new Error(`--cap-minutes must be positive, got ${values['cap-minutes']}`);
-  return { pods, providers, capMs: minutes * 60_000 };
+  return { pods, providers, capMs: minutes * 60_000, engine };
 }
 
 interface BurstFigures {
@@ -163,6 +186,22 @@ function rssBytes(pid: number): number {
   }
 }
 
+/** The engine's own RSS: the Podman service, or dockerd and the containerd it started. */
+function engineRssBytes(engine: Engine): number {
+  const containerd = [...parents()]
+    .filter(([pid, parent]) => parent === engine.servicePid && commOf(pid) === 'containerd')
+    .map(([pid]) => pid);
+  return [engine.servicePid, ...containerd].reduce((sum, pid) => sum + rssBytes(pid), 0);
+}
+
+function commOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
 /** Parent of every process, from /proc. */
 function parents(): Map<number, number> {
   const map = new Map<number, number>();
@@ -179,7 +218,7 @@ function parents(): Map<number, number> {
   return map;
 }
 
-/** Host memory of the pods of a namespace: their containers' processes and each container's conmon. */
+/** Host memory of the pods of a namespace: their containers' processes and each container's monitor (conmon, or containerd's shim). */
 async function podsMemory(docker: Docker, namespace: string): Promise<number> {
   const containers = await docker.listContainers({
     filters: { label: [`${LABELS.namespace}=${namespace}`] },
@@ -199,7 +238,7 @@ async function podsMemory(docker: Docker, namespace: string): Promise<number> {
   for (const top of tops.filter((p) => p > 0)) {
     walk(top);
     const monitor = ppid.get(top);
-    if (monitor) counted.add(monitor); // conmon
+    if (monitor) counted.add(monitor); // conmon, or the containerd shim
   }
   return [...counted].reduce((sum, pid) => sum + pssBytes(pid), 0);
 }
@@ -208,14 +247,14 @@ async function runBurst(
   provider: 'mock' | 'docker',
   n: number,
   env: BenchEnvironment,
-  podman: PodmanService,
+  engine: Engine,
   tableName: string,
   capMs: number,
   signal: AbortSignal,
 ): Promise<BurstFigures> {
   const admin = createToolingClients(env.controlPlane.adminKubeconfig);
   const node = `bench-${provider}`;
-  const docker = new Docker({ socketPath: podman.socketPath });
+  const docker = new Docker({ socketPath: engine.socketPath });
   const deployment = new LocalDeployment({
     env: {
       SVK_KUBECONFIG: env.controlPlane.kubeletKubeconfig,
@@ -226,8 +265,8 @@ async function runBurst(
       SVK_NODE_NAMES: node,
       SVK_NODE_CAPACITY: 'cpu=200,memory=800Gi,pods=2000',
       SVK_PROVIDER: provider,
-      SVK_DOCKER_HOST: podman.dockerHost,
-      SVK_DOCKER_NETWORK: podman.network,
+      SVK_DOCKER_HOST: engine.dockerHost,
+      SVK_DOCKER_NETWORK: engine.network,
     },
     rateMs: RATE_MS,
     timeoutMs: TIMEOUT_MS,
@@ -250,7 +289,7 @@ async function runBurst(
       },
       log,
     );
-    const serviceBefore = rssBytes(podman.servicePid);
+    const serviceBefore = engineRssBytes(engine);
     const names = Array.from({ length: n }, (_, i) => `pod-${String(i).padStart(4, '0')}`);
     let next = 0;
     await Promise.all(
@@ -281,7 +320,7 @@ async function runBurst(
     };
     if (provider === 'docker') {
       figures.memoryPerPodMiB = (await podsMemory(docker, namespace)) / n / 2 ** 20;
-      figures.serviceGrowthMiB = (rssBytes(podman.servicePid) - serviceBefore) / 2 ** 20;
+      figures.serviceGrowthMiB = (engineRssBytes(engine) - serviceBefore) / 2 ** 20;
     }
     log(`${provider}: ${JSON.stringify(figures)}`);
     const deleted = Date.now();
@@ -307,12 +346,18 @@ async function runBurst(
   }
 }
 
+async function startEngine(kind: EngineKind): Promise<Engine> {
+  const dir = join(benchDir, kind);
+  const service = await (kind === 'dockerd' ? startDockerd({ dir, log }) : startPodman({ dir, log }));
+  return { kind, ...service, stop: () => service.stop() };
+}
+
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const signal = interruptSignal(log);
-  const [env, podman] = await Promise.all([
+  const [env, engine] = await Promise.all([
     startBenchEnvironment({ dir: join(benchDir, 'control-plane'), log }),
-    startPodman({ dir: join(benchDir, 'podman'), log }),
+    startEngine(options.engine),
   ]);
   try {
     const tableName = 'svk-bench-docker';
@@ -320,11 +365,11 @@ async function main(): Promise<void> {
     await createTable(client, tableName);
     const results: BurstFigures[] = [];
     for (const provider of options.providers) {
-      results.push(await runBurst(provider, options.pods, env, podman, tableName, options.capMs, signal));
+      results.push(await runBurst(provider, options.pods, env, engine, tableName, options.capMs, signal));
     }
     const mib = (v: number | undefined) => (v === undefined ? 'n/a' : fixed(v, 1));
     process.stdout.write(
-      `\n${new Date().toISOString().slice(0, 10)}, ${machineSummary()}\n\n${markdownTable(
+      `\n${new Date().toISOString().slice(0, 10)}, ${machineSummary()}, engine ${engine.kind}\n\n${markdownTable(
         [
           'provider',
           'pods',
@@ -334,7 +379,7 @@ async function main(): Promise<void> {
           'max (s)',
           'first bound → last Running (s)',
           'host memory per pod (MiB)',
-          'Podman service growth (MiB)',
+          `${engine.kind === 'podman' ? 'Podman service' : 'dockerd + containerd'} growth (MiB)`,
           'delete all (s)',
         ],
         results.map((r) => [
@@ -352,7 +397,7 @@ async function main(): Promise<void> {
       )}\n`,
     );
   } finally {
-    await podman.stop();
+    await engine.stop();
     await env.stop();
   }
 }

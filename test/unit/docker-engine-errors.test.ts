@@ -4,6 +4,8 @@ import {
   dependentContainerIds,
   hasDependents,
   isEngineNotFound,
+  isNotRunning,
+  isStartUnderWay,
   storagelessContainerId,
 } from '../../lib/provider/docker/engine-errors.ts';
 
@@ -57,5 +59,22 @@ describe('docker engine errors (Podman 4.3 wording, as its service answers)', ()
     assert.equal(hasDependents(err), true);
     assert.deepEqual(dependentContainerIds(err), [DEPENDENT]);
     assert.deepEqual(dependentContainerIds(engineError(500, 'container state improper')), []);
+  });
+
+  it('tells a start refused while another start runs from other refusals', () => {
+    const racing = engineError(
+      500,
+      `container ${GHOST} must be in Created or Stopped state to be started: container state improper`,
+    );
+    assert.equal(isStartUnderWay(racing), true);
+    // Killing a stopped container is improper too, but no start is under way.
+    const killStopped = engineError(
+      500,
+      `can only kill running containers. ${GHOST} is in state exited: container state improper`,
+    );
+    assert.equal(isStartUnderWay(killStopped), false);
+    assert.equal(isNotRunning(killStopped), true);
+    assert.equal(isStartUnderWay(engineError(304, '')), false);
+    assert.equal(isStartUnderWay(engineError(409, 'to be started: container state improper')), false);
   });
 });

@@ -16,7 +16,13 @@ import {
 import { deletingConfig, type EngineSettings, infraConfig, volumeConfig } from './container-config.ts';
 import { containerLogs } from './container-logs.ts';
 import { engineChanges } from './engine-changes.ts';
-import { isEngineNotFound, isNameConflict, isNotModified, isNotRunning } from './engine-errors.ts';
+import {
+  isEngineNotFound,
+  isNameConflict,
+  isNotModified,
+  isNotRunning,
+  isStartUnderWay,
+} from './engine-errors.ts';
 import { engineKindOnce } from './engine-kind.ts';
 import { EngineState } from './engine-state.ts';
 import { ImagePuller, type RegistryAuth } from './image-puller.ts';
@@ -31,9 +37,10 @@ import { removalOf } from './removals-in-flight.ts';
 
 /**
  * Starts of the infra container tried while a concurrent create holds its
- * name and the engine cannot find it yet, with a pause doubling from 20 ms
- * to 1 s: about 4 s in all, for a create that Podman on a loaded host takes
- * a while to record.
+ * name and the engine cannot find it yet, or while a concurrent start of it
+ * runs, with a pause doubling from 20 ms to 1 s: about 4 s in all, for a
+ * create that Podman on a loaded host takes a while to record. The start
+ * after a concurrent one finished is answered 304 (already running).
  */
 const INFRA_ATTEMPTS = 10;
 const INFRA_RETRY_MS = 20;
@@ -268,7 +275,7 @@ export class DockerPodProvider implements PodProvider {
         return;
       } catch (err) {
         if (isNotModified(err)) return;
-        if (!isEngineNotFound(err) || attempt >= INFRA_ATTEMPTS) throw err;
+        if (!(isEngineNotFound(err) || isStartUnderWay(err)) || attempt >= INFRA_ATTEMPTS) throw err;
       }
       await clock.sleep(doublingDelayMs(attempt, INFRA_RETRY_MS, INFRA_RETRY_MAX_MS), signal);
       if (removalOf(plan.uid) || (await markedForDeletion(this.deps, plan.uid, signal))) return;

@@ -77,6 +77,16 @@ export function isNotModified(err: unknown): boolean {
   return statusCode(err) === 304;
 }
 
+/**
+ * Starting a container while another client starts it (Podman 4.3: 500
+ * "must be in Created or Stopped state to be started: container state
+ * improper" while the other start runs; Docker serialises starts and
+ * answers 304 once the first is done).
+ */
+export function isStartUnderWay(err: unknown): boolean {
+  return statusCode(err) === 500 && /to be started: container state improper/i.test(engineMessage(err));
+}
+
 /** Signalling a container that is not running. */
 export function isNotRunning(err: unknown): boolean {
   const code = statusCode(err);

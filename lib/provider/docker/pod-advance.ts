@@ -3,7 +3,13 @@ import type Docker from 'dockerode';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
 import { type EngineSettings, instanceConfig } from './container-config.ts';
-import { isEngineNotFound, isImageMissing, isNameConflict, isNotModified } from './engine-errors.ts';
+import {
+  isEngineNotFound,
+  isImageMissing,
+  isNameConflict,
+  isNotModified,
+  isStartUnderWay,
+} from './engine-errors.ts';
 import type { EngineKind } from './engine-kind.ts';
 import type { EngineState } from './engine-state.ts';
 import type { ImagePuller, RegistryAuth } from './image-puller.ts';
@@ -204,6 +210,8 @@ async function startContainer(deps: AdvanceDeps, uid: string, id: string, log: L
     return true;
   } catch (err) {
     if (isNotModified(err)) return false;
+    // Another poller's start of it is under way: read the pod again, as it then stands.
+    if (isStartUnderWay(err)) return true;
     log.warn({ err, container: id }, 'container start failed');
     return true;
   }
