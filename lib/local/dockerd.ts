@@ -270,9 +270,12 @@ async function stopInstance(instance: Instance): Promise<void> {
       ),
     );
     await quietly('prune volumes', docker.pruneVolumes());
-    await quietly(`remove network ${slot.network}`, docker.getNetwork(slot.network).remove());
+    await quietly(`remove network ${slot.network}`, removeNetwork(docker, slot.network));
     await stopChild(child);
   }
+  // A network whose endpoints outlived their containers stays behind as the bridge interface.
+  if (existsSync(`/sys/class/net/${slot.bridge}`))
+    await quietly(`delete link ${slot.bridge}`, execFileAsync('ip', ['link', 'delete', slot.bridge]));
   await removeDir(layout.dir);
   releaseSlot(slot);
   // The last Docker Engine out removes the empty directories that dockerd and containerd make
@@ -280,6 +283,23 @@ async function stopInstance(instance: Instance): Promise<void> {
   if (heldSlots('dockerd') === 0 && instance.created)
     removeEmptyDirs(instance.created.flatMap((path) => [...(DAEMON_RUN_DIRS[path] ?? []), path]));
   await cleanHost(instance.host ?? snapshotHost(), log);
+}
+
+/**
+ * Removes the instance's network once its containers are gone. Right after
+ * many forced removals, dockerd 20.10 may still count their endpoints
+ * ("has active endpoints") for a moment: asked again for about 3 s.
+ */
+async function removeNetwork(docker: Docker, name: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await docker.getNetwork(name).remove();
+      return;
+    } catch (err) {
+      if (attempt >= 15 || !/active endpoints/i.test(String(err))) throw err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
