@@ -349,7 +349,7 @@ async function runBurst(
 async function startEngine(kind: EngineKind): Promise<Engine> {
   const dir = join(benchDir, kind);
   const service = await (kind === 'dockerd' ? startDockerd({ dir, log }) : startPodman({ dir, log }));
-  return { kind, ...service, stop: () => service.stop() };
+  return { kind, ...service };
 }
 
 async function main(): Promise<void> {

@@ -68,7 +68,7 @@ async function main(): Promise<number> {
   mkdirSync(runDir, { recursive: true });
 
   const started = Date.now();
-  const [controlPlane, dynamo, { dockerEngine, registry }] = await Promise.all([
+  const [controlPlane, dynamo, { dockerEngine, registry, tls }] = await Promise.all([
     startControlPlane({ dir: join(runDir, 'control-plane'), log }).then((cp) => {
       stops.push(() => cp.stop());
       return cp;
@@ -82,19 +82,21 @@ async function main(): Promise<number> {
     // Podman from its registries.conf; Docker Engine treats 127.0.0.0/8 as insecure itself).
     startRegistry({ dir: join(runDir, 'registry'), log }).then(async (reg) => {
       stops.push(() => reg.stop());
-      const service = await (engine === 'dockerd'
+      // Docker Engine serves its own TLS endpoint as well, for the remote-engine test (docker-tls.test.ts).
+      const certs = engine === 'dockerd' ? await engineCertificates(join(runDir, 'dockerd-tls')) : undefined;
+      const service = await (certs
         ? startDockerd({
             dir: join(runDir, 'dockerd'),
             log,
-            // Its own TLS endpoint as well, for the remote-engine test (docker-tls.test.ts).
-            tls: await engineCertificates(join(runDir, 'dockerd-tls')).then(async (certs) => ({
-              ...certs,
-              port: await freePort('127.0.0.1'),
-            })),
+            tls: { ...certs, port: await freePort('127.0.0.1') },
           })
         : startPodman({ dir: join(runDir, 'podman'), log, insecureRegistries: [reg.address] }));
       stops.push(() => service.stop());
-      return { dockerEngine: service, registry: reg };
+      const tls =
+        certs && 'tlsHost' in service && service.tlsHost
+          ? { host: service.tlsHost, certPath: certs.clientCertPath }
+          : undefined;
+      return { dockerEngine: service, registry: reg, tls };
     }),
   ]);
   const tableName = 'svk-test';
@@ -143,9 +145,7 @@ async function main(): Promise<number> {
       host: dockerEngine.dockerHost,
       network: dockerEngine.network,
       dir: dockerEngine.dir,
-      ...('tlsHost' in dockerEngine && dockerEngine.tlsHost
-        ? { tls: { host: dockerEngine.tlsHost, certPath: join(runDir, 'dockerd-tls', 'client') } }
-        : {}),
+      ...(tls ? { tls } : {}),
     },
     registry: { address: registry.address, username: registry.username, password: registry.password },
   };

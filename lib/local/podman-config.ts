@@ -54,15 +54,6 @@ export function podmanLayout(dir: string): PodmanLayout {
 }
 
 /**
- * containers.conf: runc with the cgroupfs manager (crun cannot set rlimits
- * nor handle hybrid cgroups on these machines); default ulimits within what
- * root may set here (the infra container fails with `error setting rlimit`
- * otherwise); networks, events and temporary files inside the instance's
- * directory; exit_command_delay short, or each exec session leaves a conmon
- * behind for 300 s; an event log that does not rotate within a run (see
- * EVENTS_LOG_MAX_SIZE).
- */
-/**
  * Podman 4.3 rotates its event log at 1 MB by default, by rewriting the file
  * with its newer half: a `GET /events` read from a past time (`since`) then
  * ends, with the older events gone from any new read, and a live one
@@ -71,6 +62,15 @@ export function podmanLayout(dir: string): PodmanLayout {
  */
 export const EVENTS_LOG_MAX_SIZE = '256m';
 
+/**
+ * containers.conf: runc with the cgroupfs manager (crun cannot set rlimits
+ * nor handle hybrid cgroups on these machines); default ulimits within what
+ * root may set here (the infra container fails with `error setting rlimit`
+ * otherwise); networks, events and temporary files inside the instance's
+ * directory; exit_command_delay short, or each exec session leaves a conmon
+ * behind for 300 s; an event log that does not rotate within a run (see
+ * EVENTS_LOG_MAX_SIZE).
+ */
 export function containersConf(layout: PodmanLayout): string {
   return [
     '[containers]',
