@@ -16,6 +16,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { V1Pod } from '@kubernetes/client-node';
 import { apiStatusCode, isNotFound } from '../lib/kube/client.ts';
 import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-clients.ts';
+import { terminatedStatus } from '../lib/pod/pod-status-builders.ts';
 import { mockNodeIndexPartition } from '../lib/provider/mock/mock-pod-record.ts';
 import { StateTable } from '../lib/state/dynamodb.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
@@ -34,6 +35,8 @@ export type LoadCommand =
   | { id: number; cmd: 'burst'; namespace: string; n: number; concurrency: number; capMs: number }
   | { id: number; cmd: 'delete'; namespace: string; n: number; capMs: number }
   | { id: number; cmd: 'baseline'; n: number; concurrency: number }
+  /** The baseline's pods deleted as a kubelet at its quickest would: see LoadGenerator.baselineDelete. */
+  | { id: number; cmd: 'baseline-delete'; namespace: string; n: number; concurrency: number }
   /** Answers at once: the reply carries the CPU and request figures. */
   | { id: number; cmd: 'cpu' }
   | { id: number; cmd: 'stop' };
@@ -61,12 +64,21 @@ export interface BaselineLoad {
   pods: number;
   seconds: number;
   failures: number;
+  /** The namespace the baseline's pods are left in, for baseline-delete. */
+  namespace: string;
+}
+
+export interface BaselineDeletion {
+  pods: number;
+  /** From the namespace delete until the namespace is gone. */
+  seconds: number;
+  failures: number;
 }
 
 export type LoadReply =
   | {
       id: number;
-      result: BurstLoad | DeletionLoad | BaselineLoad | undefined;
+      result: BurstLoad | DeletionLoad | BaselineLoad | BaselineDeletion | undefined;
       /** This thread's CPU seconds so far. */
       cpuSeconds: number;
       /** Kubernetes requests this thread sent so far, by `VERB resource`. */
@@ -353,10 +365,72 @@ class LoadGenerator {
     });
     const seconds = (performance.now() - started) / 1000;
     log(`baseline: ${n - failures} pods created and Running in ${seconds.toFixed(1)} s`);
-    // No kubelet: the pods must go at once (grace 0), or they would wait for one forever.
-    await admin.core.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 0 });
+    return { pods: n, seconds, failures, namespace };
+  }
+
+  /**
+   * The least this box needs to delete the baseline's pods as the bursts'
+   * are deleted: the namespace deleted (its controller deletes each pod
+   * gracefully), and a kubelet at its quickest, seeing each pod terminating
+   * on a watch, writing its terminated status once and deleting it with
+   * grace 0 (the uid as precondition), `concurrency` pods in flight. No
+   * provider, no records, no Events. Until the namespace is gone; then the
+   * baseline's node goes too.
+   */
+  async baselineDelete(command: Extract<LoadCommand, { cmd: 'baseline-delete' }>): Promise<BaselineDeletion> {
+    const { namespace, n, concurrency } = command;
+    const admin = this.admin;
+    const queue: V1Pod[] = [];
+    const handled = new Set<string>();
+    const waiting: (() => void)[] = [];
+    const wakeAll = () => {
+      for (const wake of waiting.splice(0)) wake();
+    };
+    const watch = await resumingWatch(
+      admin.config,
+      `/api/v1/namespaces/${namespace}/pods`,
+      {},
+      (type, object) => {
+        const pod = object as V1Pod;
+        const uid = pod.metadata?.uid ?? '';
+        if (type === 'DELETED' || !pod.metadata?.deletionTimestamp || handled.has(uid)) return;
+        handled.add(uid);
+        queue.push(pod);
+        wakeAll();
+      },
+      log,
+    );
+    const started = performance.now();
+    let failures = 0;
+    let namespaceGone = false;
+    const worker = async () => {
+      while (!namespaceGone) {
+        const pod = queue.shift();
+        if (!pod) {
+          await new Promise<void>((resolve) => waiting.push(resolve));
+          continue;
+        }
+        const name = pod.metadata?.name ?? '';
+        try {
+          await admin.core.replaceNamespacedPodStatus({
+            namespace,
+            name,
+            body: { ...pod, status: terminatedStatus(pod.status, Date.now()) },
+          });
+          await admin.core.deleteNamespacedPod({
+            namespace,
+            name,
+            body: { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata?.uid ?? '' } },
+          });
+        } catch (err) {
+          if (isNotFound(err)) continue;
+          failures++;
+          log(`baseline delete of ${name} failed: ${String(err)}`);
+        }
+      }
+    };
+    const workers = Array.from({ length: concurrency }, worker);
     await admin.core.deleteNamespace({ name: namespace });
-    await admin.core.deleteNode({ name: node });
     await waitUntil(
       `${namespace} to be gone`,
       async () => {
@@ -368,8 +442,15 @@ class LoadGenerator {
           throw err;
         }
       },
-      { timeoutMs: 5 * 60_000, intervalMs: 1_000 },
+      { timeoutMs: 10 * 60_000, intervalMs: 250 },
     );
+    const seconds = (performance.now() - started) / 1000;
+    namespaceGone = true;
+    wakeAll();
+    watch.stop();
+    await Promise.all(workers);
+    log(`baseline: ${n} pods deleted, namespace gone after ${seconds.toFixed(1)} s`);
+    await admin.core.deleteNode({ name: `${this.data.node}-baseline` });
     return { pods: n, seconds, failures };
   }
 }
@@ -400,7 +481,9 @@ if (parentPort && isLoadWorkerData(workerData)) {
           ? load.deleteNamespace(command)
           : command.cmd === 'baseline'
             ? load.baseline(command)
-            : Promise.resolve(undefined);
+            : command.cmd === 'baseline-delete'
+              ? load.baselineDelete(command)
+              : Promise.resolve(undefined);
     run.then(
       (result) =>
         port.postMessage({

@@ -65,6 +65,7 @@ import { StateTable } from '../lib/state/dynamodb.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 import type {
+  BaselineDeletion,
   BaselineLoad,
   BurstLoad,
   DeletionLoad,
@@ -237,6 +238,10 @@ class LoadWorker {
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+type WithCpu<T> = T & { cpuSeconds: Record<string, number> };
+/** kwok's work on this box: creating the largest burst's pods Running, then deleting them. */
+type Baseline = WithCpu<BaselineLoad> & { deletion: WithCpu<BaselineDeletion> };
 
 // ---------------------------------------------------------------------------
 // What the deployment does, counted from outside
@@ -796,9 +801,15 @@ function netOfIdle(
   return all - (byRequester(idle[source], 'pods') / idle.seconds) * seconds;
 }
 
+function cpuText(cpuSeconds: Record<string, number>): string {
+  return Object.entries(cpuSeconds)
+    .map(([name, v]) => `${name} ${fixed(v)}`)
+    .join(', ');
+}
+
 function report(
   bursts: readonly BurstFigures[],
-  baseline: (BaselineLoad & { cpuSeconds: Record<string, number> }) | undefined,
+  baseline: Baseline | undefined,
   idle: WindowFigures | undefined,
 ): string {
   const floorRate = baseline ? (baseline.pods - baseline.failures) / baseline.seconds : Number.NaN;
@@ -1061,9 +1072,13 @@ function report(
       ? [
           `This box without us (kwok's work: create, then one status write per pod, ${baseline.pods} pods, ` +
             `nothing else running): ${fixed(baseline.seconds)} s, ${fixed(floorRate)} pods/s; CPU s ` +
-            Object.entries(baseline.cpuSeconds)
-              .map(([name, v]) => `${name} ${fixed(v)}`)
-              .join(', '),
+            cpuText(baseline.cpuSeconds),
+          '',
+          `Deleting them as the bursts' pods are deleted (the namespace deleted; a kubelet at its quickest ` +
+            `writing each terminating pod's terminated status once and deleting it with grace 0, ` +
+            `no provider, no records, no Events): namespace gone after ${fixed(baseline.deletion.seconds)} s` +
+            `${baseline.deletion.failures > 0 ? ` (${baseline.deletion.failures} failed)` : ''}; CPU s ` +
+            cpuText(baseline.deletion.cpuSeconds),
           '',
         ]
       : []),
@@ -1140,7 +1155,7 @@ async function main(): Promise<void> {
     });
     stops.push(() => load.stop());
     const largest = Math.max(...options.bursts);
-    let baseline: (BaselineLoad & { cpuSeconds: Record<string, number> }) | undefined;
+    let baseline: Baseline | undefined;
     if (options.baseline) {
       const cpu = () => {
         const c = processCpuSeconds(env.pids);
@@ -1148,17 +1163,27 @@ async function main(): Promise<void> {
         c.set(MACHINE, machineBusySeconds());
         return c;
       };
-      await load.sample();
-      const cpuBefore = cpu();
-      const result = await load.run<BaselineLoad>({
+      const measured = async <T>(command: DistributiveOmit<LoadCommand, 'id'>) => {
+        await load.sample();
+        const cpuBefore = cpu();
+        const result = await load.run<T>(command);
+        const cpuAfter = cpu();
+        const cpuSeconds: Record<string, number> = {};
+        for (const [name, value] of cpuAfter) cpuSeconds[name] = value - (cpuBefore.get(name) ?? value);
+        return { ...result, cpuSeconds };
+      };
+      const created = await measured<BaselineLoad>({
         cmd: 'baseline',
         n: largest,
         concurrency: options.concurrency,
       });
-      const cpuAfter = cpu();
-      const cpuSeconds: Record<string, number> = {};
-      for (const [name, value] of cpuAfter) cpuSeconds[name] = value - (cpuBefore.get(name) ?? value);
-      baseline = { ...result, cpuSeconds };
+      const deleted = await measured<BaselineDeletion>({
+        cmd: 'baseline-delete',
+        namespace: created.namespace,
+        n: largest,
+        concurrency: options.concurrency,
+      });
+      baseline = { ...created, deletion: deleted };
     }
     const observer = new Observer();
     const deployment = new LocalDeployment({
