@@ -201,42 +201,18 @@ export class KnownPodStore {
    * Records that the provider was told to delete the pod and when its grace
    * period ends, which puts the record on the force-delete index. Creates the
    * record when `current` is undefined, else requires it unchanged. Drops an
-   * (expired) claim. `status`: the status just written for this uid (the
-   * terminated one, when the provider stopped the pod at once) and until
-   * when its event has the force delete to itself (see handedOffUntil),
-   * recorded in the same write; without it the hand-off is dropped.
+   * (expired) claim and a hand-off.
    * @throws KnownPodConflictError when another writer got there first.
    */
   markTerminating(
     current: KnownPod | undefined,
     identity: KnownPodIdentity,
     forceDeleteAt: string,
-    status?: { hash: string; handedOffUntil?: string },
   ): Promise<KnownPod> {
-    const handedOffUntil = status?.handedOffUntil;
-    const due = forceDeleteDueAt({ forceDeleteAt, ...(handedOffUntil ? { handedOffUntil } : {}) });
-    const set = [`${IDENTITY_SET}, #due = :due, #gpk = :gpk, #gsk = :gsk, #v = :next`];
-    const remove = ['#claim'];
-    const values: Record<string, unknown> = {
-      ...identityValues(identity),
-      ':due': forceDeleteAt,
-      ':gpk': FORCE_DELETE_INDEX_PARTITION,
-      ':gsk': forceDeleteSortKey(identity, due ?? forceDeleteAt),
-      ':next': (current?.version ?? 0) + 1,
-    };
-    if (status) {
-      set.push('#status = :status');
-      remove.push('#push');
-      values[':status'] = status.hash;
-    }
-    if (handedOffUntil) {
-      set.push('#handoff = :handoff');
-      values[':handoff'] = handedOffUntil;
-    } else remove.push('#handoff');
     return this.update(
       identity,
       {
-        expression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
+        expression: `SET ${IDENTITY_SET}, #due = :due, #gpk = :gpk, #gsk = :gsk, #v = :next REMOVE #claim, #handoff`,
         names: {
           ...IDENTITY_NAMES,
           '#due': 'forceDeleteAt',
@@ -244,10 +220,15 @@ export class KnownPodStore {
           '#gsk': 'gsi1sk',
           '#claim': 'claim',
           '#handoff': 'handedOffUntil',
-          ...(status ? { '#status': 'statusHash', '#push': 'pushUntil' } : {}),
           ...VERSION,
         },
-        values,
+        values: {
+          ...identityValues(identity),
+          ':due': forceDeleteAt,
+          ':gpk': FORCE_DELETE_INDEX_PARTITION,
+          ':gsk': forceDeleteSortKey(identity, forceDeleteAt),
+          ':next': (current?.version ?? 0) + 1,
+        },
       },
       unchangedSince(current, identity),
     );

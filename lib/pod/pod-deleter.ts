@@ -5,9 +5,9 @@ import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import type { PodProvider } from '../provider/provider.ts';
 import { errorMessage } from '../util/error-message.ts';
-import { type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
+import type { KnownPod, KnownPodStore } from './known-pods.ts';
 import { POD_EVENT_REASONS, type PodEventRecorder } from './pod-events.ts';
-import { isTerminalPhase, TERMINATED_MARK, terminatedStatus } from './pod-status-builders.ts';
+import { isTerminalPhase, terminatedStatus } from './pod-status-builders.ts';
 import { forceDeletePod, podRef, writePodStatus } from './pod-status-writes.ts';
 import type { SyncState, SyncStep } from './pod-sync-decision.ts';
 import { PodSyncRetryError, type SyncOutcome } from './pod-sync-result.ts';
@@ -29,13 +29,6 @@ export interface PodDeleterOptions {
   /** Our virtual nodes: only pods bound to one of them are touched. */
   nodes: readonly string[];
   clock: Clock;
-  /**
-   * How long a pod whose terminated status pod-sync wrote with its provider
-   * delete is left to the event of that write before pod-status or the
-   * reconciler force-deletes it (SVK_POD_FORCE_DELETE_HANDOFF_SECONDS, as
-   * pod-status hands it off); 0 leaves it to the grace period alone.
-   */
-  handOffMs?: number;
   signal?: AbortSignal;
 }
 
@@ -122,21 +115,21 @@ export class PodDeleter {
 
   /**
    * A terminating pod that still runs: deleted in the provider, with an event
-   * either way, and the grace period's end recorded so that pod-status
-   * force-deletes it then. When the provider no longer has the pod
-   * (DeletedPodStatus `stopped`, or not found), its terminated status is
-   * written at once against the pod just read, as pod-status would write it
-   * at its next poll, and recorded (TERMINATED_MARK) with the grace period's
-   * end; with `handOff` (a reconcile of an event, whose watcher will see the
-   * write) the force delete is handed off to the event of that write, else
-   * the next reconcile of the pod does it.
+   * either way. When the provider no longer has the pod (DeletedPodStatus
+   * `stopped`, or not found), the kubelet's order follows in this same
+   * reconcile: its terminated status written against the pod just read (as
+   * pod-status would write it at its next poll), then the pod force-deleted
+   * by uid and its record forgotten (a record changed meanwhile reads
+   * everything again). Otherwise (the provider stops it over the grace
+   * period), or when the status write fails, the grace period's end is
+   * recorded so that pod-status reports the pod terminated, or
+   * force-deletes it, then.
    */
   async providerDelete(
     step: Extract<SyncStep, { kind: 'provider-delete' }>,
     log: Logger,
-    options: { handOff: boolean },
   ): Promise<SyncOutcome> {
-    const { knownPods, events, provider, signal, clock } = this.options;
+    const { core, knownPods, events, provider, signal } = this.options;
     let result: 'deleted' | 'stopped' | 'not-found';
     try {
       result = await deleteInProvider(provider, step.pod, signal);
@@ -149,24 +142,8 @@ export class PodDeleter {
         { cause: err },
       );
     }
-    // Recorded at once, beside the Event and the terminated status: until then pod-status, finding
-    // the pod gone from the provider, has no grace period's end to go by. The terminated status is
-    // recorded as written before its write is answered; a failed write forgets it again, so that
-    // pod-status's poll writes it.
     const stopped = result !== 'deleted';
-    const handOffMs = options.handOff ? (this.options.handOffMs ?? 0) : 0;
-    const status = stopped
-      ? {
-          hash: TERMINATED_MARK,
-          ...(handOffMs > 0 ? { handedOffUntil: new Date(clock.now() + handOffMs).toISOString() } : {}),
-        }
-      : undefined;
-    const identity = { ...podRef(step.pod), node: step.node };
-    const [markFailure, terminated] = await Promise.all([
-      knownPods.markTerminating(step.record, identity, step.forceDeleteAt, status).then(
-        () => undefined,
-        (err: unknown) => err ?? new Error('markTerminating failed'),
-      ),
+    const [terminated] = await Promise.all([
       stopped ? this.writeTerminated(step, log) : false,
       result === 'not-found'
         ? undefined
@@ -177,18 +154,23 @@ export class PodDeleter {
             'Delete pod in provider successfully',
           ),
     ]);
-    if (markFailure !== undefined) throw markFailure;
-    if (stopped && !terminated) {
-      await knownPods.forgetStatus(identity).catch((err: unknown) => {
-        // Gone, or about a newer pod: nothing of this one's status to forget.
-        if (!(err instanceof KnownPodConflictError)) throw err;
-      });
+    if (terminated) {
+      const deleted = await forceDeletePod(core, podRef(step.pod));
+      if (step.record) await knownPods.delete(step.record);
+      log.info(
+        { result: deleted },
+        'terminating: deleted in provider, reported terminated and force-deleted from the API server',
+      );
+      return 'force-deleted';
     }
+    await knownPods.markTerminating(
+      step.record,
+      { ...podRef(step.pod), node: step.node },
+      step.forceDeleteAt,
+    );
     log.info(
-      { forceDeleteAt: step.forceDeleteAt, terminated },
-      terminated
-        ? 'terminating: deleted in provider and reported terminated, force delete follows'
-        : 'terminating: deleted in provider, force delete scheduled',
+      { forceDeleteAt: step.forceDeleteAt },
+      'terminating: deleted in provider, force delete scheduled',
     );
     return 'deleted-in-provider';
   }

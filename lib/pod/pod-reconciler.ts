@@ -288,8 +288,7 @@ export class PodReconciler {
       case 'force-delete':
         return deleter.forceDelete(step, log);
       case 'provider-delete':
-        // A status it writes wakes pod-sync only through a watcher, which an event's reconcile has.
-        return deleter.providerDelete(step, log, { handOff: run.hint !== undefined });
+        return deleter.providerDelete(step, log);
       case 'apply':
         return applier.apply(step, log, run.ownTokens);
       case 'force-delete-known':

@@ -103,7 +103,6 @@ export function createPodReconciler(
     log: options.log,
     owner: options.owner,
     claimMs: config.pods.claimMs,
-    handOffMs: config.pods.forceDeleteHandOffMs,
     waitUntil: options.waitUntil,
     env: {
       ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),

@@ -36,6 +36,22 @@ interface Item {
   /** The event's `resources` (pod-watch's hints). */
   resources?: readonly string[];
   resourceVersion: string;
+  /** Monotonic ms before which the event is not published, unless a later event of its uid supersedes it. */
+  holdUntil?: number;
+}
+
+/** Event types saying the uid is gone for good: what pod-sync then does covers every earlier event of it. */
+const FINAL_TYPES: readonly PodEventDetail['type'][] = ['DELETED', 'GONE'];
+
+/** How an event is queued beyond its detail. */
+export interface PushOptions {
+  /** The event's `resources` (pod-watch's hints). */
+  resources?: readonly string[];
+  /**
+   * Hold the event back this long, for the DELETED event of its uid to
+   * supersede it (see {@link WatchBatcher}); the events behind it wait too.
+   */
+  holdMs?: number;
 }
 
 /**
@@ -44,6 +60,18 @@ interface Item {
  * publish at a time, and tracks the resourceVersion up to which every
  * received event has been published: the only value the watcher may save as
  * its bookmark.
+ *
+ * Like virtual-kubelet's workqueue, which holds a key once however often it
+ * is added before a worker takes it, a DELETED (or GONE) event supersedes
+ * the events of its uid still waiting here: they are not published (their
+ * resourceVersions still count as passed). pod-sync's reconcile of a gone
+ * uid deletes what is left of it (its record, its provider pod), which is
+ * all an earlier event of the uid could still lead to. An event pushed with
+ * `holdMs` waits that long for such a DELETED (pod-watch holds a terminating
+ * pod's `not-running` event, since whoever wrote that status usually deletes
+ * the pod right after), and the events received after it wait with it, so
+ * that the order and the bookmark stay as they are; {@link drain} publishes
+ * held events at once.
  */
 export class WatchBatcher {
   readonly #options: WatchBatcherOptions;
@@ -56,6 +84,8 @@ export class WatchBatcher {
   #timer: AbortController | undefined;
   #failure: unknown;
   #closed = false;
+  /** drain() was called: nothing is held any more. */
+  #draining = false;
 
   constructor(options: WatchBatcherOptions) {
     this.#options = options;
@@ -75,26 +105,47 @@ export class WatchBatcher {
 
   /**
    * Queues an event (or, without detail, a bookmark or an event that
-   * announces nothing), with the `resources` to send with it.
+   * announces nothing), with the `resources` to send with it and how long to
+   * hold it (see the class comment).
    */
-  push(detail: PodEventDetail | undefined, resourceVersion: string, resources?: readonly string[]): void {
+  push(detail: PodEventDetail | undefined, resourceVersion: string, options: PushOptions = {}): void {
     if (this.#closed || this.#failure !== undefined) return;
+    const { resources, holdMs } = options;
+    if (detail && FINAL_TYPES.includes(detail.type) && this.#supersede(detail.uid)) this.#disarm();
     this.#items.push({
       ...(detail ? { detail } : {}),
       ...(detail && resources && resources.length > 0 ? { resources } : {}),
       resourceVersion,
+      ...(detail && holdMs !== undefined && holdMs > 0
+        ? { holdUntil: this.#options.clock.monotonic() + holdMs }
+        : {}),
     });
     if (detail) this.#pendingDetails++;
     if (this.#pendingDetails > this.#maxPending) {
       this.#fail(new WatchBacklogError(`${this.#pendingDetails} pod events waiting to be published`));
       return;
     }
-    if (this.#pendingDetails >= MAX_ENTRIES_PER_PUT) this.#kick();
+    if (this.#pendingDetails >= MAX_ENTRIES_PER_PUT && this.#heldFor() === 0) this.#kick();
     else this.#arm();
+  }
+
+  /** Drops the details of `uid`'s waiting events (keeping their resourceVersions); whether any was waiting. */
+  #supersede(uid: string): boolean {
+    let dropped = 0;
+    for (const item of this.#items) {
+      if (item.detail?.uid !== uid) continue;
+      delete item.detail;
+      delete item.resources;
+      delete item.holdUntil;
+      dropped++;
+    }
+    this.#pendingDetails -= dropped;
+    return dropped > 0;
   }
 
   /** Publishes everything received so far; resolves when done or failed (see {@link failure}). */
   async drain(): Promise<void> {
+    this.#draining = true;
     this.#disarm();
     this.#kick();
     while (this.#running) await this.#running;
@@ -110,15 +161,25 @@ export class WatchBatcher {
 
   #arm(): void {
     if (this.#timer || this.#running) return;
+    const held = this.#heldFor();
     const timer = new AbortController();
     this.#timer = timer;
-    this.#options.clock.sleep(this.#options.flushMs, timer.signal).then(
+    this.#options.clock.sleep(Math.max(this.#options.flushMs, held), timer.signal).then(
       () => {
         if (this.#timer === timer) this.#timer = undefined;
         this.#kick();
       },
       () => {},
     );
+  }
+
+  /** How much longer the first waiting event is held (0: not held). */
+  #heldFor(): number {
+    if (this.#draining) return 0;
+    const first = this.#items.find((item) => item.detail);
+    return first?.holdUntil === undefined
+      ? 0
+      : Math.max(0, first.holdUntil - this.#options.clock.monotonic());
   }
 
   #disarm(): void {
@@ -147,6 +208,7 @@ export class WatchBatcher {
       const events = taken.filter((item) => item.detail);
       const details = events.flatMap((item) => (item.detail ? [item.detail] : []));
       const last = taken[taken.length - 1];
+      // Nothing to take before a held event: the timer armed after this loop publishes it.
       if (!last) return;
       try {
         if (details.length > 0)
@@ -163,14 +225,18 @@ export class WatchBatcher {
     }
   }
 
-  /** The oldest items holding at most `maxPublish` details, and the bookmarks right behind them. */
+  /**
+   * The oldest items holding at most `maxPublish` details, and the bookmarks
+   * right behind them, up to the first event still held.
+   */
   #take(): Item[] {
+    const now = this.#draining ? Number.POSITIVE_INFINITY : this.#options.clock.monotonic();
     let count = 0;
     let end = 0;
     while (end < this.#items.length) {
       const item = this.#items[end];
       if (item?.detail) {
-        if (count === this.#maxPublish) break;
+        if (count === this.#maxPublish || (item.holdUntil !== undefined && item.holdUntil > now)) break;
         count++;
       }
       end++;

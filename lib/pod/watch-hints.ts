@@ -57,6 +57,18 @@ export function hintsFor(
   return [];
 }
 
+/**
+ * How long a `not-running` event waits to be superseded by the DELETED event
+ * of its uid (WatchBatcher's `holdMs`): pod-sync writes a terminated status
+ * and deletes the pod right after, the kubelet's order, and the two requests
+ * take tens of milliseconds, a few hundred under load. Superseded, the event
+ * costs no invocation; otherwise (another writer of the status: pod-status's
+ * poll) it is sent this much later.
+ */
+export const NOT_RUNNING_HOLD_MS = 1_000;
+
+const NOT_RUNNING = hintResource('not-running');
+
 /** Hints with which an event would wake pod-sync only to do nothing: such events are not sent. */
 const NOTHING_TO_DO: readonly PodEventHint[] = ['unchanged', 'deleted-next'];
 
@@ -98,14 +110,22 @@ export class WatchHints {
   /**
    * Queues this event in `batcher` as {@link announce} decides: with its
    * detail and resources, or, not worth sending, only its resourceVersion
-   * (the watcher still moves past it).
+   * (the watcher still moves past it). A `not-running` event is held for
+   * the DELETED that usually follows ({@link NOT_RUNNING_HOLD_MS}).
    */
   push(
     batcher: Pick<WatchBatcher, 'push'>,
     event: { type: WatchEventType; pod: WatchedPod; detail: PodEventDetail; resourceVersion: string },
   ): void {
     const announced = this.announce(event.type, event.pod);
-    batcher.push(announced ? event.detail : undefined, event.resourceVersion, announced?.resources);
+    if (!announced) {
+      batcher.push(undefined, event.resourceVersion);
+      return;
+    }
+    batcher.push(event.detail, event.resourceVersion, {
+      resources: announced.resources,
+      ...(announced.resources.includes(NOT_RUNNING) ? { holdMs: NOT_RUNNING_HOLD_MS } : {}),
+    });
   }
 
   forget(): void {

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { ClientRequest } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import type { CoreV1Event, V1Container, V1Pod } from '@kubernetes/client-node';
+import { type CoreV1Event, type V1Container, type V1Pod, Watch } from '@kubernetes/client-node';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
 import { systemClock } from '../../lib/clock.ts';
 import {
@@ -323,7 +323,7 @@ describe('pod-sync', () => {
     assert.ok((await eventsOf(pod.metadata?.uid ?? '')).some((e) => e.reason === 'ProviderUpdateSuccess'));
   });
 
-  it('delete with a 30 s grace period: the provider stops the pod at once, so pod-sync reports it terminated with the delete, and the event of that status force-deletes it', async () => {
+  it('delete with a 30 s grace period: the provider stops the pod at once, so pod-sync reports it terminated and then force-deletes it, in one reconcile', async () => {
     const pod = await createPod('graceful', { grace: 30 });
     await publish(detail(pod));
     await statusRound();
@@ -331,35 +331,49 @@ describe('pod-sync', () => {
 
     await admin.core.deleteNamespacedPod({ namespace, name: 'graceful', gracePeriodSeconds: 30 });
     const terminating = await readPod('graceful');
-    const deletionTimestamp = terminating?.metadata?.deletionTimestamp;
-    assert.ok(deletionTimestamp && terminating);
+    assert.ok(terminating?.metadata?.deletionTimestamp);
+    const { seen: statuses, stop } = await podChanges(terminating);
     const started = Date.now();
-    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['deleted-in-provider']);
+    try {
+      const requests = await podRequests('graceful', async () => {
+        assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['force-deleted']);
+      });
+      // Read, terminated status, force delete: the kubelet's order.
+      assert.deepEqual(requests, ['GET', 'PUT', 'DELETE']);
+      await waitFor(() => statuses.some((s) => s.startsWith('DELETED')), {
+        timeoutMs: 10_000,
+        what: 'the watch to see the pod deleted',
+      });
+    } finally {
+      stop();
+    }
+    assert.ok(
+      statuses.indexOf('MODIFIED Succeeded') >= 0,
+      `terminated status seen first: ${statuses.join(', ')}`,
+    );
+    assert.ok(statuses.indexOf('MODIFIED Succeeded') < statuses.findIndex((s) => s.startsWith('DELETED')));
+    assert.ok(Date.now() - started < 10_000, 'gone at once, not after the grace period');
+    assert.equal(await readPod('graceful'), undefined);
+    assert.equal(await knownPods.get(node, namespace, 'graceful'), undefined, 'forgotten');
     const provided = await mockPodRecord(table, namespace, 'graceful');
     assert.ok(provided?.deletedAt !== undefined, 'the provider deleted the pod');
     assert.equal(provided?.deletes, 1);
-    assert.ok(provided.deletedAt - started < 10_000, 'at once, not after the grace period');
-    const record = await knownPods.get(node, namespace, 'graceful');
-    // The API server sets deletionTimestamp = delete time + grace: that is when the force delete is due.
-    assert.equal(record?.forceDeleteAt, new Date(deletionTimestamp).toISOString());
-    assert.ok(Date.parse(record?.forceDeleteAt ?? '') - started > 20_000);
-    // Status at once: the mock stopped it (nothing ignores SIGTERM), so no pod-status poll is needed.
-    assert.equal(record?.statusHash, TERMINATED_MARK, 'recorded as written');
-    assert.ok(Date.parse(record?.handedOffUntil ?? '') > Date.now(), 'the force delete is left to its event');
-    const stopped = await readPod('graceful');
-    assert.equal(stopped?.status?.phase, 'Succeeded');
-    assert.ok(stopped?.status?.containerStatuses?.every((c) => c.state?.terminated));
     assert.ok((await eventsOf(pod.metadata?.uid ?? '')).some((e) => e.reason === 'ProviderDeleteSuccess'));
 
-    // The event of that status write, delivered twice: force-deleted once, the other finds it gone.
+    // The same event delivered again, and the DELETED event: nothing left to do.
     bus.duplicate = 2;
-    const forced = outcomes(await publish(detail(stopped ?? terminating, 'MODIFIED')));
-    assert.ok(forced.includes('force-deleted'), forced.join(', '));
-    assert.equal(await readPod('graceful'), undefined);
-    assert.equal(await knownPods.get(node, namespace, 'graceful'), undefined);
-    assert.ok(Date.now() - started < 20_000, 'gone before the grace period ended');
+    const again = outcomes(await publish(detail(terminating, 'MODIFIED')));
+    assert.ok(
+      again.every((o) => o === 'absent'),
+      again.join(', '),
+    );
     bus.duplicate = 1;
     assert.deepEqual(outcomes(await publish(detail(terminating, 'DELETED'))), ['absent']);
+    assert.equal(
+      (await mockPodRecord(table, namespace, 'graceful'))?.deletes,
+      1,
+      'deleted in the provider once',
+    );
   });
 
   it('delete of a pod that ignores SIGTERM: the provider holds it for the grace period, pod-status reports it terminated then', async () => {
@@ -536,6 +550,18 @@ async function publishHinted(
 }
 
 /** Runs `work` and returns the Kubernetes requests this process sent for the pod `name` meanwhile (`GET`, `DELETE`...). */
+/** The pod's changes after the version given, as a watch sees them: `TYPE phase` per event. */
+async function podChanges(pod: V1Pod): Promise<{ seen: string[]; stop(): void }> {
+  const seen: string[] = [];
+  const controller = await new Watch(admin.config).watch(
+    `/api/v1/namespaces/${namespace}/pods`,
+    { fieldSelector: `metadata.name=${pod.metadata?.name}`, resourceVersion: pod.metadata?.resourceVersion },
+    (type, object: V1Pod) => seen.push(`${type} ${object.status?.phase}`),
+    () => undefined,
+  );
+  return { seen, stop: () => controller.abort() };
+}
+
 async function podRequests(name: string, work: () => Promise<void>): Promise<string[]> {
   const seen: string[] = [];
   const prefix = `/api/v1/namespaces/${namespace}/pods/${name}`;
@@ -574,12 +600,9 @@ describe('pod-sync with what the event says (the node, the uid gone, pod-watchâ€
   });
 
   it('not-running force-deletes by uid without reading the pod; the DELETED event then forgets the record without reading it either', async () => {
-    const pod = await createPod('hinted-gone');
-    await publish(detail(pod));
-    await admin.core.deleteNamespacedPod({ namespace, name: 'hinted-gone', gracePeriodSeconds: 30 });
-    const terminating = (await readPod('hinted-gone')) ?? pod;
-    assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['deleted-in-provider']);
-    await statusRound();
+    // Reported terminated by pod-status (it ignored SIGTERM until its grace period ended), not yet force-deleted.
+    const terminating = await terminatingPastGrace('hinted-gone');
+    assert.equal((await statusSyncer(60_000).syncNode(node)).terminated, 1);
     const stopped = (await readPod('hinted-gone')) ?? terminating;
     assert.equal(stopped.status?.phase, 'Succeeded');
 
@@ -687,12 +710,8 @@ describe('pod-sync with what the event says (the node, the uid gone, pod-watchâ€
   });
 
   it('a record saying the terminated status was written force-deletes without reading the pod', async () => {
-    const pod = await createPod('known-done');
-    await publish(detail(pod));
-    await admin.core.deleteNamespacedPod({ namespace, name: 'known-done', gracePeriodSeconds: 30 });
-    const terminating = (await readPod('known-done')) ?? pod;
-    await publish(detail(terminating, 'MODIFIED'));
-    await statusRound();
+    const terminating = await terminatingPastGrace('known-done');
+    assert.equal((await statusSyncer(60_000).syncNode(node)).terminated, 1);
     const requests = await podRequests('known-done', async () => {
       const delivered = await publish(detail(terminating, 'MODIFIED'));
       assert.deepEqual(outcomes(delivered), ['force-deleted']);
