@@ -259,8 +259,8 @@ export type AppliedPodStatus = V1PodStatus | undefined;
  * Status at once for a delete, an optional capability of deletePod: `stopped`
  * says that the pod's processes have ended and that getPod and listPods no
  * longer report it, which pod-status would only find at its next poll. Then
- * pod-sync writes the pod's terminated status itself with the delete, and
- * the event of that write has it force-delete the pod; nothing is left to
+ * pod-sync writes the pod's terminated status itself with the delete and
+ * then force-deletes the pod, in the same reconcile; nothing is left to
  * pod-status's poll. A provider whose pods stop later (a grace period, an
  * asynchronous backend) resolves with nothing, and pod-status reports the
  * pod terminated once it finds it gone.
