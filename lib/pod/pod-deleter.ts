@@ -119,8 +119,8 @@ export class PodDeleter {
    * `stopped`, or not found), the kubelet's order follows in this same
    * reconcile: its terminated status written against the pod just read (as
    * pod-status would write it at its next poll), then the pod force-deleted
-   * by uid and its record forgotten (a record changed meanwhile reads
-   * everything again). Otherwise (the provider stops it over the grace
+   * by uid and, beside it, its record forgotten (a record changed meanwhile
+   * reads everything again). Otherwise (the provider stops it over the grace
    * period), or when the status write fails, the grace period's end is
    * recorded so that pod-status reports the pod terminated, or
    * force-deletes it, then.
@@ -155,10 +155,16 @@ export class PodDeleter {
           ),
     ]);
     if (terminated) {
-      const deleted = await forceDeletePod(core, podRef(step.pod));
-      if (step.record) await knownPods.delete(step.record);
+      // Side by side: a failed delete fails the invocation, whose retry finds the pod terminating
+      // and not running (force-delete); a lost record write reads everything again.
+      const [deleted, forgotten] = await Promise.allSettled([
+        forceDeletePod(core, podRef(step.pod)),
+        step.record ? knownPods.delete(step.record) : undefined,
+      ]);
+      if (deleted.status === 'rejected') throw deleted.reason;
+      if (forgotten.status === 'rejected') throw forgotten.reason;
       log.info(
-        { result: deleted },
+        { result: deleted.value },
         'terminating: deleted in provider, reported terminated and force-deleted from the API server',
       );
       return 'force-deleted';

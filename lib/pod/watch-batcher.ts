@@ -61,16 +61,16 @@ export interface PushOptions {
  * received event has been published: the only value the watcher may save as
  * its bookmark.
  *
- * Like virtual-kubelet's workqueue, which holds a key once however often it
- * is added before a worker takes it, a DELETED (or GONE) event supersedes
- * the events of its uid still waiting here: they are not published (their
- * resourceVersions still count as passed). pod-sync's reconcile of a gone
- * uid deletes what is left of it (its record, its provider pod), which is
- * all an earlier event of the uid could still lead to. An event pushed with
- * `holdMs` waits that long for such a DELETED (pod-watch holds a terminating
- * pod's `not-running` event, since whoever wrote that status usually deletes
- * the pod right after), and the events received after it wait with it, so
- * that the order and the bookmark stay as they are; {@link drain} publishes
+ * An event pushed with `holdMs` waits that long for the DELETED (or GONE)
+ * event of its uid, which then supersedes it: it is not published (its
+ * resourceVersion still counts as passed), as virtual-kubelet's workqueue
+ * holds a key once however often it is added before a worker takes it.
+ * pod-sync's reconcile of a gone uid deletes what is left of it (its record,
+ * its provider pod), all the held event could still lead to. pod-watch
+ * holds a terminating pod's `not-running` event, since whoever wrote that
+ * status usually deletes the pod right after. The events received after a
+ * held one wait with it, so that the order and the bookmark stay as they
+ * are; {@link drain} publishes
  * held events at once.
  */
 export class WatchBatcher {
@@ -129,11 +129,11 @@ export class WatchBatcher {
     else this.#arm();
   }
 
-  /** Drops the details of `uid`'s waiting events (keeping their resourceVersions); whether any was waiting. */
+  /** Drops the details of `uid`'s held events (keeping their resourceVersions); whether any was waiting. */
   #supersede(uid: string): boolean {
     let dropped = 0;
     for (const item of this.#items) {
-      if (item.detail?.uid !== uid) continue;
+      if (item.holdUntil === undefined || item.detail?.uid !== uid) continue;
       delete item.detail;
       delete item.resources;
       delete item.holdUntil;
