@@ -36,11 +36,11 @@ interface Item {
   /** The event's `resources` (pod-watch's hints). */
   resources?: readonly string[];
   resourceVersion: string;
-  /** Monotonic ms before which the event is not published, unless a later event of its uid supersedes it. */
+  /** Monotonic ms before which the event is not published, unless the DELETED of its uid supersedes it. */
   holdUntil?: number;
 }
 
-/** Event types saying the uid is gone for good: what pod-sync then does covers every earlier event of it. */
+/** Event types saying the uid is gone for good: pod-sync's reconcile of one covers a held event of the uid. */
 const FINAL_TYPES: readonly PodEventDetail['type'][] = ['DELETED', 'GONE'];
 
 /** How an event is queued beyond its detail. */
@@ -70,8 +70,7 @@ export interface PushOptions {
  * holds a terminating pod's `not-running` event, since whoever wrote that
  * status usually deletes the pod right after. The events received after a
  * held one wait with it, so that the order and the bookmark stay as they
- * are; {@link drain} publishes
- * held events at once.
+ * are; {@link drain} publishes held events at once.
  */
 export class WatchBatcher {
   readonly #options: WatchBatcherOptions;
