@@ -265,7 +265,7 @@ export class PodReconciler {
     step: SyncStep,
     state: SyncState,
     log: Logger,
-    run: Pick<Run, 'ownTokens' | 'hint'>,
+    run: Pick<Run, 'ownTokens'>,
   ): Promise<SyncOutcome | undefined> {
     const { applier, deleter } = this.options;
     switch (step.kind) {
