@@ -170,6 +170,16 @@ async function waitUntil(
   }
 }
 
+async function namespaceGone(admin: ToolingClients, namespace: string): Promise<boolean> {
+  try {
+    await admin.core.readNamespace({ name: namespace });
+    return false;
+  } catch (err) {
+    if (isNotFound(err)) return true;
+    throw err;
+  }
+}
+
 export async function createNamespace(admin: ToolingClients, name: string): Promise<void> {
   await admin.core.createNamespace({ body: { metadata: { name } } });
   // 1.20's ServiceAccount admission refuses pods until the default account has its token.
@@ -199,6 +209,11 @@ class LoadGenerator {
     });
     const { doc } = createDynamoDbClient({ endpoint: data.dynamoEndpoint, region: 'local' });
     this.table = new StateTable(doc, data.tableName);
+  }
+
+  /** The Node object of the baseline's pods, which nobody serves. */
+  private get baselineNode(): string {
+    return `${this.data.node}-baseline`;
   }
 
   /** Creates the namespace and `n` pods bound to the node, and waits until a watch saw each Running. */
@@ -279,14 +294,8 @@ class LoadGenerator {
           result.providerEmptyS = since();
         if (result.knownEmptyS === undefined && (await this.left('known', namespace, 1)).length === 0)
           result.knownEmptyS = since();
-        if (result.namespaceGoneS === undefined) {
-          try {
-            await this.admin.core.readNamespace({ name: namespace });
-          } catch (err) {
-            if (!isNotFound(err)) throw err;
-            result.namespaceGoneS = since();
-          }
-        }
+        if (result.namespaceGoneS === undefined && (await namespaceGone(this.admin, namespace)))
+          result.namespaceGoneS = since();
         if (performance.now() - lastLog > 15_000) {
           lastLog = performance.now();
           await count();
@@ -332,7 +341,7 @@ class LoadGenerator {
   async baseline(command: Extract<LoadCommand, { cmd: 'baseline' }>): Promise<BaselineLoad> {
     const { n, concurrency } = command;
     const admin = this.admin;
-    const node = `${this.data.node}-baseline`;
+    const node = this.baselineNode;
     const namespace = `baseline-${n}-${Date.now().toString(36)}`;
     await admin.core.createNode({ body: { metadata: { name: node } } });
     await createNamespace(admin, namespace);
@@ -402,9 +411,9 @@ class LoadGenerator {
     );
     const started = performance.now();
     let failures = 0;
-    let namespaceGone = false;
+    let gone = false;
     const worker = async () => {
-      while (!namespaceGone) {
+      while (!gone) {
         const pod = queue.shift();
         if (!pod) {
           await new Promise<void>((resolve) => waiting.push(resolve));
@@ -431,26 +440,17 @@ class LoadGenerator {
     };
     const workers = Array.from({ length: concurrency }, worker);
     await admin.core.deleteNamespace({ name: namespace });
-    await waitUntil(
-      `${namespace} to be gone`,
-      async () => {
-        try {
-          await admin.core.readNamespace({ name: namespace });
-          return false;
-        } catch (err) {
-          if (isNotFound(err)) return true;
-          throw err;
-        }
-      },
-      { timeoutMs: 10 * 60_000, intervalMs: 250 },
-    );
+    await waitUntil(`${namespace} to be gone`, () => namespaceGone(admin, namespace), {
+      timeoutMs: 10 * 60_000,
+      intervalMs: 250,
+    });
     const seconds = (performance.now() - started) / 1000;
-    namespaceGone = true;
+    gone = true;
     wakeAll();
     watch.stop();
     await Promise.all(workers);
     log(`baseline: ${n} pods deleted, namespace gone after ${seconds.toFixed(1)} s`);
-    await admin.core.deleteNode({ name: `${this.data.node}-baseline` });
+    await admin.core.deleteNode({ name: this.baselineNode });
     return { pods: n, seconds, failures };
   }
 }
