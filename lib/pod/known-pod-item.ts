@@ -1,5 +1,6 @@
 import type { StoredItem } from '../state/dynamodb.ts';
-import type { KnownPod, KnownPodClaim, KnownPodIdentity } from './known-pods.ts';
+import type { KnownPod, KnownPodIdentity } from './known-pod.ts';
+import type { KnownPodClaim } from './known-pod-claim.ts';
 
 /** A known-pod record as an item of the state table, and back (see KnownPod). */
 
