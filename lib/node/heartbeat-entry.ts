@@ -6,7 +6,8 @@ import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import { NodeConfigController } from '../node-config/node-config-controller.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
-import { type HeartbeatOptions, type HeartbeatResult, runHeartbeat } from './heartbeat.ts';
+import type { HeartbeatOptions, HeartbeatResult } from './heartbeat.ts';
+import { runHeartbeat } from './heartbeat-loop.ts';
 import { NodeController } from './node-controller.ts';
 import { NodeLease } from './node-lease.ts';
 

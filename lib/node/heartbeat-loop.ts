@@ -288,3 +288,13 @@ export class HeartbeatLoop {
     if (wait > 0) await this.#o.clock.sleep(wait, this.#o.invocation.signal).catch(() => {});
   }
 }
+
+/**
+ * One scheduled heartbeat invocation: as the holder of
+ * the heartbeat lock, it ticks every node each renew interval with bounded
+ * parallelism; while the lock store cannot be reached, holder and standby
+ * alike keep renewing the nodes' Leases without the lock.
+ */
+export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult> {
+  return new HeartbeatLoop(options).run();
+}

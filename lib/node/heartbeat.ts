@@ -4,7 +4,6 @@ import type { LeaderLoopResult } from '../lock/leader-loop.ts';
 import type { LockStore } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
-import { HeartbeatLoop } from './heartbeat-loop.ts';
 import type { TickResult } from './node-controller.ts';
 
 /** The lock that makes one invocation at a time the heartbeat holder for all nodes of a deployment. */
@@ -55,14 +54,4 @@ export interface HeartbeatResult extends LeaderLoopResult {
   degradedRounds: number;
   /** The release gate's refusal: nothing was done. */
   refusal?: ReleaseRefused;
-}
-
-/**
- * One scheduled heartbeat invocation (heartbeat-loop.ts): as the holder of
- * the heartbeat lock, it ticks every node each renew interval with bounded
- * parallelism; while the lock store cannot be reached, holder and standby
- * alike keep renewing the nodes' Leases without the lock.
- */
-export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult> {
-  return new HeartbeatLoop(options).run();
 }
