@@ -10,7 +10,8 @@ import { createLogger, type Logger } from '../log/logger.ts';
 import { EmfMetrics, type Metrics, noMetrics } from '../metrics/emf.ts';
 import { withNodeProviderMetrics, withPodProviderMetrics } from '../metrics/provider-metrics.ts';
 import type { NodeProvider, PodProvider } from '../provider/provider.ts';
-import { createProviders, type Providers } from '../provider/registry.ts';
+import type { Providers } from '../provider/provider-factory.ts';
+import { createProviders } from '../provider/registry.ts';
 import { StateTable } from '../state/dynamodb.ts';
 import { createDynamoDbWire } from '../state/dynamodb-wire.ts';
 
