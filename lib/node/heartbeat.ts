@@ -6,9 +6,6 @@ import type { Logger } from '../log/logger.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
 import type { TickResult } from './node-controller.ts';
 
-/** The lock that makes one invocation at a time the heartbeat holder for all nodes of a deployment. */
-export const HEARTBEAT_LOCK = 'heartbeat';
-
 /** The nodes one heartbeat drives: a full tick as the holder, a lease renewal only while degraded. */
 export interface HeartbeatNode {
   readonly name: string;

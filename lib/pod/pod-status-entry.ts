@@ -1,13 +1,11 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import type { Invocation } from '../invocation.ts';
 import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
+import { POD_STATUS_LOCK } from '../lock/lock-names.ts';
 import { type PodStatusRound, PodStatusRounds } from './pod-status-round.ts';
 import { ProviderWakeups } from './provider-wakeups.ts';
 
 export type { PodStatusRound } from './pod-status-round.ts';
-
-/** The lock that makes one invocation at a time the pod-status holder for all nodes of a deployment. */
-export const POD_STATUS_LOCK = 'pod-status';
 
 export interface PodStatusResult extends LeaderLoopResult {
   /** Rounds a provider change brought forward (provider-wakeups.ts); absent when the provider pushes none. */

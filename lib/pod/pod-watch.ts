@@ -4,13 +4,14 @@ import type { Clock } from '../clock.ts';
 import type { EventPublisher } from '../events/publisher.ts';
 import type { Invocation } from '../invocation.ts';
 import { type LockHandle, LockManager } from '../lock/lock.ts';
+import { podWatchLockName } from '../lock/lock-names.ts';
 import type { Logger } from '../log/logger.ts';
 import { KnownPodStore } from './known-pods.ts';
 import { WatchBookmarkStore } from './watch-bookmark.ts';
-import { type NodeWatchResult, podWatchLockName, watchNode } from './watch-node.ts';
+import { type NodeWatchResult, watchNode } from './watch-node.ts';
 import { clusterProbe } from './watch-resume.ts';
 
-export { type NodeWatchResult, podWatchLockName } from './watch-node.ts';
+export type { NodeWatchResult } from './watch-node.ts';
 export type { RelistReason } from './watch-resume.ts';
 
 /** A node lock is worth taking only with at least this long left to hold it. */

@@ -69,11 +69,6 @@ export interface NodeWatchResult {
   bookmark?: string;
 }
 
-/** The watch lock of one node. */
-export function podWatchLockName(node: string): string {
-  return `pod-watch#${node}`;
-}
-
 const PODS_PATH = '/api/v1/pods';
 
 type WatchEnd =
