@@ -1,10 +1,14 @@
 import type { Clock } from '../clock.ts';
+import type { NodeSettings } from '../config/node-settings.ts';
 import type { Invocation } from '../invocation.ts';
 import type { LeaderLoopResult } from '../lock/leader-loop.ts';
 import type { LockStore } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
 import type { TickResult } from './node-controller.ts';
+
+/** How long a cold start waits for the node config (DynamoDB checkpoints) before using what it has. */
+export const RESOLVE_BUDGET_MS = 3_000;
 
 /** The nodes one heartbeat drives: a full tick as the holder, a lease renewal only while degraded. */
 export interface HeartbeatNode {
@@ -51,4 +55,19 @@ export interface HeartbeatResult extends LeaderLoopResult {
   degradedRounds: number;
   /** The release gate's refusal: nothing was done. */
   refusal?: ReleaseRefused;
+}
+
+/**
+ * `settings` with the intervals and lease duration of `timing`: a node config
+ * that changes them takes effect from the next invocation (the heartbeat's
+ * loop runs on the timing it started with).
+ */
+export function keepTiming(settings: NodeSettings, timing: NodeSettings): NodeSettings {
+  return {
+    ...settings,
+    leaseDurationSeconds: timing.leaseDurationSeconds,
+    leaseRenewIntervalMs: timing.leaseRenewIntervalMs,
+    statusIntervalMs: timing.statusIntervalMs,
+    pingIntervalMs: timing.pingIntervalMs,
+  };
 }

@@ -1,13 +1,7 @@
-import type { Dependencies } from '../app/dependencies.ts';
+import { createPodReconciler, type Dependencies } from '../app/dependencies.ts';
 import { hintsOf, type PodEventDetail, type PodEventHint, parsePodEvent } from '../events/pod-event.ts';
 import type { Invocation } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
-import { kubeEnvSources } from './env-sources.ts';
-import { KnownPodStore } from './known-pods.ts';
-import { PodApplier, type PodApplierOptions } from './pod-applier.ts';
-import { PodDeleter, type PodDeleterOptions } from './pod-deleter.ts';
-import { KubePodEventRecorder } from './pod-events.ts';
-import { PodReconciler, type PodReconcilerOptions } from './pod-reconciler.ts';
 import type { SyncResult } from './pod-sync-result.ts';
 
 /** Stop waiting for other invocations this long before the deadline, to fail cleanly (and be retried). */
@@ -64,50 +58,4 @@ export async function podSync(
     metrics.podSyncLatency(clock.monotonic() - started, err instanceof Error ? err.name : 'error');
     throw err;
   }
-}
-
-/** What a pod reconciler and its two step executors need, shared by all three. */
-export type PodReconcilerParts = PodApplierOptions &
-  PodDeleterOptions &
-  Pick<PodReconcilerOptions, 'log' | 'waitUntil'>;
-
-/**
- * A pod reconciler with its step executors: PodApplier (createPod/updatePod
- * under a claim) and PodDeleter (the deleting steps).
- */
-export function buildPodReconciler(parts: PodReconcilerParts): PodReconciler {
-  return new PodReconciler({ ...parts, applier: new PodApplier(parts), deleter: new PodDeleter(parts) });
-}
-
-/**
- * The reconciler pod-sync runs, built from a cold start's dependencies: the
- * one code path for reconciling a pod key, used by pod-sync for each event
- * and by the cluster reconciler for pods whose events were lost.
- */
-export function createPodReconciler(
-  deps: Dependencies,
-  options: Pick<PodReconcilerParts, 'log' | 'owner' | 'waitUntil' | 'signal'> & {
-    /** Defaults to the configured nodes. */
-    nodes?: readonly string[];
-  },
-): PodReconciler {
-  const { config, clock, kube, table, podProvider } = deps;
-  return buildPodReconciler({
-    core: kube.core,
-    provider: podProvider,
-    knownPods: new KnownPodStore(table),
-    events: new KubePodEventRecorder({ core: kube.core, clock, log: options.log }),
-    envSources: kubeEnvSources(kube.core),
-    nodes: options.nodes ?? config.nodeNames,
-    clock,
-    log: options.log,
-    owner: options.owner,
-    claimMs: config.pods.claimMs,
-    waitUntil: options.waitUntil,
-    env: {
-      ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
-      allocatable: config.node.capacity,
-    },
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
 }

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type Dependencies, loadDependencies } from '../../lib/app/dependencies.ts';
+import { buildPodReconciler, type Dependencies, loadDependencies } from '../../lib/app/dependencies.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
@@ -19,7 +19,6 @@ import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
 import { KnownPodStore } from '../../lib/pod/known-pods.ts';
 import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
 import { type PodStatusResult, type PodStatusRound, podStatus } from '../../lib/pod/pod-status-entry.ts';
-import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
 import type { PodProvider } from '../../lib/provider/provider.ts';
 import {

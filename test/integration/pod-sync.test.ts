@@ -14,6 +14,7 @@ import type { ClientRequest } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { type CoreV1Event, type V1Container, type V1Pod, Watch } from '@kubernetes/client-node';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
+import { buildPodReconciler } from '../../lib/app/dependencies.ts';
 import { systemClock } from '../../lib/clock.ts';
 import {
   hintResource,
@@ -32,7 +33,6 @@ import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
 import { podSpecHash, podStatusHash } from '../../lib/pod/pod-hash.ts';
 import { TERMINATED_MARK } from '../../lib/pod/pod-status-builders.ts';
 import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
-import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
 import { PodSyncRetryError, type SyncResult } from '../../lib/pod/pod-sync-result.ts';
 import { MOCK_FAIL_CREATE_ANNOTATION } from '../../lib/provider/mock/mock-pod-plan.ts';
 import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';

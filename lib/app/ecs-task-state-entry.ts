@@ -1,12 +1,16 @@
-import { type Dependencies, KUBELET_VERSION } from '../../app/dependencies.ts';
-import type { Invocation } from '../../invocation.ts';
-import { podKey } from '../../kube/pod-key.ts';
-import type { Logger } from '../../log/logger.ts';
-import { KnownPodStore } from '../../pod/known-pods.ts';
-import { type StatusWriteResult, writeReportedStatus } from '../../pod/pod-status-writes.ts';
-import { ecsPodStatus } from './ecs-pod-status.ts';
-import { buildEcsProvider, type EcsProviderParts } from './factory.ts';
-import { applyTaskStateEvent, parseTaskStateEvent, type TaskStateDetail } from './task-state-event.ts';
+import type { Invocation } from '../invocation.ts';
+import { podKey } from '../kube/pod-key.ts';
+import type { Logger } from '../log/logger.ts';
+import { KnownPodStore } from '../pod/known-pods.ts';
+import { type StatusWriteResult, writeReportedStatus } from '../pod/pod-status-writes.ts';
+import { ecsPodStatus } from '../provider/ecs/ecs-pod-status.ts';
+import { buildEcsProvider, type EcsProviderParts } from '../provider/ecs/factory.ts';
+import {
+  applyTaskStateEvent,
+  parseTaskStateEvent,
+  type TaskStateDetail,
+} from '../provider/ecs/task-state-event.ts';
+import { type Dependencies, KUBELET_VERSION } from './dependencies.ts';
 
 /**
  * The ecs-task-state function's entry point: an "ECS Task State Change"
