@@ -245,7 +245,11 @@ export class PodWatchTick {
     const known = this.#nodes.get(node);
     if (known)
       return known.resourceVersion === undefined ? { state: known, relist: 'no-bookmark' } : { state: known };
-    const bookmark = await new WatchBookmarkStore(this.#deps.table, this.#deps.clock).get(node);
+    const bookmark = await new WatchBookmarkStore(
+      this.#deps.table,
+      this.#deps.lockStore,
+      this.#deps.clock,
+    ).get(node);
     const start = await resumePoint(bookmark, this.#cluster);
     this.#clusterUid = await this.#cluster.uid();
     const rv = 'from' in start ? start.from : undefined;
@@ -279,11 +283,16 @@ export class PodWatchTick {
     fence: number | undefined,
     log: Logger,
   ): Promise<boolean> {
-    const { clock, table } = this.#deps;
+    const { clock, table, lockStore } = this.#deps;
     const rv = state.resourceVersion;
     if (rv === undefined || rv === state.saved || fence === undefined) return false;
     if (!urgent && clock.monotonic() - state.savedAt < BOOKMARK_SAVE_MS) return false;
-    const saved = await new WatchBookmarkStore(table, clock).saveForTick(node, rv, fence, this.#clusterUid);
+    const saved = await new WatchBookmarkStore(table, lockStore, clock).saveForTick(
+      node,
+      rv,
+      fence,
+      this.#clusterUid,
+    );
     if (!saved) {
       log.warn({ resourceVersion: rv, fence }, 'a later tick saved the bookmark: this one is stale');
       return false;

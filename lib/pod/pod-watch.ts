@@ -123,7 +123,7 @@ export function podWatch(
     clock,
   });
   const knownPods = new KnownPodStore(table);
-  const bookmarks = new WatchBookmarkStore(table, clock);
+  const bookmarks = new WatchBookmarkStore(table, deps.lockStore, clock);
   const stopAt = invocation.deadline - config.podWatch.stopBeforeDeadlineMs;
   const cluster = clusterProbe(kube.core);
   return runPodWatch({

@@ -1,6 +1,5 @@
 import { type Clock, systemClock } from '../clock.ts';
-import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
-import type { LockHandle } from '../lock/lock.ts';
+import type { LockFence, LockHandle } from '../lock/lock.ts';
 import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
 
 /**
@@ -50,6 +49,8 @@ export class WatchBookmarkStore {
 
   constructor(
     private readonly table: StateTable,
+    /** The watch locks' fence: a continuous watcher's bookmark is written through it. */
+    private readonly fence: LockFence,
     clock: Clock = systemClock,
   ) {
     this.#clock = clock;
@@ -79,9 +80,7 @@ export class WatchBookmarkStore {
       updatedAt: new Date(this.#clock.now()).toISOString(),
       ...(clusterUid !== undefined ? { clusterUid } : {}),
     };
-    await new DynamoDbLockStore(this.table).fencedWrite(handle, [
-      { put: { ...bookmarkKey(node), ...bookmark } },
-    ]);
+    await this.fence.fencedWrite(handle, [{ put: { ...bookmarkKey(node), ...bookmark } }]);
     return bookmark;
   }
 

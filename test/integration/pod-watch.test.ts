@@ -151,7 +151,7 @@ async function deployment(options: { env?: Record<string, string> } = {}) {
   const fnEnv = functionEnv(tableName, { SVK_NODE_NAMES: node, ...SHORT_ENV, ...options.env }, env);
   // One handler, so one warm sandbox for all invocations, as Lambda would mostly do.
   const handler = createPodWatchHandler(fnEnv, { publisher });
-  const bookmarks = new WatchBookmarkStore(table);
+  const bookmarks = new WatchBookmarkStore(table, new DynamoDbLockStore(table));
   return {
     node,
     table,
@@ -433,7 +433,10 @@ describe('pod-watch against the real API server', () => {
       rvn: current.rvn,
       validUntil: 0,
     };
-    await assert.rejects(() => new WatchBookmarkStore(d.table).save(d.node, '1', stale), LockLostError);
+    await assert.rejects(
+      () => new WatchBookmarkStore(d.table, new DynamoDbLockStore(d.table)).save(d.node, '1', stale),
+      LockLostError,
+    );
     assert.deepEqual(await d.bookmarkRecord(), before);
   });
 
