@@ -1,8 +1,8 @@
 import type { Invocation } from '../invocation.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
-import { KnownPodStore } from '../pod/known-pods.ts';
-import { type StatusWriteResult, writeReportedStatus } from '../pod/pod-status-writes.ts';
+import { KnownPodStore } from '../pod/known/known-pods.ts';
+import { type StatusWriteResult, writeReportedStatus } from '../pod/status/pod-status-writes.ts';
 import { ecsPodStatus } from '../provider/ecs/ecs-pod-status.ts';
 import { buildEcsProvider, type EcsProviderParts } from '../provider/ecs/factory.ts';
 import {

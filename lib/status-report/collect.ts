@@ -9,7 +9,7 @@ import type { LockStore } from '../lock/lock.ts';
 import { deploymentLockNames } from '../lock/lock-names.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
 import { STATE_STORE_CONDITION } from '../node/state-store-condition.ts';
-import { isClaimLive, KnownPodStore } from '../pod/known-pods.ts';
+import { isClaimLive, KnownPodStore } from '../pod/known/known-pods.ts';
 import type { PodProvider } from '../provider/provider.ts';
 import { STATUS_KEY } from '../release/reconciler-status.ts';
 import type { StateTable } from '../state/dynamodb.ts';

@@ -26,9 +26,9 @@ import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { type InvocationResult, LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
 import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
 import { DynamoDbLockStore } from '../../lib/lock/dynamodb-lock-store.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import type { PodWatchResult } from '../../lib/pod/pod-watch.ts';
-import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
+import type { PodWatchResult } from '../../lib/pod/watch/pod-watch.ts';
+import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch/watch-bookmark.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { testEnv } from '../support/env.ts';
 import {

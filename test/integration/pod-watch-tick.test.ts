@@ -14,9 +14,9 @@ import type { PodEventDetail } from '../../lib/events/pod-event.ts';
 import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
 import { DynamoDbLockStore } from '../../lib/lock/dynamodb-lock-store.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import { PodWatchTick } from '../../lib/pod/pod-watch-tick.ts';
-import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
+import { PodWatchTick } from '../../lib/pod/watch/pod-watch-tick.ts';
+import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch/watch-bookmark.ts';
 import { tickFence } from '../../lib/tick/tick-slot.ts';
 import { testEnv } from '../support/env.ts';
 import {

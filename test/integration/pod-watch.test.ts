@@ -24,11 +24,11 @@ import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts'
 import { DynamoDbLockStore } from '../../lib/lock/dynamodb-lock-store.ts';
 import { LockLostError, LockManager } from '../../lib/lock/lock.ts';
 import { podWatchLockName } from '../../lib/lock/lock-names.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import type { PodWatchResult } from '../../lib/pod/pod-watch.ts';
-import { WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
-import { isWatchEventType } from '../../lib/pod/watch-events.ts';
-import { type WatchedPod, WatchHints } from '../../lib/pod/watch-hints.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
+import type { PodWatchResult } from '../../lib/pod/watch/pod-watch.ts';
+import { WatchBookmarkStore } from '../../lib/pod/watch/watch-bookmark.ts';
+import { isWatchEventType } from '../../lib/pod/watch/watch-events.ts';
+import { type WatchedPod, WatchHints } from '../../lib/pod/watch/watch-hints.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
 import {
   adminClients,

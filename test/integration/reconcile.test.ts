@@ -20,7 +20,7 @@ import { isNotFound } from '../../lib/kube/client.ts';
 import { type InvocationResult, LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
 import { DynamoDbLockStore, lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
 import { RECONCILE_LOCK } from '../../lib/lock/lock-names.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
 import { MockPodProvider } from '../../lib/provider/mock/mock-pods.ts';
 import type { ReconcileAllResult } from '../../lib/reconcile/reconcile-all.ts';
 import { type ReconcileResult, reconcile } from '../../lib/reconcile/reconcile-entry.ts';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { hintResource, type PodEventDetail, type PodEventHint } from '../events/pod-event.ts';
-import { stableJson } from './pod-hash.ts';
-import { type ContainerStates, isTerminalPhase, running } from './pod-status-builders.ts';
+import { hintResource, type PodEventDetail, type PodEventHint } from '../../events/pod-event.ts';
+import { stableJson } from '../pod-hash.ts';
+import { type ContainerStates, isTerminalPhase, running } from '../status/pod-status-builders.ts';
 import type { WatchBatcher } from './watch-batcher.ts';
 import type { WatchEventType } from './watch-events.ts';
 

@@ -1,5 +1,5 @@
-import { podKey } from '../kube/pod-key.ts';
-import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
+import { podKey } from '../../kube/pod-key.ts';
+import { isConditionFailed, type StateTable, type StoredItem } from '../../state/dynamodb.ts';
 import type { KnownPod, KnownPodIdentity } from './known-pod.ts';
 import type { KnownPodClaim } from './known-pod-claim.ts';
 import {

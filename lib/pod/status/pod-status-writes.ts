@@ -1,12 +1,12 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { isConflict, isNotFound } from '../kube/client.ts';
-import type { CoreApi } from '../kube/core-api.ts';
+import { isConflict, isNotFound } from '../../kube/client.ts';
+import type { CoreApi } from '../../kube/core-api.ts';
 import {
   type KnownPod,
   KnownPodConflictError,
   type KnownPodIdentity,
   type KnownPodStore,
-} from './known-pods.ts';
+} from '../known/known-pods.ts';
 import { isTerminalPhase, mergeStatus, reportedStatusToWrite } from './pod-status-builders.ts';
 import { isOlderReading, stampReadAt } from './status-order.ts';
 

@@ -1,17 +1,17 @@
-import type { Clock } from '../clock.ts';
-import { isNotFound } from '../kube/client.ts';
-import type { CoreApi } from '../kube/core-api.ts';
-import { podKey } from '../kube/pod-key.ts';
-import type { Logger } from '../log/logger.ts';
-import type { PodProvider } from '../provider/provider.ts';
-import { errorMessage } from '../util/error-message.ts';
-import type { KnownPod, KnownPodStore } from './known-pods.ts';
+import type { Clock } from '../../clock.ts';
+import { isNotFound } from '../../kube/client.ts';
+import type { CoreApi } from '../../kube/core-api.ts';
+import { podKey } from '../../kube/pod-key.ts';
+import type { Logger } from '../../log/logger.ts';
+import type { PodProvider } from '../../provider/provider.ts';
+import { errorMessage } from '../../util/error-message.ts';
+import type { KnownPod, KnownPodStore } from '../known/known-pods.ts';
+import { deleteInProvider, deleteUidInProvider } from '../provider-delete.ts';
+import { isTerminalPhase, terminatedStatus } from '../status/pod-status-builders.ts';
+import { forceDeletePod, podRef, writePodStatus } from '../status/pod-status-writes.ts';
 import { POD_EVENT_REASONS, type PodEventRecorder } from './pod-events.ts';
-import { isTerminalPhase, terminatedStatus } from './pod-status-builders.ts';
-import { forceDeletePod, podRef, writePodStatus } from './pod-status-writes.ts';
 import type { SyncState, SyncStep } from './pod-sync-decision.ts';
 import { PodSyncRetryError, type SyncOutcome } from './pod-sync-result.ts';
-import { deleteInProvider, deleteUidInProvider } from './provider-delete.ts';
 
 /**
  * The deleting steps of a pod reconcile: in the provider (a stale uid, an

@@ -1,7 +1,7 @@
-import { type PodEventDetail, podEventDetailSchema } from '../events/pod-event.ts';
-import { apiStatusCode } from '../kube/client.ts';
-import { podKey } from '../kube/pod-key.ts';
-import type { KnownPod } from './known-pods.ts';
+import { type PodEventDetail, podEventDetailSchema } from '../../events/pod-event.ts';
+import { apiStatusCode } from '../../kube/client.ts';
+import { podKey } from '../../kube/pod-key.ts';
+import type { KnownPod } from '../known/known-pods.ts';
 
 /**
  * Pure translation from what the API server says about a node's pods to the

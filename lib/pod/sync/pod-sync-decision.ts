@@ -1,8 +1,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type { PodEventDetail, PodEventHint } from '../events/pod-event.ts';
-import { isClaimLive, type KnownPod, type KnownPodIdentity } from './known-pods.ts';
-import { podSpecHash } from './pod-hash.ts';
-import { isTerminalPhase, running, TERMINATED_MARK } from './pod-status-builders.ts';
+import type { PodEventDetail, PodEventHint } from '../../events/pod-event.ts';
+import { isClaimLive, type KnownPod, type KnownPodIdentity } from '../known/known-pods.ts';
+import { podSpecHash } from '../pod-hash.ts';
+import { isTerminalPhase, running, TERMINATED_MARK } from '../status/pod-status-builders.ts';
 
 /**
  * The pure decision of a pod reconcile: from the key's known-pod records and

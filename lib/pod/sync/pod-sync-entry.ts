@@ -1,7 +1,7 @@
-import { createPodReconciler, type Dependencies } from '../app/dependencies.ts';
-import { hintsOf, type PodEventDetail, type PodEventHint, parsePodEvent } from '../events/pod-event.ts';
-import type { Invocation } from '../invocation.ts';
-import type { Logger } from '../log/logger.ts';
+import { createPodReconciler, type Dependencies } from '../../app/dependencies.ts';
+import { hintsOf, type PodEventDetail, type PodEventHint, parsePodEvent } from '../../events/pod-event.ts';
+import type { Invocation } from '../../invocation.ts';
+import type { Logger } from '../../log/logger.ts';
 import type { SyncResult } from './pod-sync-result.ts';
 
 /** Stop waiting for other invocations this long before the deadline, to fail cleanly (and be retried). */

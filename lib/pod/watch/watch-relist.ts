@@ -1,9 +1,9 @@
-import type { EventPublisher } from '../events/publisher.ts';
-import type { CoreApi } from '../kube/core-api.ts';
-import { listNodePods } from '../kube/node-pods.ts';
-import { podKey } from '../kube/pod-key.ts';
-import type { Logger } from '../log/logger.ts';
-import type { KnownPodStore } from './known-pods.ts';
+import type { EventPublisher } from '../../events/publisher.ts';
+import type { CoreApi } from '../../kube/core-api.ts';
+import { listNodePods } from '../../kube/node-pods.ts';
+import { podKey } from '../../kube/pod-key.ts';
+import type { Logger } from '../../log/logger.ts';
+import type { KnownPodStore } from '../known/known-pods.ts';
 import { relistDetails } from './watch-events.ts';
 import { forgetAnotherClustersPods, type RelistReason } from './watch-resume.ts';
 

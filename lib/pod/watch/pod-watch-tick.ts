@@ -1,10 +1,10 @@
-import type { Dependencies } from '../app/dependencies.ts';
-import type { EventPublisher } from '../events/publisher.ts';
-import { settledValues } from '../lock/leader-loop.ts';
-import type { Logger } from '../log/logger.ts';
-import { errorMessage } from '../util/error-message.ts';
-import { mapSettledLimit } from '../util/map-limit.ts';
-import { KnownPodStore } from './known-pods.ts';
+import type { Dependencies } from '../../app/dependencies.ts';
+import type { EventPublisher } from '../../events/publisher.ts';
+import { settledValues } from '../../lock/leader-loop.ts';
+import type { Logger } from '../../log/logger.ts';
+import { errorMessage } from '../../util/error-message.ts';
+import { mapSettledLimit } from '../../util/map-limit.ts';
+import { KnownPodStore } from '../known/known-pods.ts';
 import { WatchBookmarkStore } from './watch-bookmark.ts';
 import { type DrainResult, drainWatch } from './watch-drain.ts';
 import { WatchHints } from './watch-hints.ts';

@@ -1,6 +1,6 @@
-import { isNotFound } from '../kube/client.ts';
-import type { CoreApi } from '../kube/core-api.ts';
-import { errorMessage } from '../util/error-message.ts';
+import { isNotFound } from '../../kube/client.ts';
+import type { CoreApi } from '../../kube/core-api.ts';
+import { errorMessage } from '../../util/error-message.ts';
 import { ENV_REASONS, EnvResolveError, type EnvWarning } from './env-reasons.ts';
 
 /**

@@ -1,16 +1,16 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Clock } from '../clock.ts';
-import { isNotFound } from '../kube/client.ts';
-import type { CoreApi } from '../kube/core-api.ts';
-import { podKey } from '../kube/pod-key.ts';
-import type { Logger } from '../log/logger.ts';
+import type { Clock } from '../../clock.ts';
+import { isNotFound } from '../../kube/client.ts';
+import type { CoreApi } from '../../kube/core-api.ts';
+import { podKey } from '../../kube/pod-key.ts';
+import type { Logger } from '../../log/logger.ts';
 import {
   isClaimLive,
   type KnownPod,
   KnownPodConflictError,
   type KnownPodIdentity,
   type KnownPodStore,
-} from './known-pods.ts';
+} from '../known/known-pods.ts';
 import type { PodApplier } from './pod-applier.ts';
 import type { PodDeleter } from './pod-deleter.ts';
 import {

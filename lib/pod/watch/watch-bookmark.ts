@@ -1,6 +1,6 @@
-import { type Clock, systemClock } from '../clock.ts';
-import type { LockFence, LockHandle } from '../lock/lock.ts';
-import { isConditionFailed, type StateTable, type StoredItem } from '../state/dynamodb.ts';
+import { type Clock, systemClock } from '../../clock.ts';
+import type { LockFence, LockHandle } from '../../lock/lock.ts';
+import { isConditionFailed, type StateTable, type StoredItem } from '../../state/dynamodb.ts';
 
 /**
  * Where a node's watcher resumes: the resourceVersion up to which every pod

@@ -1,27 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { Clock } from '../clock.ts';
-import type { CoreApi } from '../kube/core-api.ts';
-import { podKey } from '../kube/pod-key.ts';
-import type { Logger } from '../log/logger.ts';
+import type { Clock } from '../../clock.ts';
+import type { CoreApi } from '../../kube/core-api.ts';
+import { podKey } from '../../kube/pod-key.ts';
+import type { Logger } from '../../log/logger.ts';
 import {
   type AppliedPodStatus,
   isProviderNotFound,
   isProviderUnsupported,
   type PodProvider,
-} from '../provider/provider.ts';
-import { errorMessage } from '../util/error-message.ts';
-import type { DownwardApiOptions } from './downward-api.ts';
-import { EnvResolveError } from './env-reasons.ts';
-import type { EnvSources } from './env-sources.ts';
-import type { KnownPod, KnownPodStore } from './known-pods.ts';
-import { resolvePodEnv } from './pod-env.ts';
+} from '../../provider/provider.ts';
+import { errorMessage } from '../../util/error-message.ts';
+import type { DownwardApiOptions } from '../env/downward-api.ts';
+import { EnvResolveError } from '../env/env-reasons.ts';
+import type { EnvSources } from '../env/env-sources.ts';
+import { resolvePodEnv } from '../env/pod-env.ts';
+import type { KnownPod, KnownPodStore } from '../known/known-pods.ts';
+import {
+  isTerminalPhase,
+  providerFailedStatus,
+  reportedStatusToWrite,
+} from '../status/pod-status-builders.ts';
+import { OLDER_READING, podRef, writePodStatus, writeProviderStatus } from '../status/pod-status-writes.ts';
+import { isOlderReading, stampReadAt } from '../status/status-order.ts';
 import { POD_EVENT_REASONS, type PodEventRecorder } from './pod-events.ts';
-import { isTerminalPhase, providerFailedStatus, reportedStatusToWrite } from './pod-status-builders.ts';
-import { OLDER_READING, podRef, writePodStatus, writeProviderStatus } from './pod-status-writes.ts';
 import type { SyncStep } from './pod-sync-decision.ts';
 import { PodSyncRetryError, type SyncOutcome } from './pod-sync-result.ts';
-import { isOlderReading, stampReadAt } from './status-order.ts';
 
 /**
  * The apply step of a pod reconcile: the pod's env resolved, a claim taken on

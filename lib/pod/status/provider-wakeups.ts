@@ -1,6 +1,6 @@
-import type { Clock } from '../clock.ts';
-import type { Logger } from '../log/logger.ts';
-import type { PodProvider } from '../provider/provider.ts';
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log/logger.ts';
+import type { PodProvider } from '../../provider/provider.ts';
 
 /** After the first change, further changes are gathered this long, so a burst wakes one round. */
 export const WAKE_SETTLE_MS = 100;

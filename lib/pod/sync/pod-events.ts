@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Clock } from '../clock.ts';
-import { isNamespaceGoing } from '../kube/api-error-message.ts';
-import { isConflict } from '../kube/client.ts';
-import type { CoreApi } from '../kube/core-api.ts';
-import { PatchStrategy, setHeaderOptions } from '../kube/patch.ts';
-import type { Logger } from '../log/logger.ts';
+import type { Clock } from '../../clock.ts';
+import { isNamespaceGoing } from '../../kube/api-error-message.ts';
+import { isConflict } from '../../kube/client.ts';
+import type { CoreApi } from '../../kube/core-api.ts';
+import { PatchStrategy, setHeaderOptions } from '../../kube/patch.ts';
+import type { Logger } from '../../log/logger.ts';
 
 /** Event reasons on pods, from virtual-kubelet's node/pod.go. */
 export const POD_EVENT_REASONS = {

@@ -1,12 +1,17 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { Clock } from '../clock.ts';
-import type { CoreApi } from '../kube/core-api.ts';
-import { podKey } from '../kube/pod-key.ts';
-import type { Logger } from '../log/logger.ts';
-import type { PodProvider } from '../provider/provider.ts';
-import { mapSettledLimit } from '../util/map-limit.ts';
-import { forceDeleteDueAt } from './known-pod-item.ts';
-import { isClaimLive, type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
+import type { Clock } from '../../clock.ts';
+import type { CoreApi } from '../../kube/core-api.ts';
+import { podKey } from '../../kube/pod-key.ts';
+import type { Logger } from '../../log/logger.ts';
+import type { PodProvider } from '../../provider/provider.ts';
+import { mapSettledLimit } from '../../util/map-limit.ts';
+import { forceDeleteDueAt } from '../known/known-pod-item.ts';
+import {
+  isClaimLive,
+  type KnownPod,
+  KnownPodConflictError,
+  type KnownPodStore,
+} from '../known/known-pods.ts';
 import {
   isTerminalPhase,
   LOST_MARK,

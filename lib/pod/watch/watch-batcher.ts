@@ -1,6 +1,6 @@
-import type { Clock } from '../clock.ts';
-import type { PodEventDetail } from '../events/pod-event.ts';
-import { type EventPublisher, MAX_ENTRIES_PER_PUT } from '../events/publisher.ts';
+import type { Clock } from '../../clock.ts';
+import type { PodEventDetail } from '../../events/pod-event.ts';
+import { type EventPublisher, MAX_ENTRIES_PER_PUT } from '../../events/publisher.ts';
 
 /** More events received than published: the watch is dropped and resumed later from the API server. */
 export class WatchBacklogError extends Error {

@@ -1,10 +1,10 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { listNodePods } from '../kube/node-pods.ts';
-import { podKey } from '../kube/pod-key.ts';
-import { mapSettledLimit } from '../util/map-limit.ts';
-import { isClaimLive, type KnownPod, KnownPodConflictError } from './known-pods.ts';
+import { listNodePods } from '../../kube/node-pods.ts';
+import { podKey } from '../../kube/pod-key.ts';
+import { mapSettledLimit } from '../../util/map-limit.ts';
+import { isClaimLive, type KnownPod, KnownPodConflictError } from '../known/known-pods.ts';
+import { deleteInProvider, deleteUidInProvider } from '../provider-delete.ts';
 import type { PodStatusSyncerOptions } from './pod-status-syncer.ts';
-import { deleteInProvider, deleteUidInProvider } from './provider-delete.ts';
 
 /**
  * virtual-kubelet's deleteDanglingPods (node/podcontroller.go), per node and

@@ -1,4 +1,4 @@
-import type { StoredItem } from '../state/dynamodb.ts';
+import type { StoredItem } from '../../state/dynamodb.ts';
 import type { KnownPod, KnownPodIdentity } from './known-pod.ts';
 import type { KnownPodClaim } from './known-pod-claim.ts';
 

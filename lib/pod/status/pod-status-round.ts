@@ -1,9 +1,9 @@
-import type { Dependencies } from '../app/dependencies.ts';
-import { settledValues } from '../lock/leader-loop.ts';
-import type { Logger } from '../log/logger.ts';
-import { mapSettledLimit } from '../util/map-limit.ts';
+import type { Dependencies } from '../../app/dependencies.ts';
+import { settledValues } from '../../lock/leader-loop.ts';
+import type { Logger } from '../../log/logger.ts';
+import { mapSettledLimit } from '../../util/map-limit.ts';
+import { KnownPodStore } from '../known/known-pods.ts';
 import { DanglingPodCleaner, type DanglingResult } from './dangling.ts';
-import { KnownPodStore } from './known-pods.ts';
 import { type NodeStatusResult, PodStatusSyncer } from './pod-status-syncer.ts';
 
 /** What one round did, for metrics and tests. */

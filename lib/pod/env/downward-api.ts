@@ -1,5 +1,5 @@
 import type { V1Container, V1Pod, V1ResourceFieldSelector } from '@kubernetes/client-node';
-import { parseQuantity } from '../kube/quantity.ts';
+import { parseQuantity } from '../../kube/quantity.ts';
 import { ENV_REASONS, EnvResolveError } from './env-reasons.ts';
 
 /**

@@ -1,6 +1,6 @@
-import type { CoreApi } from '../kube/core-api.ts';
-import type { Logger } from '../log/logger.ts';
-import { type KnownPod, KnownPodConflictError, type KnownPodStore } from './known-pods.ts';
+import type { CoreApi } from '../../kube/core-api.ts';
+import type { Logger } from '../../log/logger.ts';
+import { type KnownPod, KnownPodConflictError, type KnownPodStore } from '../known/known-pods.ts';
 import type { WatchBookmark } from './watch-bookmark.ts';
 import type { PodLike } from './watch-events.ts';
 

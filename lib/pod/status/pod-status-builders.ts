@@ -1,6 +1,6 @@
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { KnownPod } from './known-pods.ts';
-import { podStatusHash } from './pod-hash.ts';
+import type { KnownPod } from '../known/known-pods.ts';
+import { podStatusHash } from '../pod-hash.ts';
 
 /**
  * The pod statuses a virtual kubelet writes, as pure functions of the current

@@ -1,7 +1,7 @@
-import type { Dependencies } from '../app/dependencies.ts';
-import type { Invocation } from '../invocation.ts';
-import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
-import { POD_STATUS_LOCK } from '../lock/lock-names.ts';
+import type { Dependencies } from '../../app/dependencies.ts';
+import type { Invocation } from '../../invocation.ts';
+import { type LeaderLoopResult, runAsLeader } from '../../lock/leader-loop.ts';
+import { POD_STATUS_LOCK } from '../../lock/lock-names.ts';
 import { type PodStatusRound, PodStatusRounds } from './pod-status-round.ts';
 import { ProviderWakeups } from './provider-wakeups.ts';
 
