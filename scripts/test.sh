@@ -26,8 +26,8 @@ bash scripts/ensure-podman.sh
 step "typecheck"
 tsc --noEmit -p tsconfig.json
 
-step "lint"
-biome check .
+step "lint (biome, and the import rules of .dependency-cruiser.mjs)"
+npm run --silent lint
 
 step "unit tests"
 node --import tsx --test --test-reporter=spec 'test/unit/**/*.test.ts'

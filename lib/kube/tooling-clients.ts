@@ -14,7 +14,8 @@ import {
 } from '@kubernetes/client-node';
 import { DEFAULT_REQUEST_TIMEOUT_MS, loadKubeConfig } from './client.ts';
 import type { KubeContext } from './kube-context.ts';
-import { KubeHttp, type KubeRequest } from './kube-http.ts';
+import { KubeHttp } from './kube-http.ts';
+import type { KubeRequest } from './kube-request.ts';
 import type { KubeRetryOptions } from './retrying-http.ts';
 
 /**

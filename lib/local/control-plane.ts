@@ -26,7 +26,7 @@ import { join, resolve } from 'node:path';
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { createToolingClients } from '../kube/tooling-clients.ts';
 import { binDir, DEFAULT_ETCD, missingBinary } from './control-plane/binaries.ts';
-import { type Components, components } from './control-plane/components.ts';
+import { type Components, type ControlPlanePorts, components } from './control-plane/components.ts';
 import { type Credentials, writeCredentials } from './control-plane/credentials.ts';
 import type { CertificateAuthority, CertificateFiles } from './control-plane/pki.ts';
 import { type Component, killStaleProcesses } from './control-plane/process.ts';
@@ -103,16 +103,6 @@ export interface ControlPlane {
    * leases on a stale view for that long; fresh processes relist at once.
    */
   restartControllers(): Promise<void>;
-}
-
-export interface ControlPlanePorts {
-  etcdClient: number;
-  etcdPeer: number;
-  apiServer: number;
-  /** 0 when the controller-manager is not started. */
-  controllerManager: number;
-  /** 0 when the scheduler is not started. */
-  scheduler: number;
 }
 
 /**

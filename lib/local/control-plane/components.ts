@@ -3,7 +3,6 @@
  * `flags.ts` and the paths and ports of one start; building them starts nothing.
  */
 import { join } from 'node:path';
-import type { ControlPlanePorts } from '../control-plane.ts';
 import type { Credentials } from './credentials.ts';
 import { apiServerFlags, controllerManagerFlags, etcdFlags, schedulerFlags } from './flags.ts';
 import { Component } from './process.ts';
@@ -15,6 +14,17 @@ export interface ComponentSettings {
   etcdBinary: string;
   apiServerArgs?: readonly string[] | undefined;
   log: (line: string) => void;
+}
+
+/** The loopback port of each component, chosen free at start. */
+export interface ControlPlanePorts {
+  etcdClient: number;
+  etcdPeer: number;
+  apiServer: number;
+  /** 0 when the controller-manager is not started. */
+  controllerManager: number;
+  /** 0 when the scheduler is not started. */
+  scheduler: number;
 }
 
 /**
