@@ -58,20 +58,38 @@ export function figure(list: readonly SpecOutcome[]): string {
   return `${count('passed')} passed, ${count('failed')} failed, ${count('not runnable here')} not runnable here`;
 }
 
-const REFUSAL = /ProviderFailed: the docker provider cannot run this pod: ([^\n]*)/;
+const REFUSAL = /Provider\w*Failed: the docker provider cannot run this pod: ([^\n]*)/;
 const MAX_CAUSE = 400;
 
 /**
  * One line saying why a spec failed: the provider's refusal when the
  * namespace's events (which the framework dumps on failure) hold one, else
- * the failure message, its gomega "Unexpected error" wrapping taken off.
+ * the failure message without its code locations and, for an unexpected
+ * error, without gomega's dump of the error value.
  */
 export function failureCause(result: SpecResult): string {
   const refusal = REFUSAL.exec(result.output ?? '')?.[1];
   if (refusal) return clip(`refused by the provider: ${refusal}`);
-  const message = (result.failure ?? 'failed without a message').replace(/\s+/g, ' ').trim();
-  const wrapped = /^Unexpected error: .*?[>}] (.*?) occurred$/.exec(message)?.[1];
-  return clip(wrapped ?? message);
+  const lines = (result.failure ?? 'failed without a message')
+    .split('\n')
+    .filter((line) => !/^\S+\.go:\d+$/.test(line.trim()));
+  return clip(oneLine(unexpectedError(lines) ?? lines));
+}
+
+/**
+ * gomega's "Unexpected error:" message: the error value dumped (`<type | address>: {`
+ * ... a line `    }`), then the error's own text, then `occurred`. Its own text, or undefined.
+ */
+function unexpectedError(lines: readonly string[]): string[] | undefined {
+  const start = lines.findIndex((line) => line.trim() === 'Unexpected error:');
+  const end = lines.lastIndexOf('occurred');
+  if (start < 0 || end < start) return undefined;
+  const dumpEnd = lines.slice(start, end).findLastIndex((line) => /^ {4}}$/.test(line));
+  return lines.slice(dumpEnd < 0 ? end - 1 : start + dumpEnd + 1, end);
+}
+
+function oneLine(lines: readonly string[]): string {
+  return lines.join(' ').replace(/\s+/g, ' ').trim();
 }
 
 function clip(text: string): string {
