@@ -5,6 +5,7 @@
  * cut by its time bound or interrupted) counts as failed, never as passed.
  */
 import type { SpecResult } from './junit.ts';
+import { specNamespaces } from './refusals.ts';
 
 export type Verdict = 'passed' | 'failed' | 'not runnable here';
 
@@ -27,6 +28,8 @@ export interface RunFacts {
   streamed: ReadonlyMap<string, 'passed' | 'failed'>;
   /** Why specs without any result did not run, e.g. "the run's 60-minute bound was reached". */
   unfinished: string;
+  /** Namespaces where the provider refused a pod, with its reasons (refusals.ts). */
+  refused: ReadonlyMap<string, string>;
 }
 
 export function outcomes(facts: RunFacts): SpecOutcome[] {
@@ -34,10 +37,12 @@ export function outcomes(facts: RunFacts): SpecOutcome[] {
   for (const name of facts.run) {
     const result = facts.results.get(name);
     if (result && result.state !== 'skipped') {
+      const refusal = result.state === 'passed' ? refusedIn(result, facts.refused) : undefined;
       list.push({
         name,
-        verdict: result.state,
+        verdict: refusal ? 'failed' : result.state,
         seconds: result.seconds,
+        ...(refusal ? { cause: clip(`passed only because the provider refused its pod: ${refusal}`) } : {}),
         ...(result.state === 'failed' ? { cause: failureCause(result) } : {}),
       });
       continue;
@@ -50,6 +55,12 @@ export function outcomes(facts: RunFacts): SpecOutcome[] {
   }
   for (const [name, why] of facts.notRunnable) list.push({ name, verdict: 'not runnable here', cause: why });
   return list;
+}
+
+function refusedIn(result: SpecResult, refused: ReadonlyMap<string, string>): string | undefined {
+  return specNamespaces(result.output ?? '')
+    .map((ns) => refused.get(ns))
+    .find((reasons) => reasons !== undefined);
 }
 
 /** `N passed, M failed, K not runnable here`. */
@@ -72,7 +83,9 @@ export function failureCause(result: SpecResult): string {
   if (refusal) return clip(`refused by the provider: ${refusal}`);
   const lines = (result.failure ?? 'failed without a message')
     .split('\n')
-    .filter((line) => !/^\S+\.go:\d+$/.test(line.trim()));
+    .filter((line) => !/^\S+\.go:\d+$/.test(line.trim()))
+    // The framework's timestamp before the message (`Dec  6 06:08:12.002: `).
+    .map((line) => line.replace(/^[A-Z][a-z]{2} +\d+ [\d:.]+: /, ''));
   return clip(oneLine(unexpectedError(lines) ?? lines));
 }
 

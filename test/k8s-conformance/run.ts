@@ -23,6 +23,7 @@ import { type GinkgoOutcome, runGinkgo } from './ginkgo.ts';
 import { readJunitReports } from './junit.ts';
 import type { NodeProcessMessage } from './node-process.ts';
 import { notRunnableHere, staleEntries } from './not-runnable.ts';
+import { refusedNamespaces } from './refusals.ts';
 import { figure, outcomes, type SpecOutcome } from './report.ts';
 import { exactFocus, listNodeConformanceSpecs } from './specs.ts';
 import { SUBSET } from './subset.ts';
@@ -182,8 +183,10 @@ function e2eFlags(
     '--system-daemonsets-startup-timeout=1m',
     // Containers run on Debian's Podman: the [LinuxOnly] specs apply.
     '--node-os-distro=debian',
-    // The failed spec's namespace (its events: the provider's refusals) goes into its report.
+    // The failed spec's namespace (its events: the provider's refusals) goes into its report, and
+    // every spec's log (its namespace: a pass over a refused pod is not counted, refusals.ts).
     '--dump-logs-on-failure=true',
+    '--ginkgo.reportPassed',
     // No cluster log dump: it would reach for nodes over SSH.
     '--disable-log-dump=true',
   ];
@@ -261,7 +264,14 @@ async function main(): Promise<number> {
   const unfinished = outcome.interrupted
     ? 'the run was interrupted'
     : `the run's ${options.timeoutMinutes}-minute bound was reached`;
-  const list = outcomes({ run, notRunnable, results: readJunitReports(reportDir), streamed, unfinished });
+  const list = outcomes({
+    run,
+    notRunnable,
+    results: readJunitReports(reportDir),
+    streamed,
+    unfinished,
+    refused: refusedNamespaces(join(reportDir, 'node.log')),
+  });
   const lines = summaryLines(list);
   writeFileSync(join(reportDir, 'summary.txt'), `${lines.join('\n')}\n`);
   for (const line of lines) process.stdout.write(`${line}\n`);

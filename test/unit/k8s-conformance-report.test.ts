@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseJunit, readJunitReports, type SpecResult } from '../k8s-conformance/junit.ts';
 import { NOT_RUNNABLE, notRunnableHere, staleEntries } from '../k8s-conformance/not-runnable.ts';
+import { refusedNamespaces } from '../k8s-conformance/refusals.ts';
 import { failureCause, figure, outcomes } from '../k8s-conformance/report.ts';
 import { exactFocus, quoteMeta } from '../k8s-conformance/specs.ts';
 
@@ -82,14 +83,34 @@ describe('what a run reports', () => {
 
   it('counts a selected spec without a result as failed, never as passed, and says why', () => {
     const list = outcomes({
-      run: ['a', 'b', 'c', 'd'],
+      run: ['a', 'b', 'c', 'd', 'e'],
       notRunnable: new Map([['n', 'its image is not available here']]),
-      results: new Map([['a', { name: 'a', state: 'passed', seconds: 1 }]]),
+      results: new Map<string, SpecResult>([
+        [
+          'a',
+          {
+            name: 'a',
+            state: 'passed',
+            seconds: 1,
+            output: 'STEP: Destroying namespace "ns-a" for this suite.',
+          },
+        ],
+        [
+          'e',
+          {
+            name: 'e',
+            state: 'passed',
+            seconds: 1,
+            output: 'STEP: Destroying namespace "ns-e" for this suite.',
+          },
+        ],
+      ]),
       streamed: new Map([
         ['b', 'passed'],
         ['c', 'failed'],
       ]),
       unfinished: "the run's 10-minute bound was reached",
+      refused: new Map([['ns-e', 'spec.containers[c].readinessProbe: probes are not run by this provider']]),
     });
     assert.deepEqual(
       list.map((o) => [o.name, o.verdict, o.cause]),
@@ -98,10 +119,39 @@ describe('what a run reports', () => {
         ['b', 'passed', undefined],
         ['c', 'failed', 'failed (no report written: see ginkgo.log)'],
         ['d', 'failed', "not run: the run's 10-minute bound was reached"],
+        [
+          'e',
+          'failed',
+          'passed only because the provider refused its pod: spec.containers[c].readinessProbe: probes are not run by this provider',
+        ],
         ['n', 'not runnable here', 'its image is not available here'],
       ],
     );
-    assert.equal(figure(list), '2 passed, 2 failed, 1 not runnable here');
+    assert.equal(figure(list), '2 passed, 3 failed, 1 not runnable here');
+  });
+
+  it("reads the provider's refusals by namespace from the node's log, skipping other lines", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'node-log-'));
+    try {
+      const log = join(dir, 'node.log');
+      const refusal = {
+        level: 'warn',
+        pod: 'probe-1/p',
+        err: { type: 'ProviderUnsupportedError', reasons: ['a: no', 'b: no'] },
+      };
+      writeFileSync(
+        log,
+        [
+          JSON.stringify(refusal),
+          '[node] ProviderUnsupportedError text',
+          JSON.stringify({ pod: 'x/y' }),
+        ].join('\n'),
+      );
+      assert.deepEqual([...refusedNamespaces(log)], [['probe-1', 'a: no; b: no']]);
+      assert.equal(refusedNamespaces(join(dir, 'missing.log')).size, 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
