@@ -9,7 +9,8 @@
  * Usage: tsx test/k8s-conformance/run.ts [options] [FOCUS]
  *   FOCUS, --focus=REGEX  only the specs whose text matches (a JavaScript regular expression)
  *   --subset              the fixed CI subset (subset.ts) instead of all
- *   --nodes=N             parallel ginkgo nodes (default 4)
+ *   --nodes=N             parallel ginkgo nodes (default 8; 4 with --subset): most specs wait on pods, few
+ *                         use a core, and a refused pod keeps a spec waiting for up to 5 minutes
  *   --timeout=MINUTES     bound of the specs' run (default 60; 10 with --subset)
  *   --list                print the specs it would run, and exit
  * Exit code: 0 when every spec run passed, 1 otherwise, 2 for bad usage, 130 when interrupted.
@@ -51,7 +52,7 @@ class UsageError extends Error {
 function parseArgs(argv: readonly string[]): Options {
   let focus: RegExp | undefined;
   let subset = false;
-  let nodes = 4;
+  let nodes: number | undefined;
   let timeout: number | undefined;
   let list = false;
   const regex = (text: string) => {
@@ -78,7 +79,13 @@ function parseArgs(argv: readonly string[]): Options {
     else if (!arg.startsWith('--') && focus === undefined) focus = regex(arg);
     else throw new UsageError(`unknown argument ${arg}`);
   }
-  return { ...(focus ? { focus } : {}), subset, nodes, timeoutMinutes: timeout ?? (subset ? 10 : 60), list };
+  return {
+    ...(focus ? { focus } : {}),
+    subset,
+    nodes: nodes ?? (subset ? 4 : 8),
+    timeoutMinutes: timeout ?? (subset ? 10 : 60),
+    list,
+  };
 }
 
 function binaries(): { dir: string; e2eTest: string; ginkgo: string; kubectl: string; sourceTree: string } {
