@@ -3,7 +3,8 @@
  * `junit_NN.xml` per ginkgo node, by ginkgo v1's JUnitReporter through Go's
  * encoding/xml): a `<testcase name classname time>` per spec, holding
  * `<failure type>` and `<system-out>` (the spec's captured log) when it
- * failed, `<skipped>` when the node did not run it. That format is all it
+ * failed, `<passed>` (its log, with -ginkgo.reportPassed) when it passed,
+ * `<skipped>` when the node did not run it. That format is all it
  * reads, so a few expressions do instead of an XML library.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -18,7 +19,7 @@ export interface SpecResult {
   seconds: number;
   /** The failure message (failed only). */
   failure?: string;
-  /** The spec's captured log (failed only). */
+  /** The spec's captured log (failed, and passed with -ginkgo.reportPassed). */
   output?: string;
 }
 
@@ -33,7 +34,8 @@ export function parseJunit(xml: string): SpecResult[] {
       [...attributes.matchAll(ATTRIBUTE)].map(([, k, v]) => [k, xmlText(v ?? '')]),
     );
     const failure = /<failure[^>]*>([\s\S]*?)<\/failure>/.exec(body)?.[1];
-    const output = /<system-out>([\s\S]*?)<\/system-out>/.exec(body)?.[1];
+    // A failed spec's log is its system-out; a passed one's (with -ginkgo.reportPassed) its `passed` element.
+    const output = /<(system-out|passed)>([\s\S]*?)<\/\1>/.exec(body)?.[2];
     const skipped = /<skipped\b/.test(body);
     results.push({
       name: attrs.name ?? '',

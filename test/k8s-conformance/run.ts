@@ -281,6 +281,8 @@ async function main(): Promise<number> {
   });
   const lines = summaryLines(list);
   writeFileSync(join(reportDir, 'summary.txt'), `${lines.join('\n')}\n`);
+  // Every spec's verdict and cause, for tools (the docs' table is kept from it).
+  writeFileSync(join(reportDir, 'outcomes.json'), `${JSON.stringify(list, null, 2)}\n`);
   for (const line of lines) process.stdout.write(`${line}\n`);
   say(`JUnit reports and logs: ${relative(root, reportDir)}`);
   rmSync(join(runDir, 'node'), { recursive: true, force: true });

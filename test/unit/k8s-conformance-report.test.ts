@@ -12,7 +12,7 @@ import { exactFocus, quoteMeta } from '../k8s-conformance/specs.ts';
 /** A report as ginkgo v1's JUnitReporter writes it through Go's encoding/xml. */
 const REPORT = `<?xml version="1.0" encoding="UTF-8"?>
   <testsuite name="Kubernetes e2e suite" tests="3" failures="1" errors="0" time="12.5">
-      <testcase name="[k8s.io] Pods should get a host IP [NodeConformance] [Conformance]" classname="Kubernetes e2e suite" time="3.25"></testcase>
+      <testcase name="[k8s.io] Pods should get a host IP [NodeConformance] [Conformance]" classname="Kubernetes e2e suite" time="3.25"><passed>STEP: Destroying namespace &#34;pods-1&#34; for this suite.</passed></testcase>
       <testcase name="[sig-storage] ConfigMap should be consumable from pods in volume [NodeConformance] [Conformance]" classname="Kubernetes e2e suite" time="2.1"><failure type="Failure">/go/util.go:738&#xA;Unexpected error:&#xA;    &lt;*errors.errorString | 0xc0005534c0&gt;: {&#xA;        s: &#34;expected pod &#34;,&#xA;    }&#xA;    expected pod &#34;p&#34; success: pod &#34;p&#34; failed&#xA;occurred</failure><system-out>STEP: Found 2 events.&#xA;INFO: At 2026 - event for p: {serverless-virtual-kubelet n} ProviderCreateFailed: the docker provider cannot run this pod: spec.volumes[cm]: only emptyDir volumes are supported, not configMap&#xA;INFO: done</system-out></testcase>
       <testcase name="[k8s.io] Probing container should be restarted [NodeConformance]" classname="Kubernetes e2e suite" time="0"><skipped></skipped></testcase>
   </testsuite>`;
@@ -24,6 +24,7 @@ describe('the node conformance JUnit reports', () => {
       name: '[k8s.io] Pods should get a host IP [NodeConformance] [Conformance]',
       state: 'passed',
       seconds: 3.25,
+      output: 'STEP: Destroying namespace "pods-1" for this suite.',
     });
     assert.equal(failed?.state, 'failed');
     assert.match(failed?.failure ?? '', /^\/go\/util.go:738\nUnexpected error:\n {4}<\*errors/);
