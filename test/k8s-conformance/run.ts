@@ -88,7 +88,16 @@ function parseArgs(argv: readonly string[]): Options {
   };
 }
 
-function binaries(): { dir: string; e2eTest: string; ginkgo: string; kubectl: string; sourceTree: string } {
+interface Binaries {
+  dir: string;
+  e2eTest: string;
+  ginkgo: string;
+  kubectl: string;
+  sourceTree: string;
+}
+
+/** The built binaries and the source tree; a UsageError naming what is missing. */
+function binaries(): Binaries {
   const dir = binDir();
   const src = join(dir, '..', 'src');
   const tree = existsSync(src) ? readdirSync(src).find((d) => d.startsWith('kubernetes-1.20')) : undefined;
@@ -125,7 +134,7 @@ function select(all: readonly string[], options: Options): string[] {
 /** Starts node-process.ts and resolves with its kubeconfig once the node is Ready. */
 async function startNode(
   dir: string,
-  bins: ReturnType<typeof binaries>,
+  bins: Binaries,
   logFile: string,
 ): Promise<{ child: ChildProcess; adminKubeconfig: string }> {
   const out = openSync(logFile, 'a');
@@ -165,12 +174,7 @@ async function stopNode(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-function e2eFlags(
-  adminKubeconfig: string,
-  bins: ReturnType<typeof binaries>,
-  reportDir: string,
-  outputDir: string,
-): string[] {
+function e2eFlags(adminKubeconfig: string, bins: Binaries, reportDir: string, outputDir: string): string[] {
   return [
     `--kubeconfig=${adminKubeconfig}`,
     // No cloud: the framework's provider-neutral behaviour.
@@ -199,10 +203,15 @@ function e2eFlags(
   ];
 }
 
-async function main(): Promise<number> {
-  const options = parseArgs(process.argv.slice(2));
-  const bins = binaries();
-  const all = listNodeConformanceSpecs(bins.e2eTest);
+interface Selection {
+  all: readonly string[];
+  run: string[];
+  notRunnable: Map<string, string>;
+}
+
+/** The specs e2e.test has, those the options select, and which of them cannot run here. */
+function selection(e2eTest: string, options: Options): Selection {
+  const all = listNodeConformanceSpecs(e2eTest);
   const stale = staleEntries(all);
   if (stale.length > 0)
     throw new Error(`not-runnable.ts names specs e2e.test does not have:\n  ${stale.join('\n  ')}`);
@@ -213,9 +222,73 @@ async function main(): Promise<number> {
       return why ? [[name, why] as const] : [];
     }),
   );
-  const run = selected.filter((name) => !notRunnable.has(name));
+  return { all, run: selected.filter((name) => !notRunnable.has(name)), notRunnable };
+}
+
+interface RunDirs {
+  runDir: string;
+  reportDir: string;
+}
+
+/** Starts the node, runs the specs under ginkgo, stops the node (also when interrupted). */
+async function runSpecs(
+  run: readonly string[],
+  options: Options,
+  bins: Binaries,
+  dirs: RunDirs,
+  streamed: Map<string, 'passed' | 'failed'>,
+  signal: AbortSignal,
+): Promise<GinkgoOutcome> {
+  const { runDir, reportDir } = dirs;
   say(
-    `${selected.length} of ${all.length} [NodeConformance] specs selected: ${run.length} to run, ${notRunnable.size} not runnable here`,
+    `starting the control plane, DynamoDB Local, Podman and the virtual node (log: ${relative(root, join(reportDir, 'node.log'))})`,
+  );
+  const node = await startNode(join(runDir, 'node'), bins, join(reportDir, 'node.log'));
+  try {
+    if (signal.aborted) return { exitCode: null, timedOut: false, interrupted: true };
+    say(
+      `running ${run.length} specs on ${options.nodes} ginkgo nodes, for at most ${options.timeoutMinutes} minutes (log: ${relative(root, join(reportDir, 'ginkgo.log'))})`,
+    );
+    const started = Date.now();
+    const outcome = await runGinkgo({
+      ginkgo: bins.ginkgo,
+      e2eTest: bins.e2eTest,
+      nodes: options.nodes,
+      focus: exactFocus(run),
+      e2eFlags: e2eFlags(node.adminKubeconfig, bins, reportDir, join(runDir, 'e2e-output')),
+      logFile: join(reportDir, 'ginkgo.log'),
+      env: {
+        ...process.env,
+        PATH: `${bins.dir}:${process.env.PATH ?? ''}`,
+        KUBECONFIG: node.adminKubeconfig,
+      },
+      deadline: started + options.timeoutMinutes * 60_000,
+      signal,
+      onSpec: (state, name) => {
+        streamed.set(name, state);
+        say(`${state === 'passed' ? 'passed' : 'FAILED'} (${streamed.size}/${run.length}) ${name}`);
+      },
+    });
+    say(`specs ran for ${((Date.now() - started) / 60_000).toFixed(1)} minutes`);
+    return outcome;
+  } finally {
+    say('stopping the virtual node, Podman, DynamoDB Local and the control plane');
+    await stopNode(node.child);
+  }
+}
+
+function unfinishedCause(outcome: GinkgoOutcome, options: Options): string {
+  if (outcome.interrupted) return 'the run was interrupted';
+  if (outcome.timedOut) return `the run's ${options.timeoutMinutes}-minute bound was reached`;
+  return `ginkgo exited with ${outcome.exitCode} without running it (see ginkgo.log)`;
+}
+
+async function main(): Promise<number> {
+  const options = parseArgs(process.argv.slice(2));
+  const bins = binaries();
+  const { all, run, notRunnable } = selection(bins.e2eTest, options);
+  say(
+    `${run.length + notRunnable.size} of ${all.length} [NodeConformance] specs selected: ${run.length} to run, ${notRunnable.size} not runnable here`,
   );
   if (options.list) {
     for (const name of run) say(`  run           ${name}`);
@@ -227,64 +300,28 @@ async function main(): Promise<number> {
   rmSync(runDir, { recursive: true, force: true });
   mkdirSync(reportDir, { recursive: true });
   const abort = new AbortController();
-  const interrupt = () => abort.abort();
-  process.on('SIGINT', interrupt);
-  process.on('SIGTERM', interrupt);
+  process.on('SIGINT', () => abort.abort());
+  process.on('SIGTERM', () => abort.abort());
   const streamed = new Map<string, 'passed' | 'failed'>();
-  let outcome: GinkgoOutcome = { exitCode: null, timedOut: false, interrupted: false };
-  if (run.length > 0) {
-    say(
-      `starting the control plane, DynamoDB Local, Podman and the virtual node (log: ${relative(root, join(reportDir, 'node.log'))})`,
-    );
-    const node = await startNode(join(runDir, 'node'), bins, join(reportDir, 'node.log'));
-    try {
-      if (abort.signal.aborted) throw new Error('interrupted');
-      say(
-        `running ${run.length} specs on ${options.nodes} ginkgo nodes, for at most ${options.timeoutMinutes} minutes (log: ${relative(root, join(reportDir, 'ginkgo.log'))})`,
-      );
-      const started = Date.now();
-      outcome = await runGinkgo({
-        ginkgo: bins.ginkgo,
-        e2eTest: bins.e2eTest,
-        nodes: options.nodes,
-        focus: exactFocus(run),
-        e2eFlags: e2eFlags(node.adminKubeconfig, bins, reportDir, join(runDir, 'e2e-output')),
-        logFile: join(reportDir, 'ginkgo.log'),
-        env: {
-          ...process.env,
-          PATH: `${bins.dir}:${process.env.PATH ?? ''}`,
-          KUBECONFIG: node.adminKubeconfig,
-        },
-        deadline: started + options.timeoutMinutes * 60_000,
-        signal: abort.signal,
-        onSpec: (state, name) => {
-          streamed.set(name, state);
-          say(`${state === 'passed' ? 'passed' : 'FAILED'} (${streamed.size}/${run.length}) ${name}`);
-        },
-      });
-      say(`specs ran for ${((Date.now() - started) / 60_000).toFixed(1)} minutes`);
-    } finally {
-      say('stopping the virtual node, Podman, DynamoDB Local and the control plane');
-      await stopNode(node.child);
-    }
-  }
-  const unfinished = outcome.interrupted
-    ? 'the run was interrupted'
-    : `the run's ${options.timeoutMinutes}-minute bound was reached`;
+  const outcome: GinkgoOutcome =
+    run.length > 0
+      ? await runSpecs(run, options, bins, { runDir, reportDir }, streamed, abort.signal)
+      : { exitCode: 0, timedOut: false, interrupted: false };
   const list = outcomes({
     run,
     notRunnable,
     results: readJunitReports(reportDir),
     streamed,
-    unfinished,
+    unfinished: unfinishedCause(outcome, options),
     refused: refusedNamespaces(join(reportDir, 'node.log')),
   });
   const lines = summaryLines(list);
   writeFileSync(join(reportDir, 'summary.txt'), `${lines.join('\n')}\n`);
   // Every spec's verdict and cause, for tools (the docs' table is kept from it).
   writeFileSync(join(reportDir, 'outcomes.json'), `${JSON.stringify(list, null, 2)}\n`);
-  for (const line of lines) process.stdout.write(`${line}\n`);
   say(`JUnit reports and logs: ${relative(root, reportDir)}`);
+  // The figure last, alone on its line.
+  for (const line of lines) process.stdout.write(`${line}\n`);
   rmSync(join(runDir, 'node'), { recursive: true, force: true });
   rmSync(join(runDir, 'e2e-output'), { recursive: true, force: true });
   if (outcome.interrupted) return 130;
