@@ -8,7 +8,7 @@
  * default: no `--kubelet-certificate-authority`) accepts.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../../config/config.ts';
 import { apiErrorMessage } from '../../kube/api-error-message.ts';
@@ -160,18 +160,29 @@ async function serving(
     log(`${node}: serving certificate from ${signed.how}`);
     return signed.pem;
   }
-  const caDir = join(dir, 'own-ca');
-  mkdirSync(caDir, { recursive: true });
-  const ca = existsSync(join(caDir, 'ca.crt'))
-    ? CertificateAuthority.open(caDir)
-    : await CertificateAuthority.create(caDir);
-  const files = await ca.issue(`${node}-own`, {
-    commonName: `system:node:${node}`,
-    usage: 'server',
-    altNames: [`IP:${address}`],
-  });
+  const ca = await ownCa(dir);
+  const files = await ca.issue(
+    `${node}-own`,
+    { commonName: `system:node:${node}`, usage: 'server', altNames: [`IP:${address}`] },
+    dir,
+  );
   log(
     `${node}: serving certificate of our own CA (${ca.cert}): ${signed.failed}; an API server that verifies kubelets (--kubelet-certificate-authority) will refuse it`,
   );
   return { cert: readFileSync(files.cert, 'utf8'), key: readFileSync(files.key, 'utf8') };
+}
+
+/** Our own CA for this cluster's serving certificates, made once (two starts at once keep the first one made). */
+async function ownCa(dir: string): Promise<CertificateAuthority> {
+  const caDir = join(dir, 'own-ca');
+  if (!existsSync(join(caDir, 'ca.crt'))) {
+    const fresh = mkdtempSync(join(dir, 'own-ca-'));
+    await CertificateAuthority.create(fresh);
+    try {
+      renameSync(fresh, caDir);
+    } catch {
+      rmSync(fresh, { recursive: true, force: true });
+    }
+  }
+  return CertificateAuthority.open(caDir);
 }
