@@ -29,6 +29,7 @@ import parsePrometheus from 'parse-prometheus-text-format';
 import { createToolingClients, type ToolingClients } from '../../lib/kube/tooling-clients.ts';
 import { CertificateAuthority } from '../../lib/local/control-plane/pki.ts';
 import { type ControlPlane, startControlPlane } from '../../lib/local/control-plane.ts';
+import { clusterServingDir } from '../../lib/local/kubelet-api/joined-cluster.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
 import { containerStatus, TEST_IMAGE, testEngine } from '../support/docker.ts';
 import { testEnv } from '../support/env.ts';
@@ -46,13 +47,16 @@ import { type NpmStart, npmStart, startLine, stopNpmStart } from '../support/npm
 
 const env = testEnv();
 const docker = testEngine(env);
+/** Where npm start keeps serving certificates (scripts/start.ts). */
+const keptDir = new URL('../../.local/start/kubelet-api', import.meta.url).pathname;
 
-/** This host's address on its default route, which a kubeadm API server here would advertise. */
-function defaultRouteAddress(): string | undefined {
+/** This host's address on its default route and that route's device: what a kubeadm API server here advertises. */
+function defaultRouteAddress(): { address: string; device: string } | undefined {
   const routes: unknown = JSON.parse(execFileSync('ip', ['-j', 'route', 'show', 'default']).toString());
   const first: unknown = Array.isArray(routes) ? routes[0] : undefined;
-  const dev = typeof first === 'object' && first !== null && 'dev' in first ? String(first.dev) : '';
-  return networkInterfaces()[dev]?.find((a) => a.family === 'IPv4' && !a.internal)?.address;
+  const device = typeof first === 'object' && first !== null && 'dev' in first ? String(first.dev) : '';
+  const address = networkInterfaces()[device]?.find((a) => a.family === 'IPv4' && !a.internal)?.address;
+  return address ? { address, device } : undefined;
 }
 
 /** The kubeconfig at `path` with its server replaced by `server`, written to `into` (JSON is YAML). */
@@ -78,6 +82,7 @@ function joinedClusterSuite(shape: 'host' | 'netns'): void {
   let cp: ControlPlane | undefined;
   let kubeconfig = '';
   let admin: ToolingClients;
+  let kept: string | undefined;
   let start: NpmStart | undefined;
   let clusterCa = '';
   let certs: Record<'admin' | 'nobody' | 'foreign', PemPair>;
@@ -96,8 +101,10 @@ function joinedClusterSuite(shape: 'host' | 'netns'): void {
     });
   const readPod = (name: string): Promise<V1Pod> => admin.core.readNamespacedPod({ namespace: ns, name });
 
+  /** The address the host-shaped API server advertises, when this host has a default route. */
+  const host = shape === 'host' ? defaultRouteAddress() : undefined;
+
   before(async () => {
-    const host = shape === 'host' ? defaultRouteAddress() : undefined;
     if (shape === 'netns') netns = await createTestNetns();
     cp = await startControlPlane({
       dir: join(dir, 'control-plane'),
@@ -107,7 +114,7 @@ function joinedClusterSuite(shape: 'host' | 'netns'): void {
       apiServerArgs: [
         '--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname',
         ...(netns || host ? ['--endpoint-reconciler-type=lease'] : []),
-        ...(host ? [`--advertise-address=${host}`] : []),
+        ...(host ? [`--advertise-address=${host.address}`] : []),
       ],
     });
     kubeconfig = cp.adminKubeconfig;
@@ -120,6 +127,7 @@ function joinedClusterSuite(shape: 'host' | 'netns'): void {
       );
     }
     admin = createToolingClients(kubeconfig);
+    kept = clusterServingDir(keptDir, admin.context.server, admin.context.ca);
     clusterCa = readFileSync(cp.ca.cert, 'utf8');
     const ca = CertificateAuthority.open(dirname(cp.ca.cert));
     const foreignCa = await newCertificateAuthority(dir, 'foreign-ca');
@@ -176,6 +184,8 @@ function joinedClusterSuite(shape: 'host' | 'netns'): void {
       if (code !== 0) process.stderr.write(`npm start ended with ${code}:\n${start.stderr.join('\n')}\n`);
     }
     await forward?.close();
+    // The serving certificate npm start kept for this cluster, which is gone with it.
+    if (kept) rmSync(kept, { recursive: true, force: true });
     await cp?.stop();
     await netns?.remove();
     const left = await docker.listContainers({
@@ -198,7 +208,13 @@ function joinedClusterSuite(shape: 'host' | 'netns'): void {
         chosen,
         `[start] kubelet API on ${netns.hostAddress}: the API server advertises ${netns.address}; the host's address on bridge ${netns.bridge}: it runs in a container`,
       );
-    } else assert.match(chosen, /^\[start\] kubelet API on loopback: .*(it runs here|it runs on this host)/);
+    } else if (host) {
+      assert.equal(
+        chosen,
+        `[start] kubelet API on loopback: the API server advertises ${host.address}, this host's address on ${host.device}: it runs here`,
+      );
+    } else
+      assert.match(chosen, /^\[start\] kubelet API on loopback: the kubeconfig's server is at 127\.0\.0\.1/);
     const published = await readNode(admin, node);
     const addresses = published?.status?.addresses ?? [];
     assert.equal(addresses.length, 1, JSON.stringify(addresses));

@@ -6,10 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ConfigError } from '../../lib/config/config.ts';
 import {
   type ApiServerWhereabouts,
   chooseKubeletApiAddress,
 } from '../../lib/local/kubelet-api/address-choice.ts';
+import { joinedKubeletApiSettingsFromEnv } from '../../lib/local/kubelet-api/joined-cluster.ts';
 
 const host = [
   { address: '127.0.0.1', device: 'lo' },
@@ -105,5 +107,32 @@ describe('the local kubelet API address for a joined cluster', () => {
         'the API server advertises 10.20.0.5 and this host has no route to it: set SVK_LOCAL_KUBELET_API_ADDRESS',
     });
     assert.equal(chooseKubeletApiAddress(where({ advertised: ['fd00::5'] })).kind, 'none');
+  });
+});
+
+describe("npm start's kubelet API variables", () => {
+  it('reads the override address and the client CA source, and names each bad value', () => {
+    assert.deepEqual(joinedKubeletApiSettingsFromEnv({}), { clientCa: { kind: 'kubeconfig' } });
+    assert.deepEqual(
+      joinedKubeletApiSettingsFromEnv({
+        SVK_LOCAL_KUBELET_API_ADDRESS: ' 172.18.0.1 ',
+        SVK_LOCAL_KUBELET_API_CLIENT_CA: 'cluster',
+      }),
+      { address: '172.18.0.1', clientCa: { kind: 'cluster' } },
+    );
+    assert.deepEqual(joinedKubeletApiSettingsFromEnv({ SVK_LOCAL_KUBELET_API_CLIENT_CA: '/etc/hostname' }), {
+      clientCa: { kind: 'file', path: '/etc/hostname' },
+    });
+    assert.throws(
+      () =>
+        joinedKubeletApiSettingsFromEnv({
+          SVK_LOCAL_KUBELET_API_ADDRESS: 'my-host',
+          SVK_LOCAL_KUBELET_API_CLIENT_CA: '/nonexistent/ca.pem',
+        }),
+      (err) =>
+        err instanceof ConfigError &&
+        err.issues.some((i) => i.variable === 'SVK_LOCAL_KUBELET_API_ADDRESS' && /IPv4/.test(i.message)) &&
+        err.issues.some((i) => i.variable === 'SVK_LOCAL_KUBELET_API_CLIENT_CA' && /no file/.test(i.message)),
+    );
   });
 });

@@ -98,7 +98,7 @@ export async function startJoinedKubeletApi(
   log(`kubelet API client CA: ${clientCa.from}`);
   // The function verifies client certificates against the same CA as the front.
   env.SVK_KUBELET_API_CLIENT_CA_DATA = Buffer.from(clientCa.pem).toString('base64');
-  const dir = join(options.dir, clusterKey(clients));
+  const dir = clusterServingDir(options.dir, clients.context.server, clients.context.ca);
   const api = await startLocalKubeletApi({
     env,
     nodes,
@@ -109,14 +109,14 @@ export async function startJoinedKubeletApi(
   return { api, choice };
 }
 
-/** A directory name for the cluster, so that certificates kept for one are never served to another. */
-function clusterKey(clients: ToolingClients): string {
-  const { server, ca } = clients.context;
-  return createHash('sha256')
+/** Where the serving certificates of one cluster are kept under `base`, so that one cluster's are never served to another. */
+export function clusterServingDir(base: string, server: string, ca: Buffer | undefined): string {
+  const key = createHash('sha256')
     .update(server)
     .update(ca ?? '')
     .digest('hex')
     .slice(0, 16);
+  return join(base, key);
 }
 
 const CLIENT_CA_CONFIGMAP = 'kube-system/extension-apiserver-authentication';
