@@ -43,12 +43,10 @@ import {
   type PemPair,
 } from '../support/kubelet-api.ts';
 import { createTestNetns, forwardLoopback, type PortForward, type TestNetns } from '../support/netns.ts';
-import { type NpmStart, npmStart, startLine, stopNpmStart } from '../support/npm-start.ts';
+import { KEPT_SERVING_DIR, type NpmStart, npmStart, startLine, stopNpmStart } from '../support/npm-start.ts';
 
 const env = testEnv();
 const docker = testEngine(env);
-/** Where npm start keeps serving certificates (scripts/start.ts). */
-const keptDir = new URL('../../.local/start/kubelet-api', import.meta.url).pathname;
 
 /** This host's address on its default route and that route's device: what a kubeadm API server here advertises. */
 function defaultRouteAddress(): { address: string; device: string } | undefined {
@@ -127,7 +125,7 @@ function joinedClusterSuite(shape: 'host' | 'netns'): void {
       );
     }
     admin = createToolingClients(kubeconfig);
-    kept = clusterServingDir(keptDir, admin.context.server, admin.context.ca);
+    kept = clusterServingDir(KEPT_SERVING_DIR, admin.context.server, admin.context.ca);
     clusterCa = readFileSync(cp.ca.cert, 'utf8');
     const ca = CertificateAuthority.open(dirname(cp.ca.cert));
     const foreignCa = await newCertificateAuthority(dir, 'foreign-ca');

@@ -1,5 +1,9 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import { rmdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { loadKubeConfig } from '../../lib/kube/client.ts';
+import { clusterServingDir } from '../../lib/local/kubelet-api/joined-cluster.ts';
 import { waitFor } from './kube.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -76,4 +80,23 @@ export function startLine(started: NpmStart, pattern: RegExp, timeoutMs = 90_000
     timeoutMs,
     what: `npm start to print ${pattern}; it said:\n${started.stderr.join('\n')}`,
   });
+}
+
+/** Where npm start keeps serving certificates (scripts/start.ts's `.local/start/kubelet-api`). */
+export const KEPT_SERVING_DIR = join(root, '.local/start/kubelet-api');
+
+/**
+ * Removes the serving certificate npm start kept for `node` on the cluster of
+ * `kubeconfig` (a test cluster is thrown away after the run), and the
+ * cluster's directory once empty.
+ */
+export function forgetKeptServing(kubeconfig: string, node: string): void {
+  const { server, ca } = loadKubeConfig({ kubeconfigPath: kubeconfig });
+  const dir = clusterServingDir(KEPT_SERVING_DIR, server, ca);
+  for (const file of [`${node}.crt`, `${node}.key`]) rmSync(join(dir, file), { force: true });
+  try {
+    rmdirSync(dir);
+  } catch {
+    // Another test's certificate is still there, or nothing was kept.
+  }
 }
