@@ -1,7 +1,7 @@
 import { loadDependencies } from '../lib/app/dependencies.ts';
+import { heartbeat } from '../lib/app/heartbeat.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
-import { heartbeat } from '../lib/node/heartbeat-entry.ts';
 
 /**
  * Scheduled every minute: renews the virtual nodes' leases and status until
@@ -10,7 +10,7 @@ import { heartbeat } from '../lib/node/heartbeat-entry.ts';
  */
 export function createHeartbeatHandler(env: Record<string, string | undefined> = process.env) {
   return lambdaHandler(
-    // The heartbeat reads the release gate itself, after its leases are safe (heartbeat-loop.ts).
+    // The heartbeat reads the release gate itself, after its leases are safe (lib/app/heartbeat.ts).
     { env, dependencies: loadDependencies, event: parseScheduledEvent, gate: false },
     (deps, invocation) => heartbeat(deps, invocation),
   );

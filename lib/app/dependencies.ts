@@ -1,6 +1,5 @@
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config/config.ts';
-import type { NodeSettings } from '../config/node-settings.ts';
 import { awsCredentialSources, type ClusterCredentialSources } from '../kube/aws-credential-sources.ts';
 import { createKubeClients, type KubeClients, loadKubeConfig } from '../kube/client.ts';
 import { loadClusterKubeConfig, needsAwsSources } from '../kube/credentials.ts';
@@ -10,8 +9,6 @@ import type { LockFence, LockStore } from '../lock/lock.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { EmfMetrics, type Metrics, noMetrics } from '../metrics/emf.ts';
 import { withNodeProviderMetrics, withPodProviderMetrics } from '../metrics/provider-metrics.ts';
-import { NodeController } from '../node/node-controller.ts';
-import { NodeLease } from '../node/node-lease.ts';
 import { kubeEnvSources } from '../pod/env/env-sources.ts';
 import { KnownPodStore } from '../pod/known/known-pods.ts';
 import { PodApplier, type PodApplierOptions } from '../pod/sync/pod-applier.ts';
@@ -152,48 +149,6 @@ export async function loadDependencies(
     podProvider: counting ? withPodProviderMetrics(providers.podProvider, metrics) : providers.podProvider,
     metrics,
   };
-}
-
-export interface NodeControllerSpec {
-  name: string;
-  /** The node's settings; its Lease's duration is `settings.leaseDurationSeconds`. */
-  settings: NodeSettings;
-  /** The invocation's logger; the node's lines add `node`. */
-  log: Logger;
-}
-
-/**
- * One virtual node's controller and the Lease it renews, wired together the
- * same way wherever a node is driven (the heartbeat, the reconciler's
- * registration): on clients of their own, so that the node's request count
- * is theirs alone, and with a lease that registers the Node again before it
- * recreates itself (the garbage collector deletes the Lease with its Node).
- */
-export function buildNodeController(
-  deps: Pick<Dependencies, 'kube' | 'nodeProvider' | 'clock'>,
-  spec: NodeControllerSpec,
-): NodeController {
-  const kube = deps.kube.withOwnCount();
-  const log = spec.log.child({ node: spec.name });
-  let controller: NodeController | undefined;
-  const lease = new NodeLease({
-    kube,
-    nodeName: spec.name,
-    durationSeconds: spec.settings.leaseDurationSeconds,
-    clock: deps.clock,
-    log,
-    beforeRecreate: () => controller?.ensureRegistered() ?? Promise.resolve(),
-  });
-  controller = new NodeController({
-    name: spec.name,
-    settings: spec.settings,
-    provider: deps.nodeProvider,
-    kube,
-    lease,
-    clock: deps.clock,
-    log,
-  });
-  return controller;
 }
 
 /** What a pod reconciler and its two step executors need, shared by all three. */

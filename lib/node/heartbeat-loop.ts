@@ -1,11 +1,48 @@
 import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.ts';
 import { runWithTimeout } from '../deadline.ts';
-import { settledValues } from '../lock/leader-loop.ts';
-import { type LockHandle, LockLostError, LockManager } from '../lock/lock.ts';
+import type { Invocation } from '../invocation.ts';
+import type { LeaderLoopResult } from '../lock/leader-loop.ts';
+import { type LockHandle, LockLostError, LockManager, type LockStore } from '../lock/lock.ts';
 import { HEARTBEAT_LOCK } from '../lock/lock-names.ts';
+import type { Logger } from '../log/logger.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
-import { mapSettledLimit } from '../util/map-limit.ts';
-import type { HeartbeatOptions, HeartbeatResult } from './heartbeat.ts';
+import { type HeartbeatMode, type HeartbeatNode, heartbeatRound } from './heartbeat-round.ts';
+import type { NodeRoundResult } from './round-result.ts';
+
+export interface HeartbeatOptions {
+  lockStore: LockStore;
+  nodes: readonly HeartbeatNode[];
+  clock: Clock;
+  log: Logger;
+  invocation: Invocation;
+  renewIntervalMs: number;
+  lockTtlMs: number;
+  lockPollMs: number;
+  maxParallel: number;
+  stopBeforeDeadlineMs: number;
+  /** Longest full round of one node (heartbeat-round.ts). */
+  nodeTimeoutMs: number;
+  /**
+   * The release gate, checked before the lock is taken: undefined when this
+   * release may act, else the refusal. Rejects when the state table cannot
+   * be read.
+   */
+  releaseGate?: () => Promise<ReleaseRefused | undefined>;
+  /** Called before each holder round, e.g. to bring the node settings up to date. */
+  beforeRound?: () => Promise<void>;
+  /** Called after each round, for metrics and tests; `degraded` when it renewed the leases without the lock. */
+  onRound?: (results: NodeRoundResult[], degraded: boolean) => void;
+  /** Called when the heartbeat lock was taken over from a holder that stopped renewing it. */
+  onLockTakeover?: (lock: string) => void;
+}
+
+export interface HeartbeatResult extends LeaderLoopResult {
+  /** Rounds that renewed the leases without the lock, the lock store being unreachable. */
+  degradedRounds: number;
+  /** The release gate's refusal: nothing was done. */
+  refusal?: ReleaseRefused;
+}
 
 /** Longest wait for one lock-store call before the store counts as unreachable for this try. */
 const MAX_STORE_CALL_MS = 5_000;
@@ -199,42 +236,29 @@ export class HeartbeatLoop {
     }
   }
 
-  /** Every node's full tick (node config first, each bounded so a hung store delays nothing). */
+  /** A full heartbeat round (node config first, bounded so a hung store delays nothing). */
   async #fullRound(stop: AbortSignal): Promise<void> {
-    const { controllers, log, maxParallel } = this.#o;
     const { beforeRound } = this.#o;
-    // Bounded like a store call, but not a reachability probe: it never throws and may answer from memory.
+    // Bounded like a store call, but not a reachability probe: it may answer from memory.
     if (beforeRound) await runWithTimeout(this.#budgetMs, beforeRound).catch(() => {});
-    const results = settledValues(
-      // A hung provider or store must not hold up the next round's renewal past the lease's duration.
-      await mapSettledLimit(controllers, maxParallel, (c) =>
-        runWithTimeout(this.#o.tickTimeoutMs, () => c.tick(stop)),
-      ),
-      controllers.map((c) => c.name),
-      log,
-      stop,
-      'node heartbeat failed; retrying on the next tick',
-    );
+    await this.#round({ kind: 'full' }, stop);
     this.#result.rounds++;
-    this.#o.onTick?.(results);
   }
 
   /** Every node's Lease renewed without the lock, the node marked degraded. */
   async #degradedRound(stop?: AbortSignal): Promise<void> {
-    const { controllers, log, maxParallel, clock } = this.#o;
-    const signal = stop ?? this.#o.invocation.signal;
-    this.#lastDegradedRound = clock.monotonic();
-    const results = settledValues(
-      await mapSettledLimit(controllers, maxParallel, (c) => c.keepAlive(signal, this.#unavailableSince)),
-      controllers.map((c) => c.name),
-      log,
-      signal,
-      'lease renewal without the lock failed; retrying on the next round',
+    this.#lastDegradedRound = this.#o.clock.monotonic();
+    await this.#round(
+      { kind: 'keep-alive', since: this.#unavailableSince },
+      stop ?? this.#o.invocation.signal,
     );
     this.#result.degradedRounds++;
-    const renewed = results.filter((r) => r.leaseRenewed).length;
-    this.#o.onDegraded?.(renewed);
-    this.#o.onTick?.(results);
+  }
+
+  async #round(mode: HeartbeatMode, stop: AbortSignal): Promise<void> {
+    const { nodes, log, maxParallel, nodeTimeoutMs } = this.#o;
+    const results = await heartbeatRound({ nodes, mode, stop, log, maxParallel, nodeTimeoutMs });
+    this.#o.onRound?.(results, mode.kind === 'keep-alive');
   }
 
   /** Runs a lock-store call (or the release gate) cut off after the budget. */
@@ -292,8 +316,8 @@ export class HeartbeatLoop {
 
 /**
  * One scheduled heartbeat invocation: as the holder of
- * the heartbeat lock, it ticks every node each renew interval with bounded
- * parallelism; while the lock store cannot be reached, holder and standby
+ * the heartbeat lock, it runs a heartbeat round over every node each renew
+ * interval; while the lock store cannot be reached, holder and standby
  * alike keep renewing the nodes' Leases without the lock.
  */
 export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult> {

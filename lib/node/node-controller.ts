@@ -15,12 +15,12 @@ import {
 } from './node-lease.ts';
 import { FIELD_MANAGER, reportFingerprint, statusApplyBody } from './node-object.ts';
 import { registerNode, syncNodeMetadata } from './node-writes.ts';
+import type { NodeRoundResult } from './round-result.ts';
 import {
   markStateStoreUnavailable,
   STATE_STORE_CONDITION,
   stateStoreAvailable,
 } from './state-store-condition.ts';
-import type { TickResult } from './tick-result.ts';
 
 export interface NodeControllerOptions {
   name: string;
@@ -33,13 +33,13 @@ export interface NodeControllerOptions {
   log: Logger;
 }
 
-export type { TickResult } from './tick-result.ts';
+export type { NodeRoundResult } from './round-result.ts';
 
 const applyOptions = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
 
 /**
  * One virtual node, driven by the heartbeat holder: `start` registers the
- * Node and ensures its Lease; `tick`, every renew interval, pings the
+ * Node and ensures its Lease; `round`, every renew interval, pings the
  * provider, renews the Lease, and writes status when it changed or is due.
  * Holds only what one invocation learned; a new invocation starts afresh.
  */
@@ -70,7 +70,7 @@ export class NodeController {
   /**
    * The node settings in use from now on (local or assigned config) and the
    * conditions the controller reports besides the provider's (ConfigOK).
-   * Labels and taints follow at the next tick; a changed condition is
+   * Labels and taints follow at the next round; a changed condition is
    * written at once.
    */
   configure(settings: NodeSettings, extraConditions: readonly ProviderNodeCondition[]): void {
@@ -88,7 +88,7 @@ export class NodeController {
     this.options.lease.setLogger(log);
   }
 
-  /** Registers the Node if missing, ensures its Lease, writes its status; reads nothing this tick's renewal did. */
+  /** Registers the Node if missing, ensures its Lease, writes its status; reads nothing this round's renewal did. */
   async start(signal?: AbortSignal): Promise<void> {
     await this.probe(signal);
     if (this.missingRecently()) await this.register();
@@ -116,14 +116,14 @@ export class NodeController {
   }
 
   /**
-   * One heartbeat: renew the lease (unless `renewed` says this tick did
+   * One heartbeat round: renew the lease (unless `renewed` says this round did
    * already, see {@link renewLease}), ping when due, write status when
    * changed or due.
    */
-  async tick(signal?: AbortSignal, renewed?: LeaseRenewal): Promise<TickResult> {
+  async round(signal?: AbortSignal, renewed?: LeaseRenewal): Promise<NodeRoundResult> {
     const { clock, log } = this.options;
     const settings = this.settings;
-    // A new holder starts each node in its first tick, so that the node's
+    // A new holder starts each node in its first round, so that the node's
     // lease is renewed right after its own start, not after every node's.
     if (!this.started) {
       await this.start(signal);
@@ -144,7 +144,7 @@ export class NodeController {
     };
     // The lease first: it is what keeps the node Ready. Backing off on it must
     // not hold up the next round of the other nodes.
-    // A renewal that could not register (before the gate said this tick may) is done again, as it may now.
+    // A renewal that could not register (before the gate said this round may) is done again, as it may now.
     const usable = renewed && !isLeaseMissing(renewed.error) ? renewed : undefined;
     const { leaseRenewed, previousRenewal, error } = usable ?? (await this.renewLease(signal));
     if (error !== undefined) {
@@ -153,20 +153,20 @@ export class NodeController {
     }
     const renewalLagMs = this.renewalLag(leaseRenewed, previousRenewal);
     // The node lifecycle controller marks Ready Unknown after its grace (40 s) without renewal; only a
-    // status write sets it back. No Node is read per tick (a kubelet compares it every 10 s), so a failed
-    // renewal or a gap of two intervals owes the status to the first tick whose renewal gets through.
+    // status write sets it back. No Node is read per round (a kubelet compares it every 10 s), so a failed
+    // renewal or a gap of two intervals owes the status to the first round whose renewal gets through.
     if (error !== undefined || (renewalLagMs ?? 0) > 2 * settings.leaseRenewIntervalMs)
       this.statusOwed = true;
     // The ping after the renewal: a slow provider must not delay what keeps the node Ready.
     if (now - this.lastPingAt >= settings.pingIntervalMs) await this.probe(signal);
-    // No read of the Node per tick: the lease's owner reference makes the garbage collector
+    // No read of the Node per round: the lease's owner reference makes the garbage collector
     // delete the lease with its Node, so the next renewal finds it gone and registers the Node again.
     let statusWritten = false;
     await attempt('labels and taints update', () => this.syncMetadata(), undefined);
     const changed = this.fingerprint() !== this.lastFingerprint;
-    // Without leases the status write is the heartbeat, so it goes out every tick like the renewal
+    // Without leases the status write is the heartbeat, so it goes out every round like the renewal
     // it replaces. Measuring one renew interval from the last write instead would skip every other
-    // tick: that write ended after the previous tick began, so the gap is always a bit short.
+    // round: that write ended after the previous round began, so the gap is always a bit short.
     const due = this.leaseDisabled || now - this.lastStatusAt >= settings.statusIntervalMs;
     const owed = this.statusOwed && leaseRenewed;
     if (!statusWritten && (changed || due || owed)) {
@@ -179,8 +179,8 @@ export class NodeController {
         false,
       );
     }
-    // Due times count from the tick that wrote, not from when the write ended:
-    // ticks are exactly one renew interval apart, a write ends a bit later.
+    // Due times count from the round that wrote, not from when the write ended:
+    // rounds are exactly one renew interval apart, a write ends a bit later.
     if (statusWritten) {
       this.lastStatusAt = now;
       this.statusOwed = false;
@@ -197,11 +197,11 @@ export class NodeController {
   }
 
   /**
-   * Renews the lease alone, the first thing a tick does, before the state
+   * Renews the lease alone, the first thing a round does, before the state
    * store is asked anything: what keeps the node Ready. A Node this
    * controller has not read yet is read first (the lease names its uid); one
    * that does not exist is left so, and not read again for half a lease:
-   * with a thousand new nodes, those reads would fill every tick before the
+   * with a thousand new nodes, those reads would fill every round before the
    * registrations (start) got their turn. A lease that went missing (its Node
    * deleted) registers the Node again only with `register` (default true);
    * without, the failure is {@link LeaseMissingError} and the Node is read
@@ -236,7 +236,7 @@ export class NodeController {
           }
           return outcome(false, new LeaseMissingError(`node ${this.name} is gone`));
         }
-        // Registered again by someone else (the release in charge, after a refused tick's renewal).
+        // Registered again by someone else (the release in charge, after a refused round's renewal).
         this.nodeGone = false;
         lease.setNodeUid(this.current.metadata?.uid);
       }
@@ -255,14 +255,14 @@ export class NodeController {
    * no status report, no labels, no registration: a Node that does not
    * exist, or was deleted meanwhile, is left so until the store answers).
    * Renewing a Lease that another invocation renews too is harmless, so this
-   * needs no lock. Throws what the API server throws. `renewed`: the tick's
+   * needs no lock. Throws what the API server throws. `renewed`: the round's
    * renewal ({@link renewLease} without `register`), when done already.
    */
   async keepAlive(
     signal: AbortSignal | undefined,
     unavailableSince: Date,
     renewed?: LeaseRenewal,
-  ): Promise<TickResult> {
+  ): Promise<NodeRoundResult> {
     const { clock, kube } = this.options;
     const { leaseRenewed, previousRenewal, error } =
       renewed ?? (await this.renewLease(signal, { register: false }));

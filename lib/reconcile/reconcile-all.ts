@@ -1,5 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { buildNodeController, createPodReconciler, type Dependencies } from '../app/dependencies.ts';
+import { createPodReconciler, type Dependencies } from '../app/dependencies.ts';
+import { buildNodeController } from '../app/heartbeat.ts';
 import { isConflict, isNotFound } from '../kube/client.ts';
 import { listNodePods } from '../kube/node-pods.ts';
 import { PatchStrategy, setHeaderOptions } from '../kube/patch.ts';

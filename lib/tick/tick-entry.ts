@@ -66,7 +66,7 @@ const sandboxes = new WeakMap<Dependencies, TickWork>();
  * time is up. With the gate open: the rest of the heartbeat, pod-watch,
  * pod-status and the reconciler. Refused, or the state table unreachable:
  * the lease renewals only, and the StateStoreUnavailable condition when
- * unreachable (heartbeat-tick.ts).
+ * unreachable (HeartbeatTick in tick-parts.ts).
  *
  * Once its successor is queued, a tick succeeds whatever else fails: a
  * failed invocation is delivered again before its successor (FIFO), so a

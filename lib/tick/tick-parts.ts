@@ -1,11 +1,15 @@
 import type { Dependencies } from '../app/dependencies.ts';
+import { HeartbeatNodes } from '../app/heartbeat.ts';
 import type { TickPartName } from '../config/env-variables.ts';
 import type { EventPublisher } from '../events/publisher.ts';
 import type { Logger } from '../log/logger.ts';
-import { HeartbeatTick } from '../node/heartbeat-tick.ts';
+import { type HeartbeatMode, heartbeatRound } from '../node/heartbeat-round.ts';
+import type { LeaseRenewal } from '../node/node-lease.ts';
+import type { NodeRoundResult } from '../node/round-result.ts';
 import { PodStatusRounds } from '../pod/status/pod-status-round.ts';
 import { PodWatchTick } from '../pod/watch/pod-watch-tick.ts';
 import { ReconcileTick } from '../reconcile/reconcile-tick.ts';
+import { mapSettledLimit } from '../util/map-limit.ts';
 import type { TickGate } from './tick-gate.ts';
 
 /** What a part gets in each tick. */
@@ -62,7 +66,7 @@ export class TickParts implements TickWork {
   /**
    * The heartbeat's work in this tick, when it is among `names`: it renews
    * the leases at once and waits for `gate` only for the rest
-   * (heartbeat-tick.ts), so it starts before the gate has answered.
+   * ({@link HeartbeatTick}), so it starts before the gate has answered.
    */
   heartbeat(gate: Promise<TickGate>, names: readonly TickPartName[]): PartWork | undefined {
     const heartbeat = this.#heartbeat;
@@ -97,4 +101,71 @@ export class TickParts implements TickWork {
     }
     return work;
   }
+}
+
+/**
+ * The heartbeat at the tick cadence: one heartbeat round (heartbeat-round.ts)
+ * a tick, over controllers built once per cold start and kept across the
+ * ticks of the warm sandbox, so that a renewal is one request (the lease as
+ * last written) and status goes out only when it changed or is due. Ticks
+ * never overlap (one message group), so no lock is needed: a second renewal
+ * of a Lease, by a duplicate tick, is harmless.
+ *
+ * Liveness without DynamoDB: each tick renews every node's Lease first,
+ * while the release gate (a DynamoDB read) is still under way, and only
+ * then learns from the gate which round to run. `act`: a full round, the
+ * node config applied first. `unreachable` (the state table did not
+ * answer): a keep-alive round, so Ready stays True while nothing that must
+ * happen once is done. `refused` (another release is in charge): the
+ * renewals only. Neither registers a Node: one deleted meanwhile stays
+ * gone until a tick whose gate lets it act, since a registration is the
+ * release in charge's to make, with the node config from the table, and an
+ * operator's delete must not be undone by a release that may be superseded.
+ */
+export class HeartbeatTick {
+  readonly #deps: Dependencies;
+  readonly #nodes: HeartbeatNodes;
+  /** Wall time since when the state table has not answered; undefined while it answers. */
+  #unavailableSince: Date | undefined;
+
+  constructor(deps: Dependencies) {
+    this.#deps = deps;
+    this.#nodes = new HeartbeatNodes(deps, deps.log);
+  }
+
+  async run(stop: AbortSignal, log: Logger, gate: Promise<TickGate>): Promise<NodeRoundResult[]> {
+    const { config, clock } = this.#deps;
+    const nodes = await this.#nodes.open(log);
+    const { timing } = this.#nodes;
+    const maxParallel = config.heartbeat.maxParallel;
+    // Before the gate answers, a renewal may not register a Node (degraded or refused ticks register none).
+    const renewals = (
+      await mapSettledLimit(nodes, maxParallel, (c) => c.renewLease(stop, { register: false }))
+    ).map(renewalOf);
+    const answer = await gate;
+    if (answer === 'act') await this.#nodes.configure(timing.leaseRenewIntervalMs / 2);
+    if (answer !== 'unreachable') this.#unavailableSince = undefined;
+    else this.#unavailableSince ??= new Date(clock.now());
+    const since = this.#unavailableSince;
+    const mode: HeartbeatMode =
+      answer === 'act' ? { kind: 'full' } : since ? { kind: 'keep-alive', since } : { kind: 'renew-only' };
+    const results = await heartbeatRound({
+      nodes,
+      mode,
+      renewals,
+      stop,
+      log,
+      maxParallel,
+      nodeTimeoutMs: (timing.leaseDurationSeconds * 1_000) / 2,
+    });
+    this.#nodes.report(results, mode.kind === 'keep-alive');
+    return results;
+  }
+}
+
+/** A node's renewal as settled: an abort (the only thing renewLease throws) counts as a failed renewal. */
+function renewalOf(settled: PromiseSettledResult<LeaseRenewal>): LeaseRenewal {
+  if (settled.status === 'fulfilled') return settled.value;
+  const error: unknown = settled.reason ?? new Error('no renewal');
+  return { leaseRenewed: false, previousRenewal: undefined, requests: 0, error };
 }

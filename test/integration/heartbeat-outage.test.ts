@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { loadDependencies } from '../../lib/app/dependencies.ts';
+import { heartbeat } from '../../lib/app/heartbeat.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
-import { heartbeat } from '../../lib/node/heartbeat-entry.ts';
-import type { TickResult } from '../../lib/node/node-controller.ts';
+import type { NodeRoundResult } from '../../lib/node/node-controller.ts';
 import { isReleaseRefused } from '../../lib/release/gate.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
 import {
@@ -40,7 +40,7 @@ describe('heartbeat across an API server outage', () => {
     const { name: tableName } = await freshTable();
     const deps = await loadDependencies(loadConfig(functionEnv(tableName, { SVK_NODE_NAMES: node })));
     const abort = new AbortController();
-    let last: TickResult | undefined;
+    let last: NodeRoundResult | undefined;
     const running = heartbeat(
       deps,
       {
@@ -49,7 +49,7 @@ describe('heartbeat across an API server outage', () => {
         deadline: performance.now() + 150_000,
         signal: abort.signal,
       },
-      { onTick: (results) => (last = results[0] ?? last) },
+      { onRound: (results) => (last = results[0] ?? last) },
     );
     await waitFor(async () => readyStatus(await readNode(admin, node)) === 'True', {
       timeoutMs: 15_000,

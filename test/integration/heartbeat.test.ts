@@ -14,7 +14,7 @@ import { PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node'
 import { createHeartbeatHandler } from '../../functions/heartbeat.ts';
 import { type InvocationResult, LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
 import { lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
-import type { HeartbeatResult } from '../../lib/node/heartbeat.ts';
+import type { HeartbeatResult } from '../../lib/node/heartbeat-loop.ts';
 import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
 import { DynamoDbMockNodeStore } from '../../lib/provider/mock/mock-node-store.ts';
 import {

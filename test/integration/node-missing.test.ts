@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { buildNodeController } from '../../lib/app/dependencies.ts';
+import { buildNodeController } from '../../lib/app/heartbeat.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
 import { createLogger } from '../../lib/log/logger.ts';
@@ -63,7 +63,7 @@ describe('a node not registered yet', () => {
     assert.equal(second.leaseRenewed, false);
     assert.equal(second.requests, 1, 'not read again: the registration is the tick node work');
 
-    const tick = await controller.tick(undefined, second);
+    const tick = await controller.round(undefined, second);
     // POST node, GET lease (404), POST lease, status apply: no second read of the Node.
     assert.equal(tick.requests - second.requests, 4, `requests of the registration: ${JSON.stringify(tick)}`);
     const registered = await readNode(admin, node);

@@ -16,7 +16,7 @@ import type { InvocationResult } from '../../lib/local/lambda-runtime.ts';
 import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
 import { createLocalTickQueue } from '../../lib/local/queue-event-source.ts';
-import type { TickResult } from '../../lib/node/node-controller.ts';
+import type { NodeRoundResult } from '../../lib/node/node-controller.ts';
 import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
 import type { TickOptions, TickRunResult } from '../../lib/tick/tick-entry.ts';
 import { TickParts } from '../../lib/tick/tick-parts.ts';
@@ -215,7 +215,7 @@ describe('the tick cadence', { concurrency: true }, () => {
     const heartbeatOf = (t: TickRunResult) => {
       const results = t.parts.heartbeat;
       assert.ok(Array.isArray(results), `heartbeat results: ${JSON.stringify(results)}`);
-      const [result] = results as TickResult[];
+      const [result] = results as NodeRoundResult[];
       assert.ok(result && result.node === d.node, JSON.stringify(results));
       return result;
     };

@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LockConflictError, type LockRecord, type LockStore } from '../../lib/lock/lock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
-import type { HeartbeatNode, HeartbeatOptions } from '../../lib/node/heartbeat.ts';
-import { runHeartbeat } from '../../lib/node/heartbeat-loop.ts';
-import type { TickResult } from '../../lib/node/node-controller.ts';
+import { type HeartbeatOptions, runHeartbeat } from '../../lib/node/heartbeat-loop.ts';
+import type { HeartbeatNode } from '../../lib/node/heartbeat-round.ts';
+import type { NodeRoundResult } from '../../lib/node/node-controller.ts';
 import type { ReleaseRefused } from '../../lib/release/gate.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 
@@ -60,10 +60,15 @@ interface Call {
 
 /** A node that records when it was ticked or kept alive. */
 function recordingNode(clock: FakeClock, calls: Call[]): HeartbeatNode {
-  const result = (): TickResult => ({ node: 'vk-1', leaseRenewed: true, statusWritten: false, requests: 0 });
+  const result = (): NodeRoundResult => ({
+    node: 'vk-1',
+    leaseRenewed: true,
+    statusWritten: false,
+    requests: 0,
+  });
   return {
     name: 'vk-1',
-    tick: async () => {
+    round: async () => {
       calls.push({ at: clock.monotonic(), kind: 'tick' });
       return result();
     },
@@ -80,7 +85,7 @@ function start(store: MemoryLockStore, options: { releaseGate?: HeartbeatOptions
   let degraded = 0;
   const running = runHeartbeat({
     lockStore: store,
-    controllers: [recordingNode(clock, calls)],
+    nodes: [recordingNode(clock, calls)],
     clock,
     log: createLogger({ level: 'silent' }),
     invocation: {
@@ -94,9 +99,9 @@ function start(store: MemoryLockStore, options: { releaseGate?: HeartbeatOptions
     lockPollMs: POLL_MS,
     maxParallel: 4,
     stopBeforeDeadlineMs: 5_000,
-    tickTimeoutMs: 20_000,
-    onDegraded: () => {
-      degraded++;
+    nodeTimeoutMs: 20_000,
+    onRound: (_results, wasDegraded) => {
+      if (wasDegraded) degraded++;
     },
     ...options,
   });
