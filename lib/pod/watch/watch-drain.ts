@@ -29,11 +29,21 @@ export interface DrainOptions {
   /**
    * The drain ends once no pod event came for this long since the watch
    * opened or since the last event (the API server sends the events after
-   * the resourceVersion at once, from its watch cache).
+   * the resourceVersion at once, from its watch cache). Absent: it ends only
+   * when the server closes the watch, `stop`, or a failure (a continuous
+   * watcher's long watch).
    */
-  quietMs: number;
+  quietMs?: number;
   /** Wait for the server's bookmark instead of ending on silence (to keep the resourceVersion fresh). */
-  awaitBookmark: boolean;
+  awaitBookmark?: boolean;
+  /** Seconds of the watch request; default {@link DRAIN_WATCH_SECONDS}. */
+  timeoutSeconds?: number;
+  /**
+   * Called in order once everything up to `resourceVersion` is published (a
+   * continuous watcher saves its bookmark here); a rejection ends the drain
+   * as a failed publish.
+   */
+  onPublished?: (resourceVersion: string) => Promise<void>;
   /** How long an event may wait for others to fill a batch of 10. */
   flushMs: number;
   /**
@@ -53,9 +63,10 @@ export interface DrainResult {
   /**
    * quiet: silence (or the bookmark) ended it; closed: the server ended it;
    * stopped: `stop`; expired: the resourceVersion is too old (410), relist;
-   * failed: the request or the publish failed, the next drain resumes.
+   * failed: the request or the publish failed (`failedAt`), the next drain resumes.
    */
   end: 'quiet' | 'closed' | 'stopped' | 'expired' | 'failed';
+  failedAt?: 'watch' | 'publish';
   /** Everything up to this resourceVersion is published. */
   publishedResourceVersion: string;
   /** Pod events published. */
@@ -66,11 +77,13 @@ export interface DrainResult {
 }
 
 /**
- * One short watch of a node's pods from a resourceVersion, as a tick uses
- * it: publishes every event in order, and ends on silence instead of holding
- * the invocation open. Ending early loses nothing: the resourceVersion moves
- * only past what was received and published, and the next drain asks again
- * from there.
+ * One watch of a node's pods from a resourceVersion: publishes every event
+ * in order, the one unit of work of pod-watch at both cadences. A tick's
+ * is short and ends on silence (`quietMs`) instead of holding the
+ * invocation open; a continuous watcher's runs until the server closes it
+ * or its holder stops. Ending early loses nothing: the resourceVersion
+ * moves only past what was received and published, and the next drain asks
+ * again from there.
  */
 export function drainWatch(o: DrainOptions): Promise<DrainResult> {
   return new Drain(o).run();
@@ -98,8 +111,9 @@ class Drain {
       startResourceVersion: o.fromResourceVersion,
       flushMs: o.flushMs,
       signal: o.halt,
-      onPublished: async (_rv, count) => {
+      onPublished: async (rv, count) => {
         this.#published += count;
+        await o.onPublished?.(rv);
       },
       onFailure: (err) => {
         this.#publishError = err;
@@ -109,18 +123,21 @@ class Drain {
   }
 
   async run(): Promise<DrainResult> {
-    const { clock } = this.#o;
-    const silence = watchSilence(
-      clock,
-      this.#o.quietMs,
-      this.#signal,
-      () => this.#lastActivity,
-      () => {
-        if (this.#o.awaitBookmark && !this.#bookmarked) return;
-        this.#quiet = true;
-        this.#watchAbort.abort();
-      },
-    );
+    const { clock, quietMs } = this.#o;
+    const silence =
+      quietMs === undefined
+        ? Promise.resolve()
+        : watchSilence(
+            clock,
+            quietMs,
+            this.#signal,
+            () => this.#lastActivity,
+            () => {
+              if (this.#o.awaitBookmark && !this.#bookmarked) return;
+              this.#quiet = true;
+              this.#watchAbort.abort();
+            },
+          );
     let requestError: unknown;
     try {
       await watchStream(
@@ -130,7 +147,7 @@ class Drain {
           fieldSelector: nodePodsSelector(this.#o.node),
           resourceVersion: this.#o.fromResourceVersion,
           allowWatchBookmarks: true,
-          timeoutSeconds: DRAIN_WATCH_SECONDS,
+          timeoutSeconds: this.#o.timeoutSeconds ?? DRAIN_WATCH_SECONDS,
         },
         (type, object) => this.#onEvent(type, object),
         this.#signal,
@@ -182,11 +199,12 @@ class Drain {
       bookmarked: this.#bookmarked,
     };
     const status = this.#status;
-    if (publishError !== undefined) return { ...result, end: 'failed', error: publishError };
+    if (publishError !== undefined)
+      return { ...result, end: 'failed', failedAt: 'publish', error: publishError };
     if (isGone(status) || isGone(requestError))
       return { ...result, end: 'expired', error: status ?? requestError };
     if (status !== undefined || requestError !== undefined)
-      return { ...result, end: 'failed', error: status ?? requestError };
+      return { ...result, end: 'failed', failedAt: 'watch', error: status ?? requestError };
     if (this.#quiet) return { ...result, end: 'quiet' };
     if (this.#o.stop.aborted || this.#o.halt.aborted) return { ...result, end: 'stopped' };
     return { ...result, end: 'closed' };

@@ -1,16 +1,13 @@
 import type { Clock } from '../../clock.ts';
 import { type EventPublisher, PublishError } from '../../events/publisher.ts';
-import { type CoreApi, isGone, type KubeContext } from '../../kube/client.ts';
-import { nodePodsSelector } from '../../kube/node-pods.ts';
-import { podKey } from '../../kube/pod-key.ts';
-import { watchStream } from '../../kube/watch.ts';
+import type { CoreApi, KubeContext } from '../../kube/client.ts';
 import { keepLock } from '../../lock/leader-loop.ts';
 import { type LockHandle, LockLostError, type LockManager } from '../../lock/lock.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { KnownPodStore } from '../known/known-pods.ts';
-import { WatchBatcher } from './watch-batcher.ts';
 import type { WatchBookmarkStore } from './watch-bookmark.ts';
-import { describeStatus, isPodLike, isWatchEventType, podDetail, resourceVersionOf } from './watch-events.ts';
+import { drainWatch } from './watch-drain.ts';
+import { describeStatus } from './watch-events.ts';
 import { WatchHints } from './watch-hints.ts';
 import { relistNode } from './watch-relist.ts';
 import { type ClusterProbe, type RelistReason, resumePoint } from './watch-resume.ts';
@@ -68,8 +65,6 @@ export interface NodeWatchResult {
   /** The bookmark this watcher last saved. */
   bookmark?: string;
 }
-
-const PODS_PATH = '/api/v1/pods';
 
 type WatchEnd =
   | { end: 'closed' }
@@ -249,91 +244,38 @@ class NodeWatcher {
     return resourceVersion;
   }
 
-  /** One watch event (not an ERROR) into the batch: a pod event, or only the resourceVersion it carries. */
-  #received(batcher: WatchBatcher, type: string, object: unknown): void {
-    const rv = resourceVersionOf(object);
-    if (!rv) return;
-    if (type === 'BOOKMARK' || !isWatchEventType(type) || !isPodLike(object)) {
-      batcher.push(undefined, rv);
-      return;
-    }
-    const detail = podDetail(type, object, this.#o.node, rv);
-    if ('skip' in detail) {
-      this.#log.warn({ type, resourceVersion: rv, reason: detail.skip }, 'watch event not announced');
-      batcher.push(undefined, rv);
-      return;
-    }
-    this.#log.debug(
-      { pod: podKey(detail), uid: detail.uid, type, resourceVersion: rv },
-      'pod event received',
-    );
-    this.#hints.push(batcher, { type, pod: object, detail, resourceVersion: rv });
-  }
-
-  /** One watch request from `fromRv`, until the server closes it, it fails, or the watcher stops. */
+  /** One watch request from `fromRv` (a drain without a quiet end), until the server closes it, it fails, or the watcher stops. */
   async #watch(fromRv: string): Promise<{ outcome: WatchEnd; publishedRv: string }> {
-    const { node, clock } = this.#o;
-    const watchAbort = new AbortController();
-    const signal = AbortSignal.any([this.#stop, watchAbort.signal]);
-    let status: unknown;
-    let publishError: unknown;
-    const batcher = new WatchBatcher({
+    const { clock } = this.#o;
+    const left = Math.floor((this.#o.stopAt - clock.monotonic()) / 1_000);
+    this.#result.watches++;
+    const drained = await drainWatch({
+      node: this.#o.node,
+      kubeContext: this.#o.kubeContext,
       publisher: this.#o.publisher,
       clock,
-      startResourceVersion: fromRv,
+      log: this.#log,
+      fromResourceVersion: fromRv,
+      timeoutSeconds: Math.max(1, Math.min(this.#o.settings.watchTimeoutSeconds, left)),
       flushMs: this.#o.settings.flushMs,
-      signal: this.#halt,
-      onPublished: async (rv, count) => {
-        this.#result.published += count;
-        await this.#published(rv, false);
-      },
-      onFailure: (err) => {
-        publishError = err;
-        watchAbort.abort();
-      },
+      hints: this.#hints,
+      stop: this.#stop,
+      halt: this.#halt,
+      onPublished: (rv) => this.#published(rv, false),
     });
-    const left = Math.floor((this.#o.stopAt - clock.monotonic()) / 1_000);
-    const timeoutSeconds = Math.max(1, Math.min(this.#o.settings.watchTimeoutSeconds, left));
-    this.#result.watches++;
-    let requestError: unknown;
-    try {
-      await watchStream(
-        this.#o.kubeContext,
-        PODS_PATH,
-        {
-          fieldSelector: nodePodsSelector(node),
-          resourceVersion: fromRv,
-          allowWatchBookmarks: true,
-          timeoutSeconds,
-        },
-        (type, object) => {
-          if (type !== 'ERROR') return this.#received(batcher, type, object);
-          status = object;
-          watchAbort.abort();
-        },
-        signal,
-      );
-    } catch (err) {
-      requestError = err;
+    this.#result.published += drained.published;
+    const publishedRv = drained.publishedResourceVersion;
+    if (drained.error instanceof LockLostError) this.#holding.abort(drained.error);
+    if (this.#halt.aborted) return { outcome: { end: 'stopped' }, publishedRv };
+    const { end, error } = drained;
+    if (end === 'failed') {
+      return {
+        outcome: { end: drained.failedAt === 'publish' ? 'publish-failed' : 'failed', error },
+        publishedRv,
+      };
     }
-    // Events received before the stream ended are valid whatever ended it: publish them, unless halted.
-    if (this.#halt.aborted) batcher.close();
-    else await batcher.drain();
-    const publishedRv = batcher.publishedResourceVersion;
-    publishError ??= batcher.failure;
-    let outcome: WatchEnd;
-    if (this.#halt.aborted) outcome = { end: 'stopped' };
-    else if (publishError !== undefined) {
-      if (publishError instanceof LockLostError) this.#holding.abort(publishError);
-      outcome = this.#halt.aborted ? { end: 'stopped' } : { end: 'publish-failed', error: publishError };
-    } else if (isGone(status) || isGone(requestError))
-      outcome = { end: 'expired', error: status ?? requestError };
-    else if (status !== undefined) outcome = { end: 'failed', error: status };
-    else if (requestError !== undefined) outcome = { end: 'failed', error: requestError };
-    else if (this.#stop.aborted) outcome = { end: 'stopped' };
-    else outcome = { end: 'closed' };
-    if (outcome.end !== 'closed' && outcome.end !== 'failed') this.#hints.forget();
-    return { outcome, publishedRv };
+    if (end === 'expired') return { outcome: { end, error }, publishedRv };
+    return { outcome: { end: end === 'closed' ? 'closed' : 'stopped' }, publishedRv };
   }
 
   /**
