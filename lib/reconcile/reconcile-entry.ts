@@ -6,6 +6,7 @@ import { RECONCILE_LOCK } from '../lock/lock-names.ts';
 import {
   type LeaderSummary,
   NewerReleaseRunningError,
+  ReconcileElection,
   type ReconcileHooks,
   ReconcileLeader,
 } from './reconcile-leader.ts';
@@ -19,10 +20,10 @@ export type ReconcileResult =
 /**
  * The reconcile function's entry point, after Monogon's reconciler (watch
  * the running releases, elect on a lock, lead): only the newest running
- * release campaigns for the reconcile lock; its holder runs
- * {@link ReconcileLeader.lead} in its first round and
- * {@link ReconcileLeader.periodic} every SVK_RECONCILE_INTERVAL_SECONDS after
- * until it hands over near its deadline. A leader that loses the lock, or
+ * release campaigns for the reconcile lock; its holder runs a round
+ * ({@link ReconcileLeader.round}: the election's work first, a reconcile
+ * after) every SVK_RECONCILE_INTERVAL_SECONDS until it hands over near its
+ * deadline. A leader that loses the lock, or
  * sees a newer release, stops at once.
  */
 export async function reconcile(
@@ -44,6 +45,7 @@ export async function reconcile(
     log.info({ release: config.release, newest }, 'a newer release runs: not campaigning');
     return { role: 'not-newest', newest };
   }
+  let election: ReconcileElection | undefined;
   try {
     const loop = await runAsLeader(
       {
@@ -58,7 +60,17 @@ export async function reconcile(
         stopBeforeDeadlineMs: config.reconcile.stopBeforeDeadlineMs,
         onLockTakeover: (lock) => deps.metrics.lockTakeover(lock),
       },
-      { round: (stop, round, handle) => leader.round(stop, round, handle) },
+      {
+        round: async (stop, _round, handle) => {
+          election ??= new ReconcileElection(handle.epoch, deps.clock);
+          try {
+            await leader.round(stop, handle, election, { waitInRound: true });
+          } catch (err) {
+            // Stopped (deadline, lock lost, invocation ended) while waiting: the loop ends on its own.
+            if (!stop.aborted) throw err;
+          }
+        },
+      },
     );
     return { ...loop, ...leader.summary() };
   } catch (err) {

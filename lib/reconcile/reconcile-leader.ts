@@ -1,4 +1,5 @@
 import type { Dependencies } from '../app/dependencies.ts';
+import type { Clock } from '../clock.ts';
 import { type LockFence, type LockHandle, LockLostError } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import { type ReconcilerStatus, ReconcilerStatusStore, sameStatus } from '../release/reconciler-status.ts';
@@ -22,6 +23,33 @@ export interface ReconcileHooks {
   /** After each reconcileAll attempt (initial attempts included). */
   onReconcile?: (attempt: { initial: boolean; result?: ReconcileAllResult; error?: unknown }) => void;
 }
+
+/**
+ * Where one election stands, kept by its holder across its rounds (one
+ * invocation's, or the ticks of a warm sandbox): when it was won, whether
+ * the election's work is done, and where the first reconcile's retries
+ * stand (one schedule per election, however many rounds it takes).
+ */
+export class ReconcileElection {
+  readonly electedAt: number;
+  readonly backoff: InitialBackoff;
+  led = false;
+
+  constructor(
+    readonly epoch: number,
+    clock: Clock,
+  ) {
+    this.electedAt = clock.monotonic();
+    this.backoff = new InitialBackoff(clock);
+  }
+}
+
+/**
+ * What a round did: waiting (for the previous leader's requests, when the
+ * round may not wait itself), lead (the election's work), periodic (a
+ * reconcile).
+ */
+export type ReconcileRoundDid = 'waiting' | 'lead' | 'periodic';
 
 /** What a leader did, beside what its leader loop reports. */
 export interface LeaderSummary {
@@ -85,15 +113,32 @@ export class ReconcileLeader {
     return releaseLessThan(this.own.release, newest) ? newest : undefined;
   }
 
-  /** One round of the leader loop: {@link lead} first, {@link periodic} after. */
-  async round(stop: AbortSignal, round: number, handle: LockHandle): Promise<void> {
+  /**
+   * One round of the holder of `handle`, the reconciler's one unit of work
+   * at either cadence: {@link lead} until the election's work is done, then
+   * {@link periodic}. With `waitInRound` (a continuous holder), the wait
+   * for the previous leader's requests is spent asleep in the round;
+   * without (a tick, which must stay short), a round before it is over
+   * only says so, and the wait is spent between rounds.
+   * @throws LockLostError, NewerReleaseRunningError: the holder steps down.
+   */
+  async round(
+    stop: AbortSignal,
+    handle: LockHandle,
+    election: ReconcileElection,
+    options: { waitInRound: boolean },
+  ): Promise<ReconcileRoundDid> {
     this.heldEpoch = handle.epoch;
-    try {
-      await (round === 1 ? this.lead(stop, handle) : this.periodic(stop, handle));
-    } catch (err) {
-      // Stopped (deadline, lock lost, invocation ended) while waiting: the loop ends on its own.
-      if (!stop.aborted) throw err;
+    const { clock, config } = this.options.deps;
+    if (election.led) {
+      await this.periodic(stop, handle);
+      return 'periodic';
     }
+    const waitedMs = clock.monotonic() - election.electedAt;
+    if (!options.waitInRound && waitedMs < config.reconcile.leaderWaitMs) return 'waiting';
+    await this.lead(stop, handle, { waitedMs, backoff: election.backoff });
+    election.led = true;
+    return 'lead';
   }
 
   /**

@@ -3,8 +3,7 @@ import type { Dependencies } from '../app/dependencies.ts';
 import { type LockHandle, LockLostError, LockManager } from '../lock/lock.ts';
 import { RECONCILE_LOCK } from '../lock/lock-names.ts';
 import type { Logger } from '../log/logger.ts';
-import { InitialBackoff } from './initial-backoff.ts';
-import { NewerReleaseRunningError, ReconcileLeader } from './reconcile-leader.ts';
+import { NewerReleaseRunningError, ReconcileElection, ReconcileLeader } from './reconcile-leader.ts';
 
 /** What the reconciler did in one tick. */
 export type ReconcileTickResult =
@@ -34,28 +33,26 @@ export interface ReconcileTickOptions {
 /**
  * The reconciler driven by ticks instead of a long invocation: the same
  * election on the `reconcile` lock (only the newest running release
- * campaigns) and the same {@link ReconcileLeader}, across the invocations of
- * one warm sandbox. The lock's owner is the sandbox, so its epoch fences the
- * status writes of this sandbox's ticks, which never overlap (one message
- * group). The election's wait for the previous leader's requests is spent
- * between ticks rather than asleep in one; the first reconcile, retried with
- * backoff until a tick's work time is up, goes on in the next tick where its
- * backoff left off (one schedule per election, not one per tick).
+ * campaigns) and the same round ({@link ReconcileLeader.round}), across the
+ * invocations of one warm sandbox. The lock's owner is the sandbox, so its
+ * epoch fences the status writes of this sandbox's ticks, which never
+ * overlap (one message group). The election's wait for the previous
+ * leader's requests is spent between ticks rather than asleep in one; the
+ * first reconcile, retried with backoff until a tick's work time is up,
+ * goes on in the next tick where its backoff left off; after it, a round
+ * runs once SVK_RECONCILE_INTERVAL_SECONDS have passed since the last.
  */
 export class ReconcileTick {
   readonly #deps: Dependencies;
   readonly #locks: LockManager;
   readonly #ttlMs: number;
   #handle: LockHandle | undefined;
-  #electedAt = 0;
-  #led = false;
-  #backoff: InitialBackoff;
+  #election: ReconcileElection | undefined;
   #reconciledAt = Number.NEGATIVE_INFINITY;
 
   constructor(deps: Dependencies, options: ReconcileTickOptions) {
     this.#deps = deps;
     this.#ttlMs = options.lockTtlMs;
-    this.#backoff = new InitialBackoff(deps.clock);
     this.#locks = new LockManager({
       store: deps.lockStore,
       owner: `tick/${randomUUID().slice(0, 8)}`,
@@ -75,23 +72,18 @@ export class ReconcileTick {
       owner: this.#locks.owner,
       fence: this.#deps.lockStore,
     });
-    const sinceElection = clock.monotonic() - this.#electedAt;
+    const election = this.#election ?? new ReconcileElection(handle.epoch, clock);
+    this.#election = election;
     try {
-      if (!this.#led) {
-        if (sinceElection < config.reconcile.leaderWaitMs) {
-          return { role: 'leader', epoch: handle.epoch, did: 'waiting' };
+      if (election.led) {
+        if (clock.monotonic() - this.#reconciledAt < config.reconcile.intervalMs) {
+          return { role: 'leader', epoch: handle.epoch, did: 'idle' };
         }
-        await leader.lead(stop, handle, { waitedMs: sinceElection, backoff: this.#backoff });
-        this.#led = true;
         this.#reconciledAt = clock.monotonic();
-        return { role: 'leader', epoch: handle.epoch, did: 'lead' };
       }
-      if (clock.monotonic() - this.#reconciledAt < config.reconcile.intervalMs) {
-        return { role: 'leader', epoch: handle.epoch, did: 'idle' };
-      }
-      this.#reconciledAt = clock.monotonic();
-      await leader.periodic(stop, handle);
-      return { role: 'leader', epoch: handle.epoch, did: 'periodic' };
+      const did = await leader.round(stop, handle, election, { waitInRound: false });
+      if (did === 'lead') this.#reconciledAt = clock.monotonic();
+      return { role: 'leader', epoch: handle.epoch, did };
     } catch (err) {
       if (err instanceof LockLostError) return this.#stepDown(log, 'lock-lost', err);
       if (err instanceof NewerReleaseRunningError) {
@@ -137,16 +129,14 @@ export class ReconcileTick {
       log.info({ lock: RECONCILE_LOCK, epoch: handle.epoch }, 'lock acquired');
     }
     this.#handle = handle;
-    this.#electedAt = this.#deps.clock.monotonic();
-    this.#led = false;
-    this.#backoff = new InitialBackoff(this.#deps.clock);
+    this.#election = new ReconcileElection(handle.epoch, this.#deps.clock);
     return handle;
   }
 
   #stepDown(log: Logger, reason: 'lock-lost' | 'newer-release', err: unknown): ReconcileTickResult {
     log.warn({ err, epoch: this.#handle?.epoch }, `reconcile leader stopped: ${reason}`);
     this.#handle = undefined;
-    this.#led = false;
+    this.#election = undefined;
     return { role: 'stepped-down', reason };
   }
 }
