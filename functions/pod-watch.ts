@@ -1,9 +1,9 @@
 import { loadDependencies } from '../lib/app/dependencies.ts';
+import { podWatch } from '../lib/app/pod-watch.ts';
 import { createEventBridgePublisher } from '../lib/events/eventbridge-publisher.ts';
 import type { EventPublisher } from '../lib/events/publisher.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
-import { podWatch } from '../lib/pod/watch/pod-watch.ts';
 
 /**
  * Scheduled every minute: lists and watches the virtual nodes' pods and

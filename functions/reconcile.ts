@@ -1,7 +1,7 @@
 import { loadDependencies } from '../lib/app/dependencies.ts';
+import { reconcile } from '../lib/app/reconcile.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
-import { reconcile } from '../lib/reconcile/reconcile-entry.ts';
 
 /**
  * Scheduled every minute: campaigns for the reconcile lock (newest release

@@ -1,6 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { createPodReconciler, type Dependencies } from '../app/dependencies.ts';
+import type { Dependencies } from '../app/dependencies.ts';
 import { buildNodeController } from '../app/heartbeat.ts';
+import { createPodReconciler } from '../app/pod-sync.ts';
 import { isConflict, isNotFound } from '../kube/client.ts';
 import { listNodePods } from '../kube/node-pods.ts';
 import { PatchStrategy, setHeaderOptions } from '../kube/patch.ts';

@@ -10,18 +10,15 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { buildPodReconciler, type Dependencies, loadDependencies } from '../../lib/app/dependencies.ts';
+import { type Dependencies, loadDependencies } from '../../lib/app/dependencies.ts';
+import { type PodStatusResult, type PodStatusRound, podStatus } from '../../lib/app/pod-status.ts';
+import { buildPodReconciler } from '../../lib/app/pod-sync.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
 import { createLogger } from '../../lib/log/logger.ts';
 import { kubeEnvSources } from '../../lib/pod/env/env-sources.ts';
 import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
-import {
-  type PodStatusResult,
-  type PodStatusRound,
-  podStatus,
-} from '../../lib/pod/status/pod-status-entry.ts';
 import { KubePodEventRecorder } from '../../lib/pod/sync/pod-events.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
 import type { PodProvider } from '../../lib/provider/provider.ts';

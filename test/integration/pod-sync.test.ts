@@ -14,7 +14,7 @@ import type { ClientRequest } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { type CoreV1Event, type V1Container, type V1Pod, Watch } from '@kubernetes/client-node';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
-import { buildPodReconciler } from '../../lib/app/dependencies.ts';
+import { buildPodReconciler } from '../../lib/app/pod-sync.ts';
 import { systemClock } from '../../lib/clock.ts';
 import {
   hintResource,

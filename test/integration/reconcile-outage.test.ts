@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { loadDependencies } from '../../lib/app/dependencies.ts';
+import { reconcile } from '../../lib/app/reconcile.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
 import { DynamoDbLockStore } from '../../lib/lock/dynamodb-lock-store.ts';
-import { reconcile } from '../../lib/reconcile/reconcile-entry.ts';
 import { ReconcilerStatusStore } from '../../lib/release/reconciler-status.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
 import {

@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { buildPodReconciler } from '../../lib/app/dependencies.ts';
+import { buildPodReconciler } from '../../lib/app/pod-sync.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
 import type { Logger } from '../../lib/log/logger.ts';

@@ -1,4 +1,3 @@
-import type { Dependencies } from '../app/dependencies.ts';
 import type { Invocation } from '../invocation.ts';
 import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
 import { LockLostError } from '../lock/lock.ts';
@@ -9,7 +8,8 @@ import {
   ReconcileElection,
   type ReconcileHooks,
   ReconcileLeader,
-} from './reconcile-leader.ts';
+} from '../reconcile/reconcile-leader.ts';
+import type { Dependencies } from './dependencies.ts';
 
 /** What one reconcile invocation did. */
 export type ReconcileResult =

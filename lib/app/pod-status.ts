@@ -1,11 +1,11 @@
-import type { Dependencies } from '../../app/dependencies.ts';
-import type { Invocation } from '../../invocation.ts';
-import { type LeaderLoopResult, runAsLeader } from '../../lock/leader-loop.ts';
-import { POD_STATUS_LOCK } from '../../lock/lock-names.ts';
-import { type PodStatusRound, PodStatusRounds } from './pod-status-round.ts';
-import { ProviderWakeups } from './provider-wakeups.ts';
+import type { Invocation } from '../invocation.ts';
+import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
+import { POD_STATUS_LOCK } from '../lock/lock-names.ts';
+import { type PodStatusRound, PodStatusRounds } from '../pod/status/pod-status-round.ts';
+import { ProviderWakeups } from '../pod/status/provider-wakeups.ts';
+import type { Dependencies } from './dependencies.ts';
 
-export type { PodStatusRound } from './pod-status-round.ts';
+export type { PodStatusRound } from '../pod/status/pod-status-round.ts';
 
 export interface PodStatusResult extends LeaderLoopResult {
   /** Rounds a provider change brought forward (provider-wakeups.ts); absent when the provider pushes none. */
