@@ -6,7 +6,6 @@
  * Secret's value, plain or base64.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
@@ -19,23 +18,26 @@ import {
   createTestNamespace,
   deleteNodeAndLease,
   deleteTestNamespace,
-  readNode,
-  readyStatus,
   uniqueName,
   waitFor,
 } from '../support/kube.ts';
+import {
+  killNpmStart,
+  type NpmStart,
+  npmStartNodeReady,
+  npmStartOnTestCluster,
+  stopNpmStart,
+} from '../support/npm-start.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
-const root = new URL('../..', import.meta.url).pathname;
 const node = uniqueName('secrets');
 const ns = uniqueName('secrets');
 const table = uniqueName('svk-secrets');
 const SECRET_VALUE = `s3cr3t-${randomBytes(12).toString('hex')}`;
 const forms = [SECRET_VALUE, Buffer.from(SECRET_VALUE).toString('base64')];
 
-let child: ReturnType<typeof spawn> | undefined;
-const output: string[] = [];
+let started: NpmStart | undefined;
 
 before(async () => {
   await createTestNamespace(admin, ns);
@@ -46,7 +48,7 @@ before(async () => {
 });
 
 after(async () => {
-  if (child?.pid && child.exitCode === null) process.kill(-child.pid, 'SIGKILL');
+  killNpmStart(started);
   await deleteTestNamespace(admin, ns);
   await deleteNodeAndLease(admin, node);
 });
@@ -78,28 +80,9 @@ describe('Secret values', () => {
   it('appear neither in the table nor in any log line after a run with Secret env', {
     timeout: 6 * 60_000,
   }, async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
-      cwd: root,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        KUBECONFIG: env.kube.adminKubeconfig,
-        SVK_KUBECONFIG: env.kube.kubeletKubeconfig,
-        SVK_DYNAMODB_ENDPOINT: env.dynamodb.endpoint,
-        AWS_REGION: env.dynamodb.region,
-        SVK_TABLE_NAME: table,
-        SVK_NODE_NAMES: node,
-        SVK_LOG_LEVEL: 'trace',
-      },
-    });
-    child.stdout?.on('data', (d: Buffer) => output.push(d.toString()));
-    child.stderr?.on('data', (d: Buffer) => output.push(d.toString()));
-    const exited = new Promise<number | null>((resolve) => child?.on('exit', (code) => resolve(code)));
-    await waitFor(async () => readyStatus(await readNode(admin, node)) === 'True', {
-      timeoutMs: 90_000,
-      what: `${node} Ready`,
-    });
+    started = npmStartOnTestCluster(env, { table, node, env: { SVK_LOG_LEVEL: 'trace' } });
+    const run = started;
+    await npmStartNodeReady(admin, run, node);
 
     await admin.core.createNamespacedPod({ namespace: ns, body: pod('uses-secret') });
     await admin.core.createNamespacedPod({
@@ -131,8 +114,7 @@ describe('Secret values', () => {
       what: 'the pods gone',
     });
 
-    process.kill(child.pid ?? 0, 'SIGINT');
-    assert.equal(await exited, 0);
+    assert.equal(await stopNpmStart(run), 0);
 
     const { doc } = createDynamoDbClient({ endpoint: env.dynamodb.endpoint, region: env.dynamodb.region });
     const items: unknown[] = [];
@@ -143,7 +125,7 @@ describe('Secret values', () => {
       start = page.LastEvaluatedKey;
     } while (start);
     const stored = JSON.stringify(items);
-    const logs = output.join('');
+    const logs = [...run.stdout, ...run.stderr].join('\n');
     assert.ok(
       items.length > 0 && logs.includes('uses-secret'),
       'the run wrote state and logged about the pods',

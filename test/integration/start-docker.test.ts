@@ -5,7 +5,6 @@
  * SIGINT stops everything with exit code 0.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
@@ -18,12 +17,15 @@ import {
   createTestNamespace,
   deleteNodeAndLease,
   deleteTestNamespace,
-  readNode,
-  readyStatus,
   uniqueName,
   waitFor,
 } from '../support/kube.ts';
-import { forgetKeptServing } from '../support/npm-start.ts';
+import {
+  forgetKeptServing,
+  npmStartNodeReady,
+  npmStartOnTestCluster,
+  stopNpmStart,
+} from '../support/npm-start.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
@@ -56,26 +58,13 @@ describe('npm start with a Docker-compatible engine', () => {
   it('chooses the docker provider, says so, runs the example Deployment as real containers, and stops on SIGINT', {
     timeout: 5 * 60_000,
   }, async () => {
-    const { SVK_PROVIDER: _unset, ...inherited } = process.env;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
-      cwd: root,
-      detached: true,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: {
-        ...inherited,
-        KUBECONFIG: env.kube.adminKubeconfig,
-        SVK_KUBECONFIG: env.kube.kubeletKubeconfig,
-        SVK_DYNAMODB_ENDPOINT: env.dynamodb.endpoint,
-        AWS_REGION: env.dynamodb.region,
-        SVK_TABLE_NAME: uniqueName('svk-start-docker'),
-        SVK_NODE_NAMES: node,
-        DOCKER_HOST: env.docker.host,
-        SVK_DOCKER_NETWORK: env.docker.network,
-      },
+    let stopping: Promise<number | null | 'hung'> | undefined;
+    const started = npmStartOnTestCluster(env, {
+      table: uniqueName('svk-start-docker'),
+      node,
+      env: { DOCKER_HOST: env.docker.host, SVK_DOCKER_NETWORK: env.docker.network },
     });
-    const stderr: string[] = [];
-    child.stderr.on('data', (d: Buffer) => stderr.push(...d.toString().split('\n').filter(Boolean)));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const stderr = started.stderr;
     try {
       await waitFor(() => stderr.some((l) => l.startsWith('[start] provider')), {
         timeoutMs: 30_000,
@@ -87,10 +76,7 @@ describe('npm start with a Docker-compatible engine', () => {
         new RegExp(`^\\[start\\] provider docker: ${engineNamePattern(env).source} answers at unix://`),
       );
       assert.ok(stderr.indexOf(line) <= 1, `among the first lines:\n${stderr.join('\n')}`);
-      await waitFor(async () => readyStatus(await readNode(admin, node)) === 'True', {
-        timeoutMs: 90_000,
-        what: `${node} Ready; npm start said:\n${stderr.join('\n')}`,
-      });
+      await npmStartNodeReady(admin, started, node);
       const example = load(readFileSync(`${root}/examples/hello-deployment.yaml`, 'utf8')) as V1Deployment;
       const podSpec = example.spec?.template.spec;
       if (podSpec?.nodeSelector) podSpec.nodeSelector['kubernetes.io/hostname'] = node;
@@ -113,8 +99,8 @@ describe('npm start with a Docker-compatible engine', () => {
         .logs({ stdout: true, stderr: true, follow: false });
       assert.match(log.toString(), /hello from a virtual node/);
     } finally {
-      process.kill(child.pid ?? 0, 'SIGINT');
+      stopping = stopNpmStart(started);
     }
-    assert.equal(await exited, 0, stderr.join('\n'));
+    assert.equal(await stopping, 0, stderr.join('\n'));
   });
 });

@@ -7,11 +7,9 @@
  * start finds the table and resumes.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { load } from 'js-yaml';
@@ -26,7 +24,14 @@ import {
   uniqueName,
   waitFor,
 } from '../support/kube.ts';
-import { forgetKeptServing } from '../support/npm-start.ts';
+import {
+  forgetKeptServing,
+  killNpmStart,
+  type NpmStart,
+  npmStartNodeReady,
+  npmStartOnTestCluster,
+  stopNpmStart,
+} from '../support/npm-start.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
@@ -38,87 +43,19 @@ const table = uniqueName('svk-start');
 /** Where npm start looks for a Docker-compatible engine: a socket nothing listens on. */
 const noEngine = `unix://${join(tmpdir(), `${node}-no-engine.sock`)}`;
 
-interface Started {
-  child: ChildProcessByStdio<null, Readable, Readable>;
-  stdout: string[];
-  stderr: string[];
-  exited: Promise<number | null>;
+function start(): NpmStart {
+  // No engine answering, whatever the machine has: npm start falls back to the mock.
+  return npmStartOnTestCluster(env, { table, node, env: { DOCKER_HOST: noEngine, SVK_LOG_LEVEL: 'info' } });
 }
 
-function start(): Started {
-  // No provider chosen and no engine answering, whatever the machine has: npm start falls back to the mock.
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => k !== 'SVK_PROVIDER' && !/^(SVK_)?DOCKER_/.test(k)),
-  );
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
-    cwd: root,
-    // Its own process group, so that the test can tell whether anything it started is left.
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...inherited,
-      DOCKER_HOST: noEngine,
-      KUBECONFIG: env.kube.adminKubeconfig,
-      // The functions run as the virtual kubelet, as everywhere in the suite.
-      SVK_KUBECONFIG: env.kube.kubeletKubeconfig,
-      SVK_DYNAMODB_ENDPOINT: env.dynamodb.endpoint,
-      AWS_REGION: env.dynamodb.region,
-      SVK_TABLE_NAME: table,
-      SVK_NODE_NAMES: node,
-      SVK_LOG_LEVEL: 'info',
-    },
-  });
-  const started: Started = {
-    child,
-    stdout: [],
-    stderr: [],
-    exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
-  };
-  const collect = (into: string[]) => {
-    let partial = '';
-    return (d: Buffer) => {
-      const parts = (partial + d.toString()).split('\n');
-      partial = parts.pop() ?? '';
-      into.push(...parts);
-    };
-  };
-  child.stdout.on('data', collect(started.stdout));
-  child.stderr.on('data', collect(started.stderr));
-  return started;
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function stop(s: Started): Promise<number | null> {
-  const pid = s.child.pid ?? 0;
-  process.kill(pid, 'SIGINT');
-  const code = await Promise.race([
-    s.exited,
-    new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 60_000).unref()),
-  ]);
-  if (code === 'hung') {
-    process.kill(-pid, 'SIGKILL');
-    assert.fail(`npm start did not exit on SIGINT:\n${s.stderr.join('\n')}`);
-  }
-  await waitFor(() => !groupAlive(pid), { timeoutMs: 15_000, what: 'no process of npm start left' });
-  return code;
-}
-
-let running: Started | undefined;
+let running: NpmStart | undefined;
 
 before(async () => {
   await createTestNamespace(admin, ns);
 });
 
 after(async () => {
-  if (running?.child.pid && groupAlive(running.child.pid)) process.kill(-running.child.pid, 'SIGKILL');
+  killNpmStart(running);
   await deleteTestNamespace(admin, ns);
   await deleteNodeAndLease(admin, node);
   forgetKeptServing(env.kube.adminKubeconfig, node);
@@ -184,7 +121,7 @@ describe('npm start', () => {
       [],
     );
 
-    assert.equal(await stop(s), 0);
+    assert.equal(await stopNpmStart(s), 0, s.stderr.join('\n'));
     assert.ok(
       s.stderr.some((l) => l.includes('[start] stopped')),
       s.stderr.join('\n'),
@@ -198,10 +135,7 @@ describe('npm start', () => {
       timeoutMs: 60_000,
       what: `the second start to find table ${table}; it said:\n${s.stderr.join('\n')}`,
     });
-    await waitFor(async () => readyStatus(await readNode(admin, node)) === 'True', {
-      timeoutMs: 60_000,
-      what: `${node} still Ready`,
-    });
-    assert.equal(await stop(s), 0);
+    await npmStartNodeReady(admin, s, node, 60_000);
+    assert.equal(await stopNpmStart(s), 0, s.stderr.join('\n'));
   });
 });

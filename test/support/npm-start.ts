@@ -3,8 +3,10 @@ import { rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { loadKubeConfig } from '../../lib/kube/client.ts';
+import type { ToolingClients } from '../../lib/kube/tooling-clients.ts';
 import { clusterServingDir } from '../../lib/local/kubelet-api/joined-cluster.ts';
-import { waitFor } from './kube.ts';
+import type { TestEnv } from './env.ts';
+import { readNode, readyStatus, waitFor } from './kube.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -49,6 +51,46 @@ export function npmStart(env: Record<string, string>): NpmStart {
   child.stdout.on('data', collect(started.stdout));
   child.stderr.on('data', collect(started.stderr));
   return started;
+}
+
+/**
+ * `npm start` as a user runs it against the run's control plane and DynamoDB
+ * Local: the cluster-admin kubeconfig as the current kubeconfig, the
+ * functions as the virtual kubelet (as everywhere in the suite), `table`
+ * and `node` its own, and `env` beside (a provider, a log level).
+ */
+export function npmStartOnTestCluster(
+  testEnv: TestEnv,
+  options: { table: string; node: string; env?: Record<string, string> },
+): NpmStart {
+  return npmStart({
+    KUBECONFIG: testEnv.kube.adminKubeconfig,
+    SVK_KUBECONFIG: testEnv.kube.kubeletKubeconfig,
+    SVK_DYNAMODB_ENDPOINT: testEnv.dynamodb.endpoint,
+    AWS_REGION: testEnv.dynamodb.region,
+    SVK_TABLE_NAME: options.table,
+    SVK_NODE_NAMES: options.node,
+    ...options.env,
+  });
+}
+
+/** Waits for `node` to be Ready, saying what npm start printed when it is not. */
+export async function npmStartNodeReady(
+  admin: ToolingClients,
+  started: NpmStart,
+  node: string,
+  timeoutMs = 90_000,
+): Promise<void> {
+  await waitFor(async () => readyStatus(await readNode(admin, node)) === 'True', {
+    timeoutMs,
+    what: `${node} Ready; npm start said:\n${started.stderr.join('\n')}`,
+  });
+}
+
+/** Kills whatever is left of `started`'s process group (a failed test's after hook). */
+export function killNpmStart(started: NpmStart | undefined): void {
+  const pid = started?.child.pid;
+  if (pid && groupAlive(pid)) process.kill(-pid, 'SIGKILL');
 }
 
 function groupAlive(pgid: number): boolean {
