@@ -11,6 +11,7 @@ import { systemClock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
 import { KubePodEventRecorder } from '../../lib/pod/sync/pod-events.ts';
 import { testEnv } from '../support/env.ts';
+import { createIdleNode, createIdlePod } from '../support/idle-pods.ts';
 import { adminClients, createTestNamespace, kubeletClients, uniqueName, waitFor } from '../support/kube.ts';
 
 const env = testEnv();
@@ -30,19 +31,8 @@ describe('Events in a namespace being deleted', () => {
     timeout: 2 * 60_000,
   }, async () => {
     await createTestNamespace(admin, namespace);
-    await admin.core.createNode({ body: { metadata: { name: node } } });
-    const pod = await admin.core.createNamespacedPod({
-      namespace,
-      body: {
-        metadata: { name: 'web' },
-        spec: {
-          nodeName: node,
-          automountServiceAccountToken: false,
-          tolerations: [{ operator: 'Exists' }],
-          containers: [{ name: 'c', image: 'registry.invalid/none:1' }],
-        },
-      },
-    });
+    await createIdleNode(admin, node);
+    const pod = await createIdlePod(admin, namespace, node, 'web');
     // No kubelet runs the pod, so its graceful delete keeps the namespace Terminating.
     await admin.core.deleteNamespace({ name: namespace });
     await waitFor(

@@ -31,6 +31,7 @@ import type { PodWatchResult } from '../../lib/pod/watch/pod-watch.ts';
 import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch/watch-bookmark.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { testEnv } from '../support/env.ts';
+import { clusterResourceVersion, createIdleNode, createIdlePod } from '../support/idle-pods.ts';
 import {
   adminClients,
   createTestNamespace,
@@ -59,32 +60,9 @@ const SHORT_ENV = {
 
 const num = (rv: string | undefined) => (rv === undefined ? -1n : BigInt(rv));
 
-async function fakeNode(kube: ToolingClients, name: string): Promise<void> {
-  await kube.core.createNode({ body: { metadata: { name } } });
-}
-
-async function createPod(kube: ToolingClients, namespace: string, node: string, name: string) {
-  return kube.core.createNamespacedPod({
-    namespace,
-    body: {
-      metadata: { name },
-      spec: {
-        nodeName: node,
-        automountServiceAccountToken: false,
-        tolerations: [{ operator: 'Exists' }],
-        containers: [{ name: 'c', image: 'registry.invalid/none:1' }],
-      },
-    },
-  });
-}
-
-/** The current resourceVersion of a cluster: what a list without resourceVersion returns. */
-async function currentRv(kube: ToolingClients): Promise<bigint> {
-  return num(
-    (await kube.core.listNamespacedConfigMap({ namespace: 'kube-system', limit: 1 })).metadata
-      ?.resourceVersion,
-  );
-}
+const fakeNode = createIdleNode;
+const createPod = createIdlePod;
+const currentRv = clusterResourceVersion;
 
 function resultOf(result: InvocationResult): PodWatchResult {
   assert.equal(result.status, 'ok', `invocation ended ${result.status}`);

@@ -19,6 +19,7 @@ import { PodWatchTick } from '../../lib/pod/watch/pod-watch-tick.ts';
 import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch/watch-bookmark.ts';
 import { tickFence } from '../../lib/tick/tick-slot.ts';
 import { testEnv } from '../support/env.ts';
+import { clusterResourceVersion, createIdleNode, createIdlePod } from '../support/idle-pods.ts';
 import {
   adminClients,
   createTestNamespace,
@@ -37,8 +38,8 @@ const otherNode = uniqueName('pw-tick-id');
 
 before(async () => {
   await createTestNamespace(admin, namespace);
-  await admin.core.createNode({ body: { metadata: { name: node } } });
-  await admin.core.createNode({ body: { metadata: { name: otherNode } } });
+  await createIdleNode(admin, node);
+  await createIdleNode(admin, otherNode);
 });
 
 after(async () => {
@@ -48,18 +49,7 @@ after(async () => {
 });
 
 async function createPod(name: string, on = node): Promise<string> {
-  const pod = await admin.core.createNamespacedPod({
-    namespace,
-    body: {
-      metadata: { name },
-      spec: {
-        nodeName: on,
-        automountServiceAccountToken: false,
-        tolerations: [{ operator: 'Exists' }],
-        containers: [{ name: 'c', image: 'registry.invalid/none:1' }],
-      },
-    },
-  });
+  const pod = await createIdlePod(admin, namespace, on, name);
   return pod.metadata?.uid ?? '';
 }
 
@@ -67,10 +57,8 @@ function published(bus: LocalEventBus): PodEventDetail[] {
   return bus.published.map((e) => e.detail as PodEventDetail);
 }
 
-/** The cluster's current resourceVersion: what a list without resourceVersion returns. */
-async function currentRv(): Promise<bigint> {
-  const list = await admin.core.listNamespacedConfigMap({ namespace: 'kube-system', limit: 1 });
-  return BigInt(list.metadata?.resourceVersion ?? '0');
+function currentRv(): Promise<bigint> {
+  return clusterResourceVersion(admin);
 }
 
 async function tickDeps(tableName: string, nodeName: string): Promise<Dependencies> {

@@ -30,6 +30,7 @@ import { WatchBookmarkStore } from '../../lib/pod/watch/watch-bookmark.ts';
 import { isWatchEventType } from '../../lib/pod/watch/watch-events.ts';
 import { type WatchedPod, WatchHints } from '../../lib/pod/watch/watch-hints.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
+import { createIdleNode, createIdlePod } from '../support/idle-pods.ts';
 import {
   adminClients,
   createTestNamespace,
@@ -58,28 +59,16 @@ after(async () => {
   await Promise.all(nodes.map((name) => admin.core.deleteNode({ name }).catch(() => undefined)));
 });
 
-/** A Node object nothing runs: pods bound to it stay put (no orphan-pod GC) and untouched. */
+/** A Node object nothing runs (idle-pods.ts), deleted after the suite. */
 async function fakeNode(prefix = 'pw'): Promise<string> {
   const name = uniqueName(prefix);
   nodes.push(name);
-  await admin.core.createNode({ body: { metadata: { name } } });
+  await createIdleNode(admin, name);
   return name;
 }
 
-async function createPod(node: string, name: string): Promise<V1Pod> {
-  return admin.core.createNamespacedPod({
-    namespace,
-    body: {
-      metadata: { name },
-      spec: {
-        nodeName: node,
-        automountServiceAccountToken: false,
-        // The fake node goes NotReady/unreachable: the taint manager must not evict.
-        tolerations: [{ operator: 'Exists' }],
-        containers: [{ name: 'c', image: 'registry.invalid/none:1' }],
-      },
-    },
-  });
+function createPod(node: string, name: string): Promise<V1Pod> {
+  return createIdlePod(admin, namespace, node, name);
 }
 
 async function deletePod(name: string): Promise<void> {
