@@ -14,7 +14,7 @@ import {
   clusterProbe,
   isResourceVersionAhead,
   type RelistReason,
-  resumePoint,
+  watchStart,
 } from './watch-resume.ts';
 
 /** An idle drain ends after this long without an event once the watch opened. */
@@ -250,12 +250,12 @@ export class PodWatchTick {
       this.#deps.lockStore,
       this.#deps.clock,
     ).get(node);
-    const start = await resumePoint(bookmark, this.#cluster);
-    this.#clusterUid = await this.#cluster.uid();
-    const rv = 'from' in start ? start.from : undefined;
+    const start = await watchStart(bookmark, this.#cluster, log);
+    this.#clusterUid = start.clusterUid;
+    const rv = start.from;
     const state: NodeState = {
       ...(rv === undefined ? {} : { resourceVersion: rv }),
-      ...(rv === undefined || bookmark?.clusterUid === undefined ? {} : { saved: rv }),
+      ...(start.saved === undefined ? {} : { saved: start.saved }),
       savedAt: this.#deps.clock.monotonic(),
       // Unknown age: the first drain waits for the server's bookmark.
       freshAt: Number.NEGATIVE_INFINITY,
@@ -263,16 +263,7 @@ export class PodWatchTick {
       hints: new WatchHints(),
     };
     this.#nodes.set(node, state);
-    if ('from' in start) return { state };
-    if (start.relist !== 'no-bookmark') {
-      log.warn(
-        { resourceVersion: bookmark?.resourceVersion, reason: start.relist },
-        start.relist === 'ahead'
-          ? 'bookmark ahead of the cluster (etcd restored from a backup?): relisting'
-          : 'bookmark of another cluster: relisting and forgetting its known pods',
-      );
-    }
-    return { state, relist: start.relist };
+    return start.relist === undefined ? { state } : { state, relist: start.relist };
   }
 
   /** Saves the bookmark when it moved: at once after events or a list, else at most every BOOKMARK_SAVE_MS. */

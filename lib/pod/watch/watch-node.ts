@@ -10,7 +10,7 @@ import { drainWatch } from './watch-drain.ts';
 import { describeStatus } from './watch-events.ts';
 import { WatchHints } from './watch-hints.ts';
 import { relistNode } from './watch-relist.ts';
-import { type ClusterProbe, type RelistReason, resumePoint } from './watch-resume.ts';
+import { type ClusterProbe, type RelistReason, watchStart } from './watch-resume.ts';
 
 /** Settings of one node's watch loop. */
 export interface NodeWatchSettings {
@@ -214,22 +214,13 @@ class NodeWatcher {
   /** The bookmark to resume from, or why to relist (watch-resume.ts). */
   async #resume(): Promise<{ rv: string | undefined; relistReason: RelistReason }> {
     const bookmark = await this.#o.bookmarks.get(this.#o.node);
-    const start = await resumePoint(bookmark, this.#o.cluster);
-    this.#clusterUid = await this.#o.cluster.uid();
-    const rv = 'from' in start ? start.from : undefined;
-    // A bookmark without the cluster's identity is saved again with it.
-    this.#saved = bookmark?.clusterUid === undefined ? undefined : rv;
+    const start = await watchStart(bookmark, this.#o.cluster, this.#log);
+    this.#clusterUid = start.clusterUid;
+    const rv = start.from;
+    this.#saved = start.saved;
     this.#latest = rv;
-    const relistReason: RelistReason = 'relist' in start ? start.relist : 'expired';
     if (rv) this.#log.info({ resourceVersion: rv }, 'resuming the pod watch from the bookmark');
-    else if (relistReason !== 'no-bookmark')
-      this.#log.warn(
-        { resourceVersion: bookmark?.resourceVersion, reason: relistReason },
-        relistReason === 'ahead'
-          ? 'bookmark ahead of the cluster (etcd restored from a backup?): relisting'
-          : 'bookmark of another cluster: relisting and forgetting its known pods',
-      );
-    return { rv, relistReason };
+    return { rv, relistReason: start.relist ?? 'expired' };
   }
 
   /** Lists the node's pods, publishes the relist events and saves the list's resourceVersion. */

@@ -77,6 +77,45 @@ export async function resumePoint(
   return { from: bookmark.resourceVersion };
 }
 
+/** Where a watcher starting afresh begins, and what it needs to save its bookmarks. */
+export interface WatchStart {
+  /** The resourceVersion to watch from; absent: relist, for `relist`. */
+  from?: string;
+  relist?: RelistReason;
+  /** The bookmark as stored with this cluster's identity: no need to save it again. */
+  saved?: string;
+  /** This cluster's identity, saved with each bookmark. */
+  clusterUid: string | undefined;
+}
+
+/**
+ * {@link resumePoint} for a watcher starting afresh (an invocation's, or a
+ * cold sandbox's at the tick cadence), saying why it relists when a stored
+ * bookmark cannot be used. A bookmark without the cluster's identity counts
+ * as not saved, so that it is saved again with it.
+ */
+export async function watchStart(
+  bookmark: WatchBookmark | undefined,
+  cluster: ClusterProbe,
+  log: Logger,
+): Promise<WatchStart> {
+  const start = await resumePoint(bookmark, cluster);
+  const clusterUid = await cluster.uid();
+  if ('from' in start) {
+    const saved = bookmark?.clusterUid === undefined ? {} : { saved: start.from };
+    return { from: start.from, ...saved, clusterUid };
+  }
+  if (start.relist !== 'no-bookmark') {
+    log.warn(
+      { resourceVersion: bookmark?.resourceVersion, reason: start.relist },
+      start.relist === 'ahead'
+        ? 'bookmark ahead of the cluster (etcd restored from a backup?): relisting'
+        : 'bookmark of another cluster: relisting and forgetting its known pods',
+    );
+  }
+  return { relist: start.relist, clusterUid };
+}
+
 /** The namespace whose uid identifies a cluster. */
 const IDENTITY_NAMESPACE = 'kube-system';
 /**
