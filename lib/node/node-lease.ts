@@ -72,7 +72,7 @@ export async function newestLeaseRenewal(
   return times.length > 0 ? Math.max(...times) : undefined;
 }
 
-/** What a tick's renewal (NodeController.renewLease) did; `previousRenewal`: wall time of the renewal before, if known. */
+/** What a round's renewal (NodeController.renewLease) did; `previousRenewal`: wall time of the renewal before, if known. */
 export interface LeaseRenewal {
   leaseRenewed: boolean;
   previousRenewal: number | undefined;
