@@ -168,7 +168,7 @@ describe('docker provider pod support', () => {
           {
             name: 'app',
             image: 'busybox:1.36',
-            readinessProbe: { exec: { command: ['true'] } },
+            readinessProbe: { grpc: { port: 9000 } },
             resources: { limits: { 'nvidia.com/gpu': '1', cpu: '1' } },
             securityContext: { capabilities: { add: ['NET_ADMIN'] }, runAsNonRoot: true },
           },
@@ -179,7 +179,7 @@ describe('docker provider pod support', () => {
       'spec.hostPID: pods never share the Docker host PID namespace',
       'spec.volumes[cfg]: only emptyDir volumes are supported, not configMap',
       'spec.volumes[scratch].emptyDir.sizeLimit: not enforced by the engine',
-      'spec.containers[app].readinessProbe: probes are not run by this provider',
+      'spec.containers[app].readinessProbe.grpc: grpc probes are not supported (Kubernetes 1.24+)',
       'spec.containers[app].resources.limits: only cpu and memory are enforced, not nvidia.com/gpu',
       'spec.containers[app].securityContext.capabilities.add: added capabilities are refused',
       'spec.containers[app].securityContext.runAsNonRoot: needs runAsUser on this provider',

@@ -73,6 +73,15 @@ export function volumeName(uid: string, volume: string): string {
   return `svk_${uid}_${volume}`;
 }
 
+/**
+ * The plan travels in the infra container's environment (`SVK_POD_PLAN=`),
+ * not in a label: labels are repeated in every engine event and list, and
+ * the plan holds the containers' env, which may come from Secrets. Whoever
+ * can inspect containers on the engine can read it, exactly as they can read
+ * the env of the containers themselves (the provider's trust boundary).
+ */
+export const PLAN_ENV = 'SVK_POD_PLAN';
+
 /** Engine list filters (`label=key=value`). */
 export function labelFilter(labels: Record<string, string>): string[] {
   return Object.entries(labels).map(([key, value]) => `${key}=${value}`);

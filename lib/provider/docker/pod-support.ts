@@ -1,4 +1,5 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { probeProblems } from '../container-probes.ts';
 import { refuseUnrunContainerFields } from '../container-refusals.ts';
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
 import { hostnameProblem } from './pod-hostname.ts';
@@ -75,7 +76,8 @@ export function unsupportedFields(pod: V1Pod, clusterDomain: string): string[] {
   if (spec.resourceClaims?.length)
     refuse('spec.resourceClaims', 'dynamic resource allocation is not supported');
   if (spec.activeDeadlineSeconds !== undefined) refuse('spec.activeDeadlineSeconds', 'not supported');
-  if (spec.readinessGates?.length) refuse('spec.readinessGates', 'not supported');
+  for (const gate of spec.readinessGates ?? [])
+    if (!gate.conditionType) refuse('spec.readinessGates', 'a readiness gate needs its conditionType');
   for (const volume of spec.volumes ?? []) {
     if (volume.emptyDir) {
       if (volume.emptyDir.sizeLimit !== undefined)
@@ -104,6 +106,7 @@ function containerReasons(
   const reasons: string[] = [];
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
   refuseUnrunContainerFields(kind, c, refuse);
+  reasons.push(...probeProblems(at, kind, c));
   if (c.lifecycle?.stopSignal)
     refuse('lifecycle.stopSignal', 'containers are stopped with SIGTERM by this provider');
   for (const mount of c.volumeMounts ?? []) {

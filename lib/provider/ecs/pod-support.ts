@@ -38,7 +38,8 @@ export function unsupportedFields(pod: V1Pod): string[] {
   if (spec.dnsPolicy === 'None') refuse('dnsPolicy', 'None needs dnsConfig, which Fargate cannot honour');
   if ((spec.ephemeralContainers ?? []).length > 0) refuse('ephemeralContainers', 'not supported');
   if (spec.activeDeadlineSeconds !== undefined) refuse('activeDeadlineSeconds', 'not supported');
-  if (spec.readinessGates?.length) refuse('readinessGates', 'not supported');
+  for (const gate of spec.readinessGates ?? [])
+    if (!gate.conditionType) refuse('readinessGates', 'a readiness gate needs its conditionType');
   if (spec.runtimeClassName) refuse('runtimeClassName', 'Fargate has one runtime');
   if (spec.hostUsers === false)
     refuse('hostUsers', 'a Fargate task cannot run in a user namespace of its own');
@@ -91,6 +92,10 @@ function containerReasons(
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
   // A sidecar would become a non-essential container the app containers wait on to exit 0: never.
   refuseUnrunContainerFields(kind, c, refuse);
+  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const)
+    if (c[probe]) refuse(probe, 'probes are not run by this provider');
+  if (c.lifecycle?.postStart || c.lifecycle?.preStop)
+    refuse('lifecycle', 'hooks are not run by this provider');
   if (c.imagePullPolicy === 'Never') refuse('imagePullPolicy', 'Never: a Fargate task has no local images');
   if (c.lifecycle?.stopSignal)
     refuse('lifecycle.stopSignal', "a task definition cannot set a container's stop signal");
