@@ -9,6 +9,7 @@ import type { LockFence, LockStore } from '../lock/lock.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { EmfMetrics, type Metrics, noMetrics } from '../metrics/emf.ts';
 import { withNodeProviderMetrics, withPodProviderMetrics } from '../metrics/provider-metrics.ts';
+import { KubePodEventRecorder } from '../pod/pod-events.ts';
 import type { NodeProvider, PodProvider } from '../provider/provider.ts';
 import { createProviders, type Providers } from '../provider/registry.ts';
 import { StateTable } from '../state/dynamodb.ts';
@@ -126,6 +127,7 @@ export async function loadDependencies(
       region: config.dynamodb.region,
       kubeletVersion: KUBELET_VERSION,
       kube,
+      events: new KubePodEventRecorder({ core: kube.core, clock, log }),
     }));
   const counting = metrics !== noMetrics;
   return {

@@ -121,8 +121,8 @@ export interface ProbeStatus {
 export function probeStatus(
   running: boolean,
   probes: {
-    startup?: ProbeWorkerState | 'pending';
-    readiness?: ProbeWorkerState | 'pending';
+    startup?: Pick<ProbeWorkerState, 'result' | 'since'> | 'pending';
+    readiness?: Pick<ProbeWorkerState, 'result' | 'since'> | 'pending';
   },
 ): ProbeStatus {
   if (!running) return { started: false, ready: false };

@@ -7,7 +7,7 @@ import type { StateTable } from '../state/dynamodb.ts';
 import { parseDockerSettings } from './docker/settings.ts';
 import { parseEcsSettings } from './ecs/settings.ts';
 import { parseMockSettings } from './mock/settings.ts';
-import type { NodeProvider, PodProvider } from './provider.ts';
+import type { NodeProvider, PodProvider, ProviderEventRecorder } from './provider.ts';
 
 /**
  * The providers the functions can run pods on, chosen by `SVK_PROVIDER`.
@@ -48,6 +48,8 @@ export interface ProviderContext {
   kubeletVersion: string;
   /** The cluster, with the virtual kubelet's identity (the Docker provider reads pods' imagePullSecrets). */
   kube: KubeClients;
+  /** Where a provider records the Events the kubelet would (probe failures, kills); none when absent. */
+  events?: ProviderEventRecorder;
 }
 
 /** The two halves of a provider, as a factory builds them. */

@@ -25,6 +25,8 @@ export const LABELS = {
   attempt: `${PREFIX}.attempt`,
   /** On the deletion marker: when the grace period ends (RFC 3339). */
   deadline: `${PREFIX}.deadline`,
+  /** On a node's prober container (role `prober`, beside the pods' roles): the script it runs. */
+  proberScript: `${PREFIX}.prober-script`,
 } as const;
 
 /**

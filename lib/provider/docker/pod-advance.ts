@@ -19,6 +19,7 @@ import type { PodPlan } from './pod-plan.ts';
 import { allViews, type ContainerView, type PodProgress, podProgress } from './pod-progress.ts';
 import { removePod } from './pod-removal.ts';
 import { type ImageView, podObject, podStatus } from './pod-status.ts';
+import type { ProberReport } from './prober/prober-report.ts';
 import { pullScope } from './registry-auth.ts';
 import { removalOf } from './removals-in-flight.ts';
 
@@ -58,6 +59,8 @@ export async function advancePod(
   deps: AdvanceDeps,
   observed: ObservedPod,
   signal?: AbortSignal,
+  /** The node's prober report, for the containers' probes and hooks. */
+  report?: ProberReport,
 ): Promise<V1Pod | undefined> {
   const removing = removalOf(observed.uid);
   if (removing) {
@@ -71,7 +74,7 @@ export async function advancePod(
     );
     return undefined;
   }
-  if (observed.deleting || !observed.infra) return finishDeletion(deps, observed, signal);
+  if (observed.deleting || !observed.infra) return finishDeletion(deps, observed, signal, report);
   const plan = observed.infra.plan;
   if (!plan) {
     podLogger(deps, observed).warn('infra container without a readable pod plan: left alone');
@@ -84,9 +87,11 @@ export async function advancePod(
   if (writes && (await markedForDeletion(deps, observed.uid, signal))) {
     const marked = (await deps.state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid);
     if (!marked) return undefined;
-    return marked.deleting ? finishDeletion(deps, marked, signal) : reportPod(deps, marked);
+    return marked.deleting
+      ? finishDeletion(deps, marked, signal, report)
+      : reportPod(deps, marked, undefined, report);
   }
-  return moveOn(deps, observed, { ...observed.infra, plan }, progress, signal);
+  return moveOn(deps, observed, { ...observed.infra, plan }, progress, signal, report);
 }
 
 /** A pod with a deletion marker or without its infra container: reported while it stops, else removed. */
@@ -94,6 +99,7 @@ async function finishDeletion(
   deps: AdvanceDeps,
   observed: ObservedPod,
   signal?: AbortSignal,
+  report?: ProberReport,
 ): Promise<V1Pod | undefined> {
   const podLog = podLogger(deps, observed);
   if (!observed.deleting) {
@@ -104,7 +110,7 @@ async function finishDeletion(
   }
   const now = deps.clock.now();
   const running = observed.instances.some((i) => i.state === 'running');
-  if (now < observed.deleting.deadline && running) return reportPod(deps, observed);
+  if (now < observed.deleting.deadline && running) return reportPod(deps, observed, undefined, report);
   await removePod(deps, observed, observed.infra?.plan?.volumes.map((v) => v.name) ?? [], signal);
   podLog.info({ graceEnded: now >= observed.deleting.deadline }, 'pod deleted from the engine');
   return undefined;
@@ -127,6 +133,7 @@ async function moveOn(
   infra: InfraInstance & { plan: PodPlan },
   progress: PodProgress,
   signal?: AbortSignal,
+  report?: ProberReport,
 ): Promise<V1Pod | undefined> {
   const { docker, state } = deps;
   const plan = infra.plan;
@@ -161,9 +168,9 @@ async function moveOn(
           podLog.warn({ err, container: old.id }, 'could not remove an old instance');
       });
   }
-  if (!changed) return reportPod(deps, observed, images);
+  if (!changed) return reportPod(deps, observed, images, report);
   const again = (await state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid);
-  return again ? reportPod(deps, again, images) : undefined;
+  return again ? reportPod(deps, again, images, report) : undefined;
 }
 
 function podLogger(deps: AdvanceDeps, observed: ObservedPod): Logger {
@@ -179,6 +186,7 @@ export function reportPod(
   deps: Pick<AdvanceDeps, 'clock' | 'settings'>,
   observed: ObservedPod,
   images?: ReadonlyMap<string, ImageView>,
+  report?: ProberReport,
 ): V1Pod | undefined {
   const plan = observed.infra?.plan;
   if (!plan) return undefined;
@@ -191,6 +199,7 @@ export function reportPod(
     images: images ?? new Map(),
     hostIp: deps.settings.hostIp,
     now,
+    ...(report ? { report } : {}),
   });
   const pod = podObject(plan, status);
   if (observed.deleting && pod.metadata)
