@@ -116,8 +116,11 @@ export class NodeProbers {
   }
 
   async #ensure(node: string, current: ProberSummary | undefined, signal?: AbortSignal): Promise<void> {
-    const { docker, settings, log, pullImage } = this.options;
-    const outcome = await ensureProber(docker, node, settings, current, (image) => pullImage(image, signal));
+    const { docker, settings, log, pullImage, clock } = this.options;
+    const outcome = await ensureProber(docker, node, settings, current, {
+      pullImage: (image) => pullImage(image, signal),
+      sleep: (ms) => clock.sleep(ms, signal),
+    });
     if (outcome !== 'running') log.info({ node, outcome }, `docker provider: node prober ${outcome}`);
   }
 

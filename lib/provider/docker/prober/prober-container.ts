@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type Docker from 'dockerode';
 import * as z from 'zod';
+import { doublingDelayMs } from '../../../util/doubling-delay.ts';
 import { isEngineNotFound, isNameConflict, isNotModified, isStartUnderWay } from '../engine-errors.ts';
 import { LABELS } from '../names.ts';
 import { type ProberReport, REPORT_DIR, REPORT_PATH, REPORT_VERSION } from './prober-report.ts';
@@ -22,6 +23,10 @@ import { PROBER_SCRIPT } from './prober-script.generated.ts';
 
 /** Where the engine's socket is inside the prober container. */
 const SOCKET_IN_PROBER = '/run/svk-engine.sock';
+/** Starts tried while a concurrent create holds the name, a pause doubling from 20 ms to 1 s between them. */
+const START_ATTEMPTS = 10;
+const START_RETRY_MS = 20;
+const START_RETRY_MAX_MS = 1_000;
 /** A report older than this says the prober stopped writing: it is restarted. */
 export const STALE_REPORT_MS = 30_000;
 
@@ -93,7 +98,7 @@ export async function ensureProber(
   node: string,
   settings: ProberSettings,
   current: ProberSummary | undefined,
-  pullImage: (image: string) => Promise<void>,
+  ports: { pullImage: (image: string) => Promise<void>; sleep: (ms: number) => Promise<void> },
 ): Promise<'running' | 'started' | 'created'> {
   if (current && current.script !== PROBER_SCRIPT_HASH) {
     await removeProber(docker, current.id);
@@ -101,24 +106,32 @@ export async function ensureProber(
   }
   if (current?.state === 'running') return 'running';
   if (!current) {
-    await pullImage(settings.proberImage);
+    await ports.pullImage(settings.proberImage);
     try {
       await docker.createVolume({ Name: proberVolumeName(node), Labels: { [LABELS.node]: node } });
     } catch (err) {
       if (!isNameConflict(err)) throw err;
     }
-    try {
-      await docker.createContainer(proberConfig(node, settings));
-    } catch (err) {
-      if (!isNameConflict(err)) throw err;
+  }
+  // Concurrent creates race for the name as the infra container's do (docker-pods.ts, createInfra): the
+  // loser's start may not find the winner's container yet, so it is tried again after a pause.
+  for (let attempt = 1; ; attempt++) {
+    if (!current) {
+      try {
+        await docker.createContainer(proberConfig(node, settings));
+      } catch (err) {
+        if (!isNameConflict(err)) throw err;
+      }
     }
+    try {
+      await docker.getContainer(proberName(node)).start();
+      return current ? 'started' : 'created';
+    } catch (err) {
+      if (isNotModified(err)) return 'running';
+      if (!(isEngineNotFound(err) || isStartUnderWay(err)) || attempt >= START_ATTEMPTS) throw err;
+    }
+    await ports.sleep(doublingDelayMs(attempt, START_RETRY_MS, START_RETRY_MAX_MS));
   }
-  try {
-    await docker.getContainer(proberName(node)).start();
-  } catch (err) {
-    if (!(isNotModified(err) || isStartUnderWay(err))) throw err;
-  }
-  return current ? 'started' : 'created';
 }
 
 /**
