@@ -1,25 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import type { ContainerProbes, HookAction } from '../../container-probes.ts';
-import {
-  initialProbeState,
-  type ProbeKind,
-  type ProbeWorkerState,
-  probeKindName,
-  recordProbe,
-  shouldProbe,
-} from '../../probe-worker.ts';
+import type { ContainerProbes } from '../../container-probes.ts';
+import { initialProbeState, probeKindName, recordProbe, shouldProbe } from '../../probe-worker.ts';
 import { LABELS, PLAN_ENV } from '../names.ts';
-import type { PodPlan } from '../pod-plan.ts';
-import { runHookAction, runProbeAction } from './agent-actions.ts';
+import { runProbeAction } from './agent-actions.ts';
 import type { AgentEngine, EngineContainerInfo, EngineContainerSummary } from './agent-engine.ts';
-import {
-  type HookReport,
-  type InstanceReport,
-  type ProberReport,
-  REPORT_VERSION,
-  type ReportedEvent,
-} from './prober-report.ts';
+import { AgentHooks } from './agent-hooks.ts';
+import { AgentReport } from './agent-report.ts';
+import type { AgentPlan, PodState, Tracked, Worker } from './agent-types.ts';
+import type { InstanceReport } from './prober-report.ts';
 
 /**
  * The prober: the part of the Docker provider that runs on the engine host,
@@ -63,58 +50,15 @@ export interface AgentOptions {
 const REFRESH_MS = 2_000;
 /** How often due workers are looked for. */
 const TICK_MS = 100;
-/** The report is rewritten at least this often, so the provider can tell a prober that stopped. */
-const HEARTBEAT_MS = 3_000;
-/** Events older than this, or beyond this many, leave the report. */
-const EVENT_TTL_MS = 10 * 60_000;
-const MAX_EVENTS = 300;
-/** The kubelet's minimumGracePeriodInSeconds: a container always gets this long to stop. */
-const MINIMUM_GRACE_SECONDS = 2;
-
-/** The part of a pod's plan the prober reads. */
-type AgentPlan = Pick<PodPlan, 'namespace' | 'name' | 'uid' | 'restartPolicy' | 'gracePeriodSeconds'> & {
-  containers: Array<{ name: string; probes?: ContainerProbes }>;
-};
-
-interface Worker {
-  kind: ProbeKind;
-  state: ProbeWorkerState;
-  nextAt: number;
-  busy: boolean;
-}
-
-interface Tracked {
-  id: string;
-  uid: string;
-  container: string;
-  startedAt: number;
-  running: boolean;
-  probes: ContainerProbes;
-  workers: Worker[];
-  report: InstanceReport;
-  /** A kill or a deletion's stop is under way. */
-  stopping: boolean;
-}
-
-interface PodState {
-  plan: AgentPlan;
-  podIp?: string;
-  deletingUntil?: number;
-}
 
 export class ProberAgent {
-  readonly #boot = randomUUID();
   readonly #now: () => number;
   readonly #tracked = new Map<string, Tracked>();
   readonly #pods = new Map<string, PodState>();
   /** Inspections by container id, kept while the listed state is the same. */
   readonly #inspected = new Map<string, { state: string; info: EngineContainerInfo }>();
-  /** What the last report said of instances not seen again yet (after a restart of the prober). */
-  #restored: Record<string, InstanceReport> = {};
-  #events: ReportedEvent[] = [];
-  #seq = 0;
-  #dirty = true;
-  #writtenAt = 0;
+  readonly #report: AgentReport;
+  readonly #hooks: AgentHooks;
   #refreshing: Promise<void> | undefined;
   #refreshAgain = false;
   #stopped = false;
@@ -122,11 +66,23 @@ export class ProberAgent {
 
   constructor(private readonly options: AgentOptions) {
     this.#now = options.now ?? Date.now;
+    this.#report = new AgentReport(options.reportPath, options.script, this.#now, (line) => this.#log(line));
+    this.#hooks = new AgentHooks({
+      engine: options.engine,
+      now: this.#now,
+      event: (tracked, type, reason, message) => this.#event(tracked, type, reason, message),
+      written: () => {
+        this.#report.changed();
+        this.#writeReport(true);
+      },
+      refresh: () => void this.refresh(),
+      log: (line) => this.#log(line),
+    });
   }
 
   /** Starts the loops; resolves once the first look at the engine is done. */
   async start(): Promise<void> {
-    this.#restore();
+    this.#report.restore();
     await this.refresh();
     this.#timers.push(setInterval(() => void this.refresh(), REFRESH_MS));
     this.#timers.push(setInterval(() => this.#tick(), TICK_MS));
@@ -182,11 +138,11 @@ export class ProberAgent {
     for (const id of this.#tracked.keys()) {
       if (seen.has(id)) continue;
       this.#tracked.delete(id);
-      this.#dirty = true;
+      this.#report.changed();
     }
     for (const id of this.#inspected.keys()) if (!listed.some((c) => c.Id === id)) this.#inspected.delete(id);
     for (const uid of this.#pods.keys()) if (!byUid.has(uid)) this.#pods.delete(uid);
-    this.#restored = Object.fromEntries(Object.entries(this.#restored).filter(([id]) => seen.has(id)));
+    this.#report.keepRestored(seen);
     this.#writeReport(false);
   }
 
@@ -222,7 +178,7 @@ export class ProberAgent {
     const existing = this.#tracked.get(summary.Id);
     const running = summary.State === 'running';
     if (existing && existing.running === running) {
-      if (pod.deletingUntil !== undefined) this.#onDeleting(existing, pod);
+      if (pod.deletingUntil !== undefined) this.#hooks.onDeleting(existing, pod);
       return;
     }
     const info = await this.#inspect(summary);
@@ -230,11 +186,10 @@ export class ProberAgent {
     if (existing) {
       existing.running = running;
       if (!running) existing.workers = [];
-      this.#dirty = true;
+      this.#report.changed();
       return;
     }
-    const restored = this.#restored[summary.Id];
-    delete this.#restored[summary.Id];
+    const restored = this.#report.takeRestored(summary.Id);
     const report: InstanceReport = restored ?? { uid, container: name, probes: {} };
     // A hook the previous prober process was running when it stopped is not run twice.
     for (const hook of ['postStart', 'preStop'] as const) {
@@ -254,10 +209,10 @@ export class ProberAgent {
     };
     if (running) tracked.workers = this.#workers(probes, report, startedAt);
     this.#tracked.set(summary.Id, tracked);
-    this.#dirty = true;
+    this.#report.changed();
     if (running && probes.postStart && !report.postStart && pod.deletingUntil === undefined)
-      void this.#postStart(tracked, probes.postStart, pod);
-    if (pod.deletingUntil !== undefined) this.#onDeleting(tracked, pod);
+      void this.#hooks.postStart(tracked, probes.postStart, pod);
+    if (pod.deletingUntil !== undefined) this.#hooks.onDeleting(tracked, pod);
   }
 
   /** A worker per probe, its first probe at a random point of its first period (as the kubelet's worker sleeps). */
@@ -322,10 +277,10 @@ export class ProberAgent {
       const step = recordProbe(worker.kind, worker.state, spec, passed ? 'success' : 'failure', this.#now());
       worker.state = step.state;
       tracked.report.probes[worker.kind] = { result: step.state.result, since: step.state.since };
-      if (step.changed) this.#dirty = true;
+      if (step.changed) this.#report.changed();
       if (step.kill) {
         const restart = pod.plan.restartPolicy !== 'Never' ? ', will be restarted' : '';
-        void this.#kill(
+        void this.#hooks.kill(
           tracked,
           pod,
           worker.kind,
@@ -345,157 +300,25 @@ export class ProberAgent {
     );
   }
 
-  async #postStart(tracked: Tracked, action: HookAction, pod: PodState): Promise<void> {
-    tracked.report.postStart = { state: 'running', at: this.#now() };
-    this.#dirty = true;
-    this.#writeReport(true);
-    const failure = await this.#hook(tracked, action, pod, Number.POSITIVE_INFINITY);
-    tracked.report.postStart = { state: failure ? 'failed' : 'done', at: this.#now() };
-    this.#dirty = true;
-    this.#writeReport(true);
-    if (!failure) return;
-    this.#event(tracked, 'Warning', 'FailedPostStartHook', failure);
-    await this.#kill(tracked, pod, 'postStart', 'FailedPostStartHook');
-  }
-
-  /**
-   * killContainer: the Killing event, the preStop hook within the grace
-   * period, then a stop whose SIGKILL follows after what is left of it
-   * (2 s at least).
-   */
-  async #kill(tracked: Tracked, pod: PodState, reason: string, message: string): Promise<void> {
-    if (tracked.stopping) return;
-    tracked.stopping = true;
-    tracked.report.killed = { reason, at: this.#now() };
-    this.#dirty = true;
-    this.#event(tracked, 'Normal', 'Killing', message);
-    this.#writeReport(true);
-    let grace = pod.plan.gracePeriodSeconds;
-    const preStop = tracked.probes.preStop;
-    if (preStop && grace > 0 && !tracked.report.preStop) {
-      const started = this.#now();
-      await this.#preStop(tracked, preStop, pod, grace * 1000);
-      grace -= Math.floor((this.#now() - started) / 1000);
-    }
-    try {
-      await this.options.engine.stop(tracked.id, Math.max(grace, MINIMUM_GRACE_SECONDS));
-    } catch (err) {
-      this.#log({ msg: 'could not stop a container', container: tracked.id, err: String(err) });
-    }
-    void this.refresh();
-  }
-
-  /** The pod is being deleted: its preStop hooks, each followed by SIGTERM, before the deadline. */
-  #onDeleting(tracked: Tracked, pod: PodState): void {
-    if (!tracked.running || tracked.stopping || pod.deletingUntil === undefined) return;
-    const preStop = tracked.probes.preStop;
-    if (!preStop || tracked.report.preStop) return;
-    tracked.stopping = true;
-    const left = pod.deletingUntil - this.#now();
-    void (async () => {
-      if (left > 0) await this.#preStop(tracked, preStop, pod, left);
-      try {
-        await this.options.engine.kill(tracked.id, 'SIGTERM');
-      } catch (err) {
-        this.#log({ msg: 'could not signal a container', container: tracked.id, err: String(err) });
-      }
-    })();
-  }
-
-  async #preStop(tracked: Tracked, action: HookAction, pod: PodState, withinMs: number): Promise<void> {
-    tracked.report.preStop = { state: 'running', at: this.#now() };
-    this.#dirty = true;
-    this.#writeReport(true);
-    const failure = await this.#hook(tracked, action, pod, withinMs);
-    tracked.report.preStop = { state: failure ? 'failed' : 'done', at: this.#now() } satisfies HookReport;
-    this.#dirty = true;
-    if (failure) this.#event(tracked, 'Warning', 'FailedPreStopHook', failure);
-    this.#writeReport(true);
-  }
-
-  /** Runs a hook; resolves with the failure's message, or undefined. A hook that outlasts `withinMs` is left running. */
-  #hook(tracked: Tracked, action: HookAction, pod: PodState, withinMs: number): Promise<string | undefined> {
-    const run = runHookAction(
-      action,
-      {
-        engine: this.options.engine,
-        containerId: tracked.id,
-        container: tracked.container,
-        pod: `${pod.plan.name}_${pod.plan.namespace}(${pod.plan.uid})`,
-        ...(pod.podIp ? { podIp: pod.podIp } : {}),
-      },
-      Number.isFinite(withinMs) ? Math.max(1, withinMs) : 2_147_483_647,
-    );
-    if (!Number.isFinite(withinMs)) return run;
-    return Promise.race([
-      run,
-      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), withinMs)),
-    ]);
-  }
-
   #event(tracked: Tracked, type: 'Normal' | 'Warning', reason: string, message: string): void {
     const pod = this.#pods.get(tracked.uid);
     if (!pod) return;
-    const now = this.#now();
-    const same = this.#events.findIndex(
-      (e) =>
-        e.uid === tracked.uid &&
-        e.container === tracked.container &&
-        e.reason === reason &&
-        e.message === message,
-    );
-    if (same >= 0) this.#events.splice(same, 1);
-    this.#events.push({
-      seq: ++this.#seq,
-      at: now,
-      namespace: pod.plan.namespace,
-      name: pod.plan.name,
+    const { namespace, name } = pod.plan;
+    const subject = {
+      namespace,
+      name,
       uid: tracked.uid,
       node: this.options.node,
       container: tracked.container,
-      type,
-      reason,
-      message: message.slice(0, 1024),
-    });
-    this.#events = this.#events.filter((e) => now - e.at < EVENT_TTL_MS).slice(-MAX_EVENTS);
-    this.#dirty = true;
-  }
-
-  /** Writes the report when something changed (`force`: at once), else once a heartbeat. */
-  #writeReport(force: boolean): void {
-    const now = this.#now();
-    if (!force && !this.#dirty && now - this.#writtenAt < HEARTBEAT_MS) return;
-    const instances: Record<string, InstanceReport> = { ...this.#restored };
-    for (const tracked of this.#tracked.values()) instances[tracked.id] = tracked.report;
-    const report: ProberReport = {
-      version: REPORT_VERSION,
-      boot: this.#boot,
-      script: this.options.script,
-      writtenAt: now,
-      instances,
-      events: this.#events,
     };
-    try {
-      const path = this.options.reportPath;
-      mkdirSync(path.slice(0, path.lastIndexOf('/')) || '/', { recursive: true });
-      writeFileSync(`${path}.tmp`, JSON.stringify(report));
-      renameSync(`${path}.tmp`, path);
-      this.#dirty = false;
-      this.#writtenAt = now;
-    } catch (err) {
-      this.#log({ msg: 'could not write the report', err: String(err) });
-    }
+    this.#report.event(subject, type, reason, message);
   }
 
-  /** What the previous prober process reported: hooks already run, probe results, not yet forgotten events. */
-  #restore(): void {
-    try {
-      const report = JSON.parse(readFileSync(this.options.reportPath, 'utf8')) as ProberReport;
-      if (report.version !== REPORT_VERSION) return;
-      this.#restored = report.instances ?? {};
-    } catch {
-      // No report yet (a new prober), or an unreadable one: start afresh.
-    }
+  #writeReport(force: boolean): void {
+    this.#report.write(
+      [...this.#tracked.values()].map((t): [string, InstanceReport] => [t.id, t.report]),
+      force,
+    );
   }
 
   async #watchEvents(): Promise<void> {
