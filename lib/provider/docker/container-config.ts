@@ -11,6 +11,7 @@ import {
 } from './names.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
 import { planEnv } from './pod-plan-codec.ts';
+import { TERMINATION_DIR, TERMINATION_VOLUME } from './termination-message.ts';
 
 /**
  * The engine's create options for a pod's objects, from its plan: pure, so
@@ -56,6 +57,9 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
       IpcMode: 'shareable',
       RestartPolicy: { Name: 'no' },
       PortBindings: bindings,
+      ...(plan.volumes.some((v) => v.name === TERMINATION_VOLUME)
+        ? { Binds: [`${volumeName(plan.uid, TERMINATION_VOLUME)}:${TERMINATION_DIR}`] }
+        : {}),
       ExtraHosts: plan.extraHosts,
       ...(plan.dns
         ? { Dns: plan.dns.nameservers, DnsSearch: plan.dns.searches, DnsOptions: plan.dns.options }
@@ -77,6 +81,8 @@ export function instanceConfig(
   attempt: number,
   infraId: string,
   engine: EngineKind,
+  /** More `source:target` binds: the instance's termination message file. */
+  extraBinds: readonly string[] = [],
 ): Docker.ContainerCreateOptions {
   return {
     name: instanceName(plan.uid, role, container.name, attempt),
@@ -103,9 +109,12 @@ export function instanceConfig(
       ...(engine === 'podman' ? { UTSMode: `container:${infraId}` } : {}),
       ...(plan.sharePid ? { PidMode: `container:${infraId}` } : {}),
       RestartPolicy: { Name: 'no' },
-      Binds: container.mounts.map(
-        (m) => `${volumeName(plan.uid, m.volume)}:${m.path}${m.readOnly ? ':ro' : ''}`,
-      ),
+      Binds: [
+        ...container.mounts.map(
+          (m) => `${volumeName(plan.uid, m.volume)}:${m.path}${m.readOnly ? ':ro' : ''}`,
+        ),
+        ...extraBinds,
+      ],
       ...(container.nanoCpus !== undefined ? { NanoCpus: container.nanoCpus } : {}),
       ...(container.memoryBytes !== undefined ? { Memory: container.memoryBytes } : {}),
       ...(container.cpuShares !== undefined ? { CpuShares: container.cpuShares } : {}),

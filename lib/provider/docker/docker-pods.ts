@@ -37,6 +37,7 @@ import { unsupportedFields } from './pod-support.ts';
 import { NodeProbers, needsProber } from './prober/node-probers.ts';
 import type { ProberReport } from './prober/prober-report.ts';
 import { removalOf } from './removals-in-flight.ts';
+import { TerminationMessages } from './termination-message.ts';
 
 /**
  * Starts of the infra container tried while a concurrent create holds its
@@ -97,15 +98,18 @@ export class DockerPodProvider implements PodProvider {
     const { docker, clock, log, settings } = options;
     this.state = new EngineState(docker, settings.network, clock, log);
     const puller = new ImagePuller({ docker, clock, log, timeoutMs: settings.pullTimeoutMs });
+    const engineKind = engineKindOnce(docker);
     this.deps = {
       docker,
       state: this.state,
       puller,
       settings,
-      engineKind: engineKindOnce(docker),
+      engineKind,
       clock,
       log,
       registryAuth: options.registryAuth ?? (async () => undefined),
+      messages: new TerminationMessages(docker, engineKind),
+      mountpoints: new Map(),
     };
     this.probers = new NodeProbers({
       docker,

@@ -22,6 +22,7 @@ import { type ImageView, podObject, podStatus } from './pod-status.ts';
 import type { ProberReport } from './prober/prober-report.ts';
 import { pullScope } from './registry-auth.ts';
 import { removalOf } from './removals-in-flight.ts';
+import { type TerminationMessages, terminationMessageBind } from './termination-message.ts';
 
 export interface AdvanceDeps {
   docker: Docker;
@@ -34,6 +35,10 @@ export interface AdvanceDeps {
   log: Logger;
   /** Registry credentials for a pod's image, from its imagePullSecrets. */
   registryAuth: (plan: PodPlan, image: string) => Promise<RegistryAuth | undefined>;
+  /** The termination messages of exited instances, read once per process each. */
+  messages: TerminationMessages;
+  /** The termination volumes' directories on the engine host, by volume name. */
+  mountpoints: Map<string, string>;
 }
 
 /**
@@ -168,9 +173,12 @@ async function moveOn(
           podLog.warn({ err, container: old.id }, 'could not remove an old instance');
       });
   }
-  if (!changed) return reportPod(deps, observed, images, report);
-  const again = (await state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid);
-  return again ? reportPod(deps, again, images, report) : undefined;
+  const current = changed
+    ? (await state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid)
+    : observed;
+  if (!current) return undefined;
+  const messages = await deps.messages.of(plan, infra.id, current.instances, signal);
+  return reportPod(deps, current, images, report, messages);
 }
 
 function podLogger(deps: AdvanceDeps, observed: ObservedPod): Logger {
@@ -187,6 +195,8 @@ export function reportPod(
   observed: ObservedPod,
   images?: ReadonlyMap<string, ImageView>,
   report?: ProberReport,
+  /** Termination messages of exited instances, by instance id. */
+  messages?: ReadonlyMap<string, string>,
 ): V1Pod | undefined {
   const plan = observed.infra?.plan;
   if (!plan) return undefined;
@@ -200,6 +210,7 @@ export function reportPod(
     hostIp: deps.settings.hostIp,
     now,
     ...(report ? { report } : {}),
+    ...(messages ? { messages } : {}),
   });
   const pod = podObject(plan, status);
   if (observed.deleting && pod.metadata)
@@ -235,7 +246,9 @@ async function createInstance(
   log: Logger,
 ): Promise<boolean> {
   if (removalOf(plan.uid)) return false;
-  const config = instanceConfig(plan, view.plan, view.role, attempt, infraId, await deps.engineKind());
+  const bind = await terminationMessageBind(deps.docker, plan, view.plan, attempt, infraId, deps.mountpoints);
+  const engine = await deps.engineKind();
+  const config = instanceConfig(plan, view.plan, view.role, attempt, infraId, engine, bind ? [bind] : []);
   let id: string;
   try {
     id = (await deps.docker.createContainer(config)).id;

@@ -9,6 +9,7 @@ import {
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
 import type { PodIdentity } from './names.ts';
 import { podHostname } from './pod-hostname.ts';
+import { TERMINATION_VOLUME } from './termination-message.ts';
 
 /**
  * A pod as the Docker provider runs it: everything needed to create its
@@ -98,9 +99,15 @@ export function podPlan(pod: V1Pod, identity: PodIdentity, clusterDomain: string
     ...(domainname ? { domainname } : {}),
     initContainers: (spec?.initContainers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
-    volumes: (spec?.volumes ?? []).flatMap((v) =>
-      v.emptyDir ? [{ name: v.name, memory: v.emptyDir.medium === 'Memory' }] : [],
-    ),
+    volumes: [
+      ...(spec?.volumes ?? []).flatMap((v) =>
+        v.emptyDir ? [{ name: v.name, memory: v.emptyDir.medium === 'Memory' }] : [],
+      ),
+      // Termination message files (termination-message.ts), in a volume no Kubernetes volume can be named.
+      ...([...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].some((c) => c.terminationMessagePath)
+        ? [{ name: TERMINATION_VOLUME, memory: false }]
+        : []),
+    ],
     hostPorts: (spec?.containers ?? []).flatMap((c) =>
       (c.ports ?? []).flatMap((p) =>
         p.hostPort

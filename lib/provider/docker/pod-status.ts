@@ -42,6 +42,8 @@ export interface StatusInput {
   now: number;
   /** The node's prober report: probe results and hooks of the instances (absent: none read). */
   report?: ProberReport;
+  /** Termination messages of exited instances, by instance id (termination-message.ts). */
+  messages?: ReadonlyMap<string, string>;
 }
 
 export function podStatus(input: StatusInput): V1PodStatus {
@@ -87,7 +89,9 @@ function containerStatus(view: ContainerView, input: StatusInput): V1ContainerSt
   const lastTerminated =
     step.kind === 'backoff' || step.kind === 'create' ? latestExited(input, view) : previous;
   const lastState =
-    lastTerminated && lastTerminated.state === 'exited' ? { terminated: terminated(lastTerminated) } : {};
+    lastTerminated && lastTerminated.state === 'exited'
+      ? { terminated: terminated(lastTerminated, input.messages) }
+      : {};
   const probing = probingOf(view, input);
   return {
     name: plan.name,
@@ -136,7 +140,7 @@ function state(view: ContainerView, input: StatusInput): V1ContainerState {
       if (probingOf(view, input)?.postStartPending) return { waiting: { reason: 'ContainerCreating' } };
       return { running: { startedAt: seconds(step.instance.startedAt ?? step.instance.createdAt) } };
     case 'done':
-      return { terminated: terminated(step.instance) };
+      return { terminated: terminated(step.instance, input.messages) };
     case 'backoff':
       return {
         waiting: {
@@ -164,7 +168,11 @@ function imageWaiting(
   return { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"` };
 }
 
-function terminated(instance: Instance): V1ContainerStateTerminated {
+function terminated(
+  instance: Instance,
+  messages: ReadonlyMap<string, string> | undefined,
+): V1ContainerStateTerminated {
+  const message = instance.startError ?? messages?.get(instance.id);
   const exitCode = instance.exitCode ?? 0;
   const reason = instance.startError
     ? 'StartError'
@@ -176,7 +184,7 @@ function terminated(instance: Instance): V1ContainerStateTerminated {
   return {
     exitCode,
     reason,
-    ...(instance.startError ? { message: instance.startError } : {}),
+    ...(message ? { message } : {}),
     ...(instance.startedAt !== undefined ? { startedAt: seconds(instance.startedAt) } : {}),
     finishedAt: seconds(instance.finishedAt ?? instance.createdAt),
     containerID: containerId(instance),

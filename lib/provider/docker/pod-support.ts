@@ -14,7 +14,6 @@ import { hostnameProblem } from './pod-hostname.ts';
  * affinity, tolerations, priority, serviceAccountName...) do not concern a
  * kubelet and are accepted. So are the API server's defaults that change
  * nothing here: dnsPolicy ClusterFirst (containers use the engine's DNS),
- * terminationMessagePath/Policy (no termination message is read),
  * enableServiceLinks; and fields that only qualify a refused one
  * (fsGroupChangePolicy, seLinuxChangePolicy, overhead) or an operation the
  * provider never performs (resizePolicy). README, "Docker provider", lists
@@ -107,6 +106,16 @@ function containerReasons(
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
   refuseUnrunContainerFields(kind, c, refuse);
   reasons.push(...probeProblems(at, kind, c));
+  // The message file is bind-mounted at the path (termination-message.ts): `source:target` in the engine's syntax.
+  const messagePath = c.terminationMessagePath;
+  if (messagePath !== undefined && (!messagePath.startsWith('/') || messagePath.includes(':')))
+    refuse('terminationMessagePath', 'must be an absolute path without ":"');
+  if (
+    c.terminationMessagePolicy !== undefined &&
+    c.terminationMessagePolicy !== 'File' &&
+    c.terminationMessagePolicy !== 'FallbackToLogsOnError'
+  )
+    refuse('terminationMessagePolicy', 'must be File or FallbackToLogsOnError');
   if (c.lifecycle?.stopSignal)
     refuse('lifecycle.stopSignal', 'containers are stopped with SIGTERM by this provider');
   for (const mount of c.volumeMounts ?? []) {

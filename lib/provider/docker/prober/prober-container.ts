@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type Docker from 'dockerode';
 import * as z from 'zod';
 import { doublingDelayMs } from '../../../util/doubling-delay.ts';
+import { readContainerFile } from '../engine-archive.ts';
 import { isEngineNotFound, isNameConflict, isNotModified, isStartUnderWay } from '../engine-errors.ts';
 import { LABELS } from '../names.ts';
 import { type ProberReport, REPORT_DIR, REPORT_PATH, REPORT_VERSION } from './prober-report.ts';
@@ -199,32 +200,12 @@ export async function readProberReport(
   node: string,
   signal?: AbortSignal,
 ): Promise<ProberReport | undefined> {
-  let tar: Buffer;
+  const content = await readContainerFile(docker, proberName(node), REPORT_PATH, signal);
+  if (content === undefined) return undefined;
   try {
-    const stream = await docker
-      .getContainer(proberName(node))
-      .getArchive({ path: REPORT_PATH, ...(signal ? { abortSignal: signal } : {}) });
-    const chunks: Buffer[] = [];
-    for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
-    tar = Buffer.concat(chunks);
-  } catch (err) {
-    if (isEngineNotFound(err)) return undefined;
-    throw err;
-  }
-  const text = firstTarEntry(tar);
-  if (text === undefined) return undefined;
-  try {
-    const parsed = reportSchema.safeParse(JSON.parse(text));
+    const parsed = reportSchema.safeParse(JSON.parse(content.toString('utf8')));
     return parsed.success ? (parsed.data satisfies ProberReport) : undefined;
   } catch {
     return undefined;
   }
-}
-
-/** The content of a tar archive's first entry (ustar: a 512-byte header, its size in octal at 124). */
-export function firstTarEntry(tar: Buffer): string | undefined {
-  if (tar.length < 512) return undefined;
-  const size = Number.parseInt(tar.subarray(124, 136).toString('latin1').replace(/\0.*$/s, '').trim(), 8);
-  if (!Number.isFinite(size) || 512 + size > tar.length) return undefined;
-  return tar.subarray(512, 512 + size).toString('utf8');
 }
