@@ -89,7 +89,7 @@ class DockerProbe implements ProviderProbe {
     const preStop = Object.values(report?.instances ?? {}).find(
       (i) => i.uid === ref.uid && i.preStop,
     )?.preStop;
-    if (preStop) this.#preStops.set(ref.uid, preStop.at);
+    if (preStop) this.#preStops.set(ref.uid, preStop.startedAt);
     const preStopAt = this.#preStops.get(ref.uid);
     return {
       ...(preStopAt !== undefined ? { preStopAt } : {}),

@@ -29,10 +29,11 @@ export class AgentHooks {
   constructor(private readonly ctx: HookContext) {}
 
   async postStart(tracked: Tracked, action: HookAction, pod: PodState): Promise<void> {
-    tracked.report.postStart = { state: 'running', at: this.ctx.now() };
+    const startedAt = this.ctx.now();
+    tracked.report.postStart = { state: 'running', startedAt, at: startedAt };
     this.ctx.written();
     const failure = await this.#hook(tracked, action, pod, Number.POSITIVE_INFINITY);
-    tracked.report.postStart = { state: failure ? 'failed' : 'done', at: this.ctx.now() };
+    tracked.report.postStart = { state: failure ? 'failed' : 'done', startedAt, at: this.ctx.now() };
     this.ctx.written();
     if (!failure) return;
     this.ctx.event(tracked, 'Warning', 'FailedPostStartHook', failure);
@@ -83,10 +84,15 @@ export class AgentHooks {
   }
 
   async #preStop(tracked: Tracked, action: HookAction, pod: PodState, withinMs: number): Promise<void> {
-    tracked.report.preStop = { state: 'running', at: this.ctx.now() };
+    const startedAt = this.ctx.now();
+    tracked.report.preStop = { state: 'running', startedAt, at: startedAt };
     this.ctx.written();
     const failure = await this.#hook(tracked, action, pod, withinMs);
-    tracked.report.preStop = { state: failure ? 'failed' : 'done', at: this.ctx.now() } satisfies HookReport;
+    tracked.report.preStop = {
+      state: failure ? 'failed' : 'done',
+      startedAt,
+      at: this.ctx.now(),
+    } satisfies HookReport;
     if (failure) this.ctx.event(tracked, 'Warning', 'FailedPreStopHook', failure);
     this.ctx.written();
   }

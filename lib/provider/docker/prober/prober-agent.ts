@@ -194,7 +194,7 @@ export class ProberAgent {
     // A hook the previous prober process was running when it stopped is not run twice.
     for (const hook of ['postStart', 'preStop'] as const) {
       const r = report[hook];
-      if (r?.state === 'running') report[hook] = { state: 'done', at: r.at };
+      if (r?.state === 'running') report[hook] = { ...r, state: 'done' };
     }
     const tracked: Tracked = {
       id: summary.Id,

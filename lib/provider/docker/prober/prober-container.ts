@@ -153,7 +153,11 @@ export async function removeProber(docker: Docker, id: string, node?: string): P
   }
 }
 
-const hookSchema = z.object({ state: z.enum(['running', 'done', 'failed']), at: z.number() });
+const hookSchema = z.object({
+  state: z.enum(['running', 'done', 'failed']),
+  startedAt: z.number(),
+  at: z.number(),
+});
 const probeSchema = z.object({ result: z.enum(['success', 'failure', 'unknown']), since: z.number() });
 const reportSchema = z.object({
   version: z.literal(REPORT_VERSION),

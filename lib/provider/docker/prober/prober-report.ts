@@ -20,7 +20,9 @@ export const REPORT_VERSION = 1;
 /** A hook's progress on one instance. */
 export interface HookReport {
   state: 'running' | 'done' | 'failed';
-  /** When it started, then when it ended (epoch ms). */
+  /** When it started (epoch ms). */
+  startedAt: number;
+  /** When it last changed state: its start, then its end. */
   at: number;
 }
 
