@@ -22,7 +22,7 @@ const DEFAULT_KUBELET_PORT = 10250;
 const hostLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const IPV4 = z.ipv4();
 
-/** The kubelet API's environment variables and their rules (see the README's table). */
+/** The kubelet API's environment variables and their rules (see the table of docs/configuration.md). */
 export const KUBELET_API_VARIABLES = {
   SVK_KUBELET_API_DOMAIN: z.optional(
     z.string().check(

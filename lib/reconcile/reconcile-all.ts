@@ -329,8 +329,8 @@ async function ignoreNotFound(request: Promise<unknown>): Promise<void> {
  * Whether `pod` was created (and has no known-pod record yet) or was deleted
  * less than `graceMs` ago, so that its event is most likely still on its way
  * to pod-sync. The reconciler leaves such pods to their events: in a burst it
- * would otherwise read and sync each of them a second time (bench/README.md,
- * Pods), or force-delete a pod pod-status handed off to the event its
+ * would otherwise read and sync each of them a second time (docs/reconciler.md,
+ * "What reconcileAll repairs"), or force-delete a pod pod-status handed off to the event its
  * terminated status woke (the record's handedOffUntil). A lost event is
  * still repaired, one grace period later.
  */
