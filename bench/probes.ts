@@ -110,6 +110,8 @@ interface PhaseRates {
   tickWallMs: number;
   tickCpuMs: number;
   gbSeconds: number;
+  /** Mean time of each tick part (ms), over the ticks that ran it: probing adds to pod-status's. */
+  partMs: Record<string, number>;
   /** HTTP requests the functions sent, by kind (`kube`, `dynamodb`, `engine`). */
   requests: Record<string, number>;
 }
@@ -119,6 +121,8 @@ interface TickRecord {
   cpu: NodeJS.CpuUsage;
   wallMs?: number;
   cpuMs?: number;
+  /** The tick's time per part (TickRunResult.partMs). */
+  partMs?: Record<string, number>;
 }
 
 /** Where each request goes, by what it looks like (the functions' requests only). */
@@ -163,9 +167,13 @@ class Meter {
     };
   }
 
-  onResult(invocation: Invocation, _result: InvocationResult): void {
+  onResult(invocation: Invocation, result: InvocationResult): void {
     const r = this.#byRequest.get(invocation.requestId);
     if (!r) return;
+    if (result.status === 'ok') {
+      const partMs = (result.result as { partMs?: Record<string, number> } | undefined)?.partMs;
+      if (partMs) r.partMs = partMs;
+    }
     this.#byRequest.delete(invocation.requestId);
     r.wallMs = performance.now() - r.start;
     const cpu = process.cpuUsage(r.cpu);
@@ -187,8 +195,16 @@ class Meter {
       const d = v - (before.get(k) ?? 0);
       if (d > 0) requests[k] = d / minutes;
     }
+    const parts = new Map<string, number[]>();
+    for (const t of done)
+      for (const [part, ms] of Object.entries(t.partMs ?? {}))
+        parts.set(part, [...(parts.get(part) ?? []), ms]);
+    const partMs = Object.fromEntries(
+      [...parts].map(([p, xs]) => [p, xs.reduce((a, b) => a + b, 0) / xs.length]),
+    );
     return {
       ticks: done.length / minutes,
+      partMs,
       tickWallMs: wall / Math.max(1, done.length),
       tickCpuMs: cpu / Math.max(1, done.length),
       gbSeconds: ((billed / 1000) * (TICK_MEMORY_MB / 1024)) / minutes,
@@ -208,7 +224,12 @@ function podBody(name: string, node: string, options: Options, probed: boolean, 
           command: ['sh', '-c', probed ? web : 'sleep 3600'],
           ...(probed
             ? {
-                readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: period },
+                // One failure turns it unready: what is measured is how fast a result travels, not the threshold.
+                readinessProbe: {
+                  httpGet: { path: '/', port: 8080 },
+                  periodSeconds: period,
+                  failureThreshold: 1,
+                },
                 livenessProbe: { tcpSocket: { port: 8080 }, periodSeconds: period, failureThreshold: 3 },
               }
             : {}),
@@ -219,7 +240,11 @@ function podBody(name: string, node: string, options: Options, probed: boolean, 
           command: ['sleep', '3600'],
           ...(probed
             ? {
-                readinessProbe: { exec: { command: ['test', '-e', '/tmp/ready'] }, periodSeconds: period },
+                readinessProbe: {
+                  exec: { command: ['test', '-e', '/tmp/ready'] },
+                  periodSeconds: period,
+                  failureThreshold: 1,
+                },
                 livenessProbe: { exec: { command: ['true'] }, periodSeconds: period },
               }
             : {}),
@@ -439,6 +464,8 @@ function report(
   const lines = [
     `probes bench, ${options.provider}, ${options.pods} pods, period ${options.period} s, ${options.minutes} min per phase; ${machineSummary()}`,
     `ticks/min ${fixed(off.ticks)} -> ${fixed(on.ticks)}; tick wall ${fixed(off.tickWallMs)} -> ${fixed(on.tickWallMs)} ms; tick CPU ${fixed(off.tickCpuMs)} -> ${fixed(on.tickCpuMs)} ms`,
+    `tick parts (mean ms) unprobed ${JSON.stringify(roundAll(off.partMs))}`,
+    `tick parts (mean ms) probed   ${JSON.stringify(roundAll(on.partMs))}`,
     `requests/min unprobed ${JSON.stringify(roundAll(off.requests))}`,
     `requests/min probed   ${JSON.stringify(roundAll(on.requests))}`,
     `GB-s/min ${off.gbSeconds.toFixed(4)} -> ${on.gbSeconds.toFixed(4)}; $/month ${monthly(off).toFixed(3)} -> ${monthly(on).toFixed(3)}: +${added.toFixed(3)}, +${per1000.toFixed(3)} per 1,000 probed pods (bound: $1)`,
