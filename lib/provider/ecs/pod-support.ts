@@ -1,6 +1,7 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { refuseUnrunContainerFields } from '../container-refusals.ts';
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
+import { healthProblems } from './health-checks.ts';
 
 /**
  * What of a pod spec a Fargate task cannot honour. A pod asking for any of
@@ -92,10 +93,7 @@ function containerReasons(
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
   // A sidecar would become a non-essential container the app containers wait on to exit 0: never.
   refuseUnrunContainerFields(kind, c, refuse);
-  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const)
-    if (c[probe]) refuse(probe, 'probes are not run by this provider');
-  if (c.lifecycle?.postStart || c.lifecycle?.preStop)
-    refuse('lifecycle', 'hooks are not run by this provider');
+  reasons.push(...healthProblems(at, kind, c));
   if (c.imagePullPolicy === 'Never') refuse('imagePullPolicy', 'Never: a Fargate task has no local images');
   if (c.lifecycle?.stopSignal)
     refuse('lifecycle.stopSignal', "a task definition cannot set a container's stop signal");

@@ -17,7 +17,9 @@ const MOCK = 'mock.serverless-virtual-kubelet.io/';
  * termination message. Every probe is an exec probe on a file the
  * container's script makes or removes, so that the same pod means the same
  * on every provider: the mock answers from its annotations what the file
- * would.
+ * would, the ECS simulation's health checks from the script's touch and rm;
+ * readiness and liveness probe every 5 s, the shortest interval of an ECS
+ * health check.
  */
 export function probeScenarios(ctx: ConformanceContext): void {
   scenario(
@@ -78,7 +80,7 @@ async function readinessEndpoints(h: PipelineHarness): Promise<void> {
         shell('main', 'sleep 12; touch /tmp/ready; sleep 3600', {
           readinessProbe: {
             exec: { command: ['test', '-e', '/tmp/ready'] },
-            periodSeconds: 1,
+            periodSeconds: 5,
             timeoutSeconds: 5,
           },
         }),
@@ -180,7 +182,7 @@ async function livenessRestart(h: PipelineHarness): Promise<void> {
         shell('main', 'touch /tmp/alive; sleep 4; rm /tmp/alive; sleep 3600', {
           livenessProbe: {
             exec: { command: ['test', '-e', '/tmp/alive'] },
-            periodSeconds: 1,
+            periodSeconds: 5,
             failureThreshold: 2,
           },
         }),

@@ -74,8 +74,6 @@ export function ecsProviderSetup(options: { env?: Record<string, string> } = {})
       prestop: 'ECS runs no lifecycle hooks: preStop is refused by name',
       'termination-message':
         'a Fargate task has no file to read back after it stopped, and the simulation no log: the message is not reported',
-      'readiness-endpoints': 'the ECS provider refuses probes by name',
-      'liveness-restart': 'the ECS provider refuses probes by name',
     },
   };
 }
