@@ -114,6 +114,8 @@ interface PhaseRates {
   partMs: Record<string, number>;
   /** HTTP requests the functions sent, by kind (`kube`, `dynamodb`, `engine`). */
   requests: Record<string, number>;
+  /** Pods that turned unready during the window (a probe that timed out on a loaded host). */
+  flaps?: number;
 }
 
 interface TickRecord {
@@ -228,9 +230,10 @@ function podBody(name: string, node: string, options: Options, probed: boolean, 
                 readinessProbe: {
                   httpGet: { path: '/', port: 8080 },
                   periodSeconds: period,
+                  timeoutSeconds: 3,
                   failureThreshold: 1,
                 },
-                livenessProbe: { tcpSocket: { port: 8080 }, periodSeconds: period, failureThreshold: 3 },
+                livenessProbe: { tcpSocket: { port: 8080 }, periodSeconds: period, timeoutSeconds: 3 },
               }
             : {}),
         }
@@ -311,15 +314,21 @@ async function phase(
           ),
       );
     }
+    // Each pod Ready once: a loaded host may time a probe out now and then, and a pod drop out for a period.
     const readyBy = Date.now() + 15 * 60_000;
-    while ([...seen.values()].filter((s) => s.ready).length < options.pods) {
-      if (Date.now() > readyBy)
-        throw new Error(`only ${[...seen.values()].filter((s) => s.ready).length} pods Ready`);
+    const everReady = () => [...seen.values()].filter((p) => p.changes.some((c) => c.ready)).length;
+    while (everReady() < options.pods) {
+      if (Date.now() > readyBy) throw new Error(`only ${everReady()} pods were ever Ready`);
       await delay(1_000, undefined, { signal });
     }
     log(`${probed ? 'probed' : 'unprobed'}: ${options.pods} pods Ready; warming up`);
     await delay(WARMUP_MS, undefined, { signal });
+    const windowStart = Date.now();
     const rates = await meter.window(options.minutes * 60_000, signal);
+    rates.flaps = [...seen.values()].reduce(
+      (n, p) => n + p.changes.filter((c) => !c.ready && c.at >= windowStart).length,
+      0,
+    );
     log(`${probed ? 'probed' : 'unprobed'}: ${JSON.stringify(rates)}`);
     if (!probed || options.flips === 0) return { rates };
     const latencies =
@@ -468,6 +477,7 @@ function report(
     `tick parts (mean ms) probed   ${JSON.stringify(roundAll(on.partMs))}`,
     `requests/min unprobed ${JSON.stringify(roundAll(off.requests))}`,
     `requests/min probed   ${JSON.stringify(roundAll(on.requests))}`,
+    `pods turned unready during the window: unprobed ${off.flaps ?? 0}, probed ${on.flaps ?? 0}`,
     `GB-s/min ${off.gbSeconds.toFixed(4)} -> ${on.gbSeconds.toFixed(4)}; $/month ${monthly(off).toFixed(3)} -> ${monthly(on).toFixed(3)}: +${added.toFixed(3)}, +${per1000.toFixed(3)} per 1,000 probed pods (bound: $1)`,
   ];
   if (latencies) {
