@@ -318,7 +318,14 @@ async function phase(
     const readyBy = Date.now() + 15 * 60_000;
     const everReady = () => [...seen.values()].filter((p) => p.changes.some((c) => c.ready)).length;
     while (everReady() < options.pods) {
-      if (Date.now() > readyBy) throw new Error(`only ${everReady()} pods were ever Ready`);
+      if (Date.now() > readyBy) {
+        const never = names.filter((n) => !seen.get(n)?.changes.some((c) => c.ready));
+        for (const name of never.slice(0, 5)) {
+          const pod = await admin.core.readNamespacedPod({ namespace, name }).catch(() => undefined);
+          log(`never Ready: ${name} ${JSON.stringify(pod?.status?.containerStatuses)}`);
+        }
+        throw new Error(`only ${everReady()} pods were ever Ready`);
+      }
       await delay(1_000, undefined, { signal });
     }
     log(`${probed ? 'probed' : 'unprobed'}: ${options.pods} pods Ready; warming up`);
