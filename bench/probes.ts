@@ -116,6 +116,28 @@ interface PhaseRates {
   requests: Record<string, number>;
   /** Pods that turned unready during the window (a probe that timed out on a loaded host). */
   flaps?: number;
+  /** The node's prober container on the engine host (docker): its memory at the end, its CPU over the window (% of a core). */
+  prober?: { memoryMiB: number; cpuPercent: number };
+}
+
+/** The prober container's memory and cumulative CPU, from the engine's one-shot stats. */
+async function proberUsage(
+  docker: Docker,
+  node: string,
+): Promise<{ memoryBytes: number; cpuNs: number; at: number } | undefined> {
+  try {
+    const stats = (await docker.getContainer(`svk_prober_${node}`).stats({ stream: false })) as {
+      memory_stats?: { usage?: number };
+      cpu_stats?: { cpu_usage?: { total_usage?: number } };
+    };
+    return {
+      memoryBytes: stats.memory_stats?.usage ?? 0,
+      cpuNs: stats.cpu_stats?.cpu_usage?.total_usage ?? 0,
+      at: Date.now(),
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 interface TickRecord {
@@ -331,7 +353,16 @@ async function phase(
     log(`${probed ? 'probed' : 'unprobed'}: ${options.pods} pods Ready; warming up`);
     await delay(WARMUP_MS, undefined, { signal });
     const windowStart = Date.now();
+    const proberBefore = ctx.docker && probed ? await proberUsage(ctx.docker, node) : undefined;
     const rates = await meter.window(options.minutes * 60_000, signal);
+    const proberAfter = ctx.docker && probed ? await proberUsage(ctx.docker, node) : undefined;
+    if (proberBefore && proberAfter) {
+      rates.prober = {
+        memoryMiB: proberAfter.memoryBytes / 2 ** 20,
+        cpuPercent:
+          ((proberAfter.cpuNs - proberBefore.cpuNs) / 1e6 / (proberAfter.at - proberBefore.at)) * 100,
+      };
+    }
     rates.flaps = [...seen.values()].reduce(
       (n, p) => n + p.changes.filter((c) => !c.ready && c.at >= windowStart).length,
       0,
@@ -485,6 +516,9 @@ function report(
     `requests/min unprobed ${JSON.stringify(roundAll(off.requests))}`,
     `requests/min probed   ${JSON.stringify(roundAll(on.requests))}`,
     `pods turned unready during the window: unprobed ${off.flaps ?? 0}, probed ${on.flaps ?? 0}`,
+    ...(on.prober
+      ? [`prober container: ${fixed(on.prober.memoryMiB)} MiB, ${fixed(on.prober.cpuPercent)} % of a core`]
+      : []),
     `GB-s/min ${off.gbSeconds.toFixed(4)} -> ${on.gbSeconds.toFixed(4)}; $/month ${monthly(off).toFixed(3)} -> ${monthly(on).toFixed(3)}: +${added.toFixed(3)}, +${per1000.toFixed(3)} per 1,000 probed pods (bound: $1)`,
   ];
   if (latencies) {
