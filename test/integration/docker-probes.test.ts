@@ -4,7 +4,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { DockerPodProvider } from '../../lib/provider/docker/docker-pods.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
 import { proberName } from '../../lib/provider/docker/prober/prober-container.ts';
-import type { ProviderEventRecorder } from '../../lib/provider/provider.ts';
+import { isProviderUnsupported, type ProviderEventRecorder } from '../../lib/provider/provider.ts';
 import {
   containerStatus,
   shellContainer,
@@ -270,6 +270,24 @@ describe('docker provider: probes and hooks on a real engine', () => {
       `order: ${lines}`,
     );
     assert.ok(Date.parse(exited.State.FinishedAt) - deletedAt >= 2_000, 'SIGTERM came after the hook ran');
+  });
+
+  it('refuses a probe without a handler, a negative period and a grpc probe, naming each field, creating nothing', async () => {
+    const pod = probedPod('bad', {
+      ...shellContainer('main', 'sleep 3600'),
+      readinessProbe: { periodSeconds: -5 },
+      livenessProbe: { grpc: { port: 9000 } },
+    });
+    await assert.rejects(provider.createPod(pod), (err: unknown) => {
+      assert.ok(isProviderUnsupported(err), String(err));
+      assert.deepEqual(err.reasons, [
+        'spec.containers[main].readinessProbe: must specify a handler type',
+        'spec.containers[main].readinessProbe.periodSeconds: must be a whole number greater than or equal to 0, not -5',
+        'spec.containers[main].livenessProbe.grpc: grpc probes are not supported (Kubernetes 1.24+)',
+      ]);
+      return true;
+    });
+    assert.deepEqual(await engineContainers(docker, pod.metadata?.uid ?? ''), [], 'nothing created');
   });
 
   function probedPod(name: string, container: V1Container, restartPolicy = 'Always'): V1Pod {
