@@ -7,6 +7,7 @@ import { proberName } from '../../lib/provider/docker/prober/prober-container.ts
 import { isProviderUnsupported, type ProviderEventRecorder } from '../../lib/provider/provider.ts';
 import {
   containerStatus,
+  engineContainers,
   shellContainer,
   shellPod,
   testDockerProvider,
