@@ -3,8 +3,8 @@ import type { TickPartName } from '../config/env-variables.ts';
 import type { EventPublisher } from '../events/publisher.ts';
 import type { Logger } from '../log/logger.ts';
 import { HeartbeatTick } from '../node/heartbeat-tick.ts';
-import { PodStatusRounds } from '../pod/pod-status-round.ts';
-import { PodWatchTick } from '../pod/pod-watch-tick.ts';
+import { PodStatusRounds } from '../pod/status/pod-status-round.ts';
+import { PodWatchTick } from '../pod/watch/pod-watch-tick.ts';
 import { ReconcileTick } from '../reconcile/reconcile-tick.ts';
 import type { TickGate } from './tick-gate.ts';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod, V1PodCondition } from '@kubernetes/client-node';
-import type { KnownPod } from '../../lib/pod/known-pods.ts';
+import type { KnownPod } from '../../lib/pod/known/known-pods.ts';
 import { podSpecHash } from '../../lib/pod/pod-hash.ts';
-import { mergeStatus } from '../../lib/pod/pod-status-builders.ts';
-import { decideSync } from '../../lib/pod/pod-sync-decision.ts';
-import { gatedReadyCondition, readinessGatesStale } from '../../lib/pod/readiness-gates.ts';
-import { syncProjection } from '../../lib/pod/watch-hints.ts';
+import { mergeStatus } from '../../lib/pod/status/pod-status-builders.ts';
+import { gatedReadyCondition, readinessGatesStale } from '../../lib/pod/status/readiness-gates.ts';
+import { decideSync } from '../../lib/pod/sync/pod-sync-decision.ts';
+import { syncProjection } from '../../lib/pod/watch/watch-hints.ts';
 
 const T0 = new Date('2024-05-01T12:00:00Z');
 const NOW = Date.parse('2024-05-01T12:05:00Z');

@@ -7,11 +7,12 @@ import {
   instanceName,
   LABELS,
   type PodIdentity,
+  TERMINATION_DIR,
+  TERMINATION_VOLUME,
   volumeName,
 } from './names.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
 import { planEnv } from './pod-plan-codec.ts';
-import { TERMINATION_DIR, TERMINATION_VOLUME } from './termination-message.ts';
 
 /**
  * The engine's create options for a pod's objects, from its plan: pure, so

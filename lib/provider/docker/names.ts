@@ -84,6 +84,11 @@ export function volumeName(uid: string, volume: string): string {
  */
 export const PLAN_ENV = 'SVK_POD_PLAN';
 
+/** A pod's volume of termination message files (termination-message.ts): not a DNS label, never a Kubernetes volume's name. */
+export const TERMINATION_VOLUME = 'termination_messages';
+/** Where the infra container mounts it. */
+export const TERMINATION_DIR = '/svk-termination';
+
 /** Engine list filters (`label=key=value`). */
 export function labelFilter(labels: Record<string, string>): string[] {
   return Object.entries(labels).map(([key, value]) => `${key}=${value}`);

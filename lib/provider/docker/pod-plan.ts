@@ -7,9 +7,8 @@ import {
   hasProbesOrHooks,
 } from '../container-probes.ts';
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
-import type { PodIdentity } from './names.ts';
+import { type PodIdentity, TERMINATION_VOLUME } from './names.ts';
 import { podHostname } from './pod-hostname.ts';
-import { TERMINATION_VOLUME } from './termination-message.ts';
 
 /**
  * A pod as the Docker provider runs it: everything needed to create its

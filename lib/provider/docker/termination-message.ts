@@ -3,7 +3,7 @@ import { createEmptyFile, readContainerFile } from './engine-archive.ts';
 import { isEngineNotFound } from './engine-errors.ts';
 import type { EngineKind } from './engine-kind.ts';
 import { engineLogLines } from './engine-log.ts';
-import { volumeName } from './names.ts';
+import { TERMINATION_DIR, TERMINATION_VOLUME, volumeName } from './names.ts';
 import type { Instance } from './observed-pod.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
 
@@ -26,11 +26,6 @@ import type { ContainerPlan, PodPlan } from './pod-plan.ts';
  * from the infra container: Podman 4.3 cannot copy from a stopped container
  * through a file bind mount.
  */
-
-/** The pod's volume of termination message files (not a DNS label: never a Kubernetes volume's name). */
-export const TERMINATION_VOLUME = 'termination_messages';
-/** Where the infra container mounts it. */
-export const TERMINATION_DIR = '/svk-termination';
 
 export const MAX_MESSAGE_BYTES = 4 * 1024;
 export const MAX_LOG_LINES = 80;

@@ -4,8 +4,8 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { shell } from '../../harness/harness-pods.ts';
 import type { PipelineHarness } from '../../harness/pipeline-harness.ts';
 import { waitFor } from '../../support/kube.ts';
-import { type ConformanceContext, scenario } from '../conformance-suite.ts';
 import { condition, containerStatus, ms, refOf } from './pod-facts.ts';
+import { type ConformanceContext, scenario } from './scenario.ts';
 
 const MINUTE = 60_000;
 /** The mock answers probes and times hooks by these annotations (lib/provider/mock/mock-probes.ts); other providers ignore them. */
