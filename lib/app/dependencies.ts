@@ -129,6 +129,7 @@ export async function loadDependencies(
       region: config.dynamodb.region,
       kubeletVersion: KUBELET_VERSION,
       kube,
+      events: new KubePodEventRecorder({ core: kube.core, clock, log }),
     }));
   const counting = metrics !== noMetrics;
   return {

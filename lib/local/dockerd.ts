@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { type ImageImporter, importBusyboxImages } from './busybox-image.ts';
+import { importNodeImage } from './node-image.ts';
 import {
   claimSlot,
   cleanHost,
@@ -155,6 +156,7 @@ export async function startDockerd(options: StartDockerdOptions): Promise<Docker
     });
     await waitReady(docker, child);
     await importBusyboxImages(layout.dir, dockerImporter(docker));
+    await importNodeImage(dockerImporter(docker));
     await docker.createNetwork({
       Name: slot.network,
       Driver: 'bridge',

@@ -13,6 +13,7 @@ import { closeSync, existsSync, mkdirSync, openSync, rmSync, writeFileSync } fro
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { importBusyboxImages, podmanImporter } from './busybox-image.ts';
+import { importNodeImage } from './node-image.ts';
 import {
   containersConf,
   type PodmanLayout,
@@ -90,6 +91,7 @@ export async function startPodman(options: StartPodmanOptions): Promise<PodmanSe
   try {
     const started = Date.now();
     await importBusyboxImages(layout.dir, podmanImporter(env));
+    await importNodeImage(podmanImporter(env));
     child = spawnService(layout, env);
     child.on('exit', (code, signal) => {
       if (!stopping) log(`podman service exited unexpectedly (${signal ?? code}); see ${layout.serviceLog}`);

@@ -3,7 +3,9 @@ import type { V1Container } from '@kubernetes/client-node';
 /**
  * What no provider of ours runs in a container, refused the same way by
  * each provider's pod-support check: `refuse(field, why)` records one
- * reason for the field under the container.
+ * reason for the field under the container. Probes and lifecycle hooks
+ * are each provider's to check (container-probes.ts reads and validates
+ * them).
  */
 export function refuseUnrunContainerFields(
   kind: 'initContainers' | 'containers',
@@ -23,9 +25,5 @@ export function refuseUnrunContainerFields(
     refuse('restartPolicyRules', "not supported: containers restart by the pod's restartPolicy");
   if (c.env?.some((e) => e.value === undefined)) refuse('env', 'valueFrom was not resolved');
   if (c.envFrom?.length) refuse('envFrom', 'was not resolved');
-  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const)
-    if (c[probe]) refuse(probe, 'probes are not run by this provider');
-  if (c.lifecycle?.postStart || c.lifecycle?.preStop)
-    refuse('lifecycle', 'hooks are not run by this provider');
   if (c.volumeDevices?.length) refuse('volumeDevices', 'not supported');
 }

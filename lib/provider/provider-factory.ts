@@ -3,7 +3,7 @@ import type { NodeSettings } from '../config/node-settings.ts';
 import type { KubeClients } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 import type { StateTable } from '../state/dynamodb.ts';
-import type { NodeProvider, PodProvider } from './provider.ts';
+import type { NodeProvider, PodProvider, ProviderEventRecorder } from './provider.ts';
 
 /**
  * What a provider's `factory.ts` implements and is given (the registry,
@@ -25,6 +25,8 @@ export interface ProviderContext {
   kubeletVersion: string;
   /** The cluster, with the virtual kubelet's identity (the Docker provider reads pods' imagePullSecrets). */
   kube: KubeClients;
+  /** Where a provider records the Events the kubelet would (probe failures, kills); none when absent. */
+  events?: ProviderEventRecorder;
 }
 
 /** The two halves of a provider, as a factory builds them. */

@@ -182,6 +182,16 @@ export interface PodProvider {
   watchChanges?(nodeName: string, signal: AbortSignal): AsyncIterable<ProviderChange>;
 }
 
+/**
+ * Records a Kubernetes Event on a pod, as the kubelet's event recorder does
+ * for what it observes itself (a failed probe, a container it kills): given
+ * to a provider that runs such things (ProviderContext.events). Best
+ * effort: it never rejects, and recording the same event again updates it.
+ */
+export interface ProviderEventRecorder {
+  record(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
+}
+
 /** One change a provider's {@link PodProvider.watchChanges} reports: a hint to look again, never a status. */
 export interface ProviderChange {
   /** The pod it concerns, when the backend says. */

@@ -5,6 +5,7 @@ import { testEnv } from '../support/env.ts';
 import { deletionScenarios } from './scenarios/deletion.ts';
 import { lifecycleScenarios } from './scenarios/lifecycle.ts';
 import { podShapeScenarios } from './scenarios/pod-shape.ts';
+import { probeScenarios } from './scenarios/probes.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import type { ConformanceContext } from './scenarios/scenario.ts';
 
@@ -39,6 +40,7 @@ export function conformanceSuite(setup: ProviderSetup, options: Partial<Pipeline
     lifecycleScenarios(ctx);
     deletionScenarios(ctx);
     podShapeScenarios(ctx);
+    probeScenarios(ctx);
   });
   describe(`provider conformance: ${setup.name}, every function killed`, () => {
     restartScenario(ctx);

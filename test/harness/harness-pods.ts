@@ -41,9 +41,11 @@ export class HarnessPods {
     private readonly image: string,
   ) {}
 
-  /** A pod spec scheduled onto the node (through the scheduler), containers in the provider's image. */
+  /** A pod spec scheduled onto the node (through the scheduler), containers in the provider's image unless they name one. */
   spec(
-    spec: Partial<Omit<V1PodSpec, 'containers'>> & { containers: Omit<V1Container, 'image'>[] },
+    spec: Partial<Omit<V1PodSpec, 'containers'>> & {
+      containers: Array<Omit<V1Container, 'image'> & { image?: string }>;
+    },
   ): V1PodSpec {
     const withImage = (c: Omit<V1Container, 'image'> & { image?: string }): V1Container => ({
       image: this.image,

@@ -53,6 +53,12 @@ export interface ProviderProbe {
   purge?(nodes: readonly string[]): Promise<void>;
   /** Releases what the probe holds open (an event stream). */
   close?(): Promise<void>;
+  /**
+   * When the provider began the pod's preStop hook on its delete, and when
+   * its containers got the stop signal (epoch ms), as far as it has them
+   * yet: the prestop scenario's evidence, from the provider's own side.
+   */
+  hooks?(ref: PodRef): Promise<{ preStopAt?: number; stopSignalAt?: number } | undefined>;
 }
 
 /** What a probe can use: the deployment's state table and its function environment. */
@@ -75,7 +81,13 @@ export type ScenarioId =
   | 'localhost'
   | 'env'
   | 'dangling'
-  | 'restart-mid-burst';
+  | 'restart-mid-burst'
+  | 'readiness-endpoints'
+  | 'readiness-gate'
+  | 'liveness-restart'
+  | 'startup-probe'
+  | 'prestop'
+  | 'termination-message';
 
 export interface ProviderSetup {
   /** `SVK_PROVIDER` of the functions. */

@@ -8,6 +8,7 @@ import { EngineState } from '../../lib/provider/docker/engine-state.ts';
 import { ImagePuller } from '../../lib/provider/docker/image-puller.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
 import { type AdvanceDeps, advancePod } from '../../lib/provider/docker/pod-advance.ts';
+import { TerminationMessages } from '../../lib/provider/docker/termination-message.ts';
 import {
   engineContainers,
   INFRA_IMAGE,
@@ -186,6 +187,8 @@ function advanceDeps(): AdvanceDeps {
     clock: systemClock,
     log,
     registryAuth: async () => undefined,
+    messages: new TerminationMessages(docker, engineKindOnce(docker)),
+    mountpoints: new Map(),
   };
 }
 

@@ -5,6 +5,7 @@ import { systemClock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
 import { DockerPodProvider, type DockerPodProviderOptions } from '../../lib/provider/docker/docker-pods.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
+import { DEFAULT_PROBER_IMAGE } from '../../lib/provider/docker/settings.ts';
 import { type TestEnv, testEnv } from './env.ts';
 import { waitFor } from './kube.ts';
 
@@ -17,6 +18,8 @@ import { waitFor } from './kube.ts';
 export const TEST_IMAGE = 'busybox:1.36';
 /** The infra image the test provider runs (a busybox stand-in for the pause image). */
 export const INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
+/** The prober image the test provider runs (this machine's node under the default image's name, see lib/local/node-image.ts). */
+export const PROBER_IMAGE = DEFAULT_PROBER_IMAGE;
 
 /** The run's engine as node info and `npm start` name it, with its version (Podman 4.3 or Debian's Docker Engine 20.10). */
 export function engineNamePattern(env: TestEnv = testEnv()): RegExp {
@@ -42,6 +45,8 @@ export function testDockerProvider(
       hostIp: '127.0.0.1',
       pullTimeoutMs: 30_000,
       clusterDomain: 'cluster.local',
+      proberImage: PROBER_IMAGE,
+      engineSocket: env.docker.host.replace(/^unix:\/\//, ''),
     },
     ...overrides,
   });

@@ -17,6 +17,8 @@ describe('docker provider settings', () => {
         infraImage: 'registry.k8s.io/pause:3.10',
         pullTimeoutMs: 600_000,
         clusterDomain: 'cluster.local',
+        proberImage: 'docker.io/library/node:22-alpine',
+        engineSocket: '/var/run/docker.sock',
       },
     });
   });
@@ -25,6 +27,29 @@ describe('docker provider settings', () => {
     const parsed = parseDockerSettings({ DOCKER_HOST: 'unix:///run/podman/podman.sock' });
     assert.ok(parsed.ok);
     assert.deepEqual(parsed.settings.endpoint, { kind: 'unix', socketPath: '/run/podman/podman.sock' });
+    assert.equal(
+      parsed.settings.engineSocket,
+      '/run/podman/podman.sock',
+      "the prober mounts the engine's socket",
+    );
+  });
+
+  it("mounts the engine host's socket named by SVK_DOCKER_ENGINE_SOCKET into the probers of a tcp:// engine", () => {
+    const parsed = parseDockerSettings({
+      SVK_DOCKER_HOST: 'tcp://10.0.0.5:2376',
+      SVK_DOCKER_CERT_PATH: '/certs',
+      SVK_DOCKER_ENGINE_SOCKET: '/run/podman/podman.sock',
+      SVK_DOCKER_PROBER_IMAGE: 'registry.example.com/node:22',
+    });
+    assert.ok(parsed.ok);
+    assert.equal(parsed.settings.engineSocket, '/run/podman/podman.sock');
+    assert.equal(parsed.settings.proberImage, 'registry.example.com/node:22');
+    assert.deepEqual(parseDockerSettings({ SVK_DOCKER_ENGINE_SOCKET: 'docker.sock' }), {
+      ok: false,
+      issues: [
+        { variable: 'SVK_DOCKER_ENGINE_SOCKET', message: 'must be an absolute path on the engine host' },
+      ],
+    });
   });
 
   it('reaches a tcp:// engine only with TLS client authentication', () => {
@@ -168,7 +193,7 @@ describe('docker provider pod support', () => {
           {
             name: 'app',
             image: 'busybox:1.36',
-            readinessProbe: { exec: { command: ['true'] } },
+            readinessProbe: { grpc: { port: 9000 } },
             resources: { limits: { 'nvidia.com/gpu': '1', cpu: '1' } },
             securityContext: { capabilities: { add: ['NET_ADMIN'] }, runAsNonRoot: true },
           },
@@ -179,7 +204,7 @@ describe('docker provider pod support', () => {
       'spec.hostPID: pods never share the Docker host PID namespace',
       'spec.volumes[cfg]: only emptyDir volumes are supported, not configMap',
       'spec.volumes[scratch].emptyDir.sizeLimit: not enforced by the engine',
-      'spec.containers[app].readinessProbe: probes are not run by this provider',
+      'spec.containers[app].readinessProbe.grpc: grpc probes are not supported (Kubernetes 1.24+)',
       'spec.containers[app].resources.limits: only cpu and memory are enforced, not nvidia.com/gpu',
       'spec.containers[app].securityContext.capabilities.add: added capabilities are refused',
       'spec.containers[app].securityContext.runAsNonRoot: needs runAsUser on this provider',

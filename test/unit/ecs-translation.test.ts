@@ -388,7 +388,7 @@ describe('pod → Fargate task', () => {
         assert.deepEqual(err.reasons, [
           'spec.hostNetwork: a Fargate task has its own network interface, never a host network',
           'spec.volumes[proc]: only emptyDir volumes are supported on Fargate, not hostPath',
-          'spec.containers[exporter].livenessProbe: probes are not run by this provider',
+          'spec.containers[exporter].livenessProbe: an ECS health check runs a command: only exec probes run on Fargate',
           'spec.containers[exporter].securityContext.privileged: Fargate does not run privileged containers',
         ]);
         return true;

@@ -1,6 +1,7 @@
-import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1ContainerStatus, V1Pod, V1PodReadinessGate, V1PodStatus } from '@kubernetes/client-node';
 import type { KnownPod } from '../known/known-pods.ts';
 import { podStatusHash } from '../pod-hash.ts';
+import { withReadinessGates } from './readiness-gates.ts';
 
 /**
  * The pod statuses a virtual kubelet writes, as pure functions of the current
@@ -65,18 +66,26 @@ export function isTerminalPhase(phase: string | undefined): boolean {
  * status that neither the provider reports nor the kubelet owns, and the
  * qosClass the API server assigned when the provider says none.
  */
-export function mergeStatus(current: V1PodStatus | undefined, reported: V1PodStatus): V1PodStatus {
+export function mergeStatus(
+  current: V1PodStatus | undefined,
+  reported: V1PodStatus,
+  /** The pod's readiness gates, which hold Ready (readiness-gates.ts), and when the status is written. */
+  gates?: { readinessGates: readonly V1PodReadinessGate[] | undefined; nowMs: number },
+): V1PodStatus {
   const reportedTypes = new Set((reported.conditions ?? []).map((c) => c.type));
   const kept = (current?.conditions ?? []).filter(
     (c) => !reportedTypes.has(c.type) && !KUBELET_CONDITIONS.has(c.type),
   );
   const conditions = [...(reported.conditions ?? []), ...kept];
   const qosClass = reported.qosClass ?? current?.qosClass;
-  return {
+  const merged = {
     ...reported,
     ...(conditions.length > 0 ? { conditions } : {}),
     ...(qosClass ? { qosClass } : {}),
   };
+  if (!gates) return merged;
+  const previous = current?.conditions?.find((c) => c.type === 'Ready');
+  return withReadinessGates(merged, gates.readinessGates, previous, gates.nowMs);
 }
 
 /** The API server keeps times in whole seconds. */

@@ -149,7 +149,8 @@ export function providerStatusOver(reported: V1PodStatus, { readAtMs }: ReadAt):
   return (pod) => {
     if (isTerminalPhase(pod.status?.phase)) return undefined;
     if (isOlderReading(pod.status, readAtMs)) return OLDER_READING;
-    return stampReadAt(mergeStatus(pod.status, reported), readAtMs);
+    const gates = { readinessGates: pod.spec?.readinessGates, nowMs: readAtMs };
+    return stampReadAt(mergeStatus(pod.status, reported, gates), readAtMs);
   };
 }
 

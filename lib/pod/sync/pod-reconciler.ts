@@ -11,6 +11,8 @@ import {
   type KnownPodIdentity,
   type KnownPodStore,
 } from '../known/known-pods.ts';
+import { podRef, writePodStatus } from '../status/pod-status-writes.ts';
+import { readinessGatesStale, withReadinessGates } from '../status/readiness-gates.ts';
 import type { PodApplier } from './pod-applier.ts';
 import type { PodDeleter } from './pod-deleter.ts';
 import {
@@ -295,7 +297,30 @@ export class PodReconciler {
         return deleter.forceDeleteKnown(step, log);
       case 'delete-gone':
         return deleter.deleteGone(step, log);
+      case 'readiness':
+        return this.writeReadiness(step.pod, log);
     }
+  }
+
+  /** Writes the pod's status with Ready as its readiness gates call for (a 409 reads and decides again). */
+  private async writeReadiness(pod: V1Pod, log: Logger): Promise<SyncOutcome | undefined> {
+    const { core, clock } = this.options;
+    const written = await writePodStatus(
+      core,
+      podRef(pod),
+      (current) =>
+        readinessGatesStale(current) && current.status
+          ? withReadinessGates(
+              current.status,
+              current.spec?.readinessGates,
+              current.status.conditions?.find((c) => c.type === 'Ready'),
+              clock.now(),
+            )
+          : undefined,
+      { pod },
+    );
+    log.info({ written }, 'pod sync: Ready written again for its readiness gates');
+    return written === 'written' ? 'readiness-written' : undefined;
   }
 
   /** Polls the record until the claim is gone, changed or expired; the caller then reads everything again. */

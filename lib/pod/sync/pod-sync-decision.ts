@@ -3,6 +3,7 @@ import type { PodEventDetail, PodEventHint } from '../../events/pod-event.ts';
 import { isClaimLive, type KnownPod, type KnownPodIdentity } from '../known/known-pods.ts';
 import { podSpecHash } from '../pod-hash.ts';
 import { isTerminalPhase, running, TERMINATED_MARK } from '../status/pod-status-builders.ts';
+import { readinessGatesStale } from '../status/readiness-gates.ts';
 
 /**
  * The pure decision of a pod reconcile: from the key's known-pod records and
@@ -61,6 +62,8 @@ export type SyncStep =
   | { kind: 'force-delete'; pod: V1Pod; node: string; record?: KnownPod }
   | { kind: 'provider-delete'; pod: V1Pod; node: string; record?: KnownPod; forceDeleteAt: string }
   | { kind: 'skip'; reason: 'terminal' | 'unchanged' | 'deleting' }
+  /** A readiness gate's condition changed and the pod's Ready does not follow yet: its status is written again. */
+  | { kind: 'readiness'; pod: V1Pod }
   | { kind: 'apply'; mode: 'create' | 'update'; pod: V1Pod; node: string; record?: KnownPod; hash: string };
 
 /**
@@ -74,7 +77,8 @@ export type SyncStep =
  * 4. terminating and not running: force-delete it from the API server now;
  * 5. terminating: delete in the provider, record the grace period's end
  *    (pod-status force-deletes it then);
- * 6. Succeeded or Failed: skip;  7. spec/metadata as last applied: skip;
+ * 6. Succeeded or Failed: skip;  7. spec/metadata as last applied: skip,
+ *    unless a readiness gate's condition changed and Ready must follow;
  * 8. otherwise create (unknown) or update (known) in the provider and record
  *    the hash applied.
  *
@@ -108,7 +112,8 @@ export function decideSync(state: SyncState, ctx: DecideContext): SyncStep {
   }
   if (isTerminalPhase(pod.status?.phase)) return { kind: 'skip', reason: 'terminal' };
   const hash = podSpecHash(pod);
-  if (record?.appliedHash === hash) return { kind: 'skip', reason: 'unchanged' };
+  if (record?.appliedHash === hash)
+    return readinessGatesStale(pod) ? { kind: 'readiness', pod } : { kind: 'skip', reason: 'unchanged' };
   return { kind: 'apply', mode: record?.appliedHash ? 'update' : 'create', pod, node, ...withRecord, hash };
 }
 

@@ -13,6 +13,8 @@ export type SyncOutcome =
   | 'skipped-terminal'
   | 'skipped-unchanged'
   | 'skipped-deleting'
+  /** Ready was written again to follow a readiness gate. */
+  | 'readiness-written'
   /** The event's hints said there was nothing to do (see POD_EVENT_HINTS). */
   | 'skipped-hinted';
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { hintResource, type PodEventDetail, type PodEventHint } from '../../events/pod-event.ts';
 import { stableJson } from '../pod-hash.ts';
 import { type ContainerStates, isTerminalPhase, running } from '../status/pod-status-builders.ts';
+import { readinessGatesProjection } from '../status/readiness-gates.ts';
 import type { WatchBatcher } from './watch-batcher.ts';
 import type { WatchEventType } from './watch-events.ts';
 
@@ -22,14 +23,18 @@ export interface WatchedPod {
     finalizers?: readonly string[];
   };
   spec?: unknown;
-  status?: ContainerStates & { phase?: string };
+  status?: ContainerStates & {
+    phase?: string;
+    conditions?: ReadonlyArray<{ type?: string; status?: string }>;
+  };
 }
 
 /**
  * What pod-sync decides from, as one string: spec and metadata (everything
  * but resourceVersion and managedFields, which every status write changes),
- * whether the phase is terminal, and once the pod is terminating whether a
- * container runs. Only compared with itself, so JSON dates need no care.
+ * whether the phase is terminal, once the pod is terminating whether a
+ * container runs, and the status of each readiness gate's condition (which
+ * another controller sets, and Ready follows). Only compared with itself, so JSON dates need no care.
  */
 export function syncProjection(pod: WatchedPod): string {
   const { resourceVersion: _rv, managedFields: _mf, ...metadata } = pod.metadata ?? {};
@@ -37,7 +42,8 @@ export function syncProjection(pod: WatchedPod): string {
   const digest = createHash('sha256')
     .update(stableJson({ metadata, spec: pod.spec ?? {} }))
     .digest('base64url');
-  return `${digest}|${isTerminalPhase(pod.status?.phase)}|${terminating ? running(pod.status) : ''}`;
+  const gates = readinessGatesProjection(pod);
+  return `${digest}|${isTerminalPhase(pod.status?.phase)}|${terminating ? running(pod.status) : ''}|${gates}`;
 }
 
 /** The hints for one watch event of a pod, given the projection of the previous event of its uid. */

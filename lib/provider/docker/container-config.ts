@@ -7,6 +7,8 @@ import {
   instanceName,
   LABELS,
   type PodIdentity,
+  TERMINATION_DIR,
+  TERMINATION_VOLUME,
   volumeName,
 } from './names.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
@@ -56,6 +58,9 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
       IpcMode: 'shareable',
       RestartPolicy: { Name: 'no' },
       PortBindings: bindings,
+      ...(plan.volumes.some((v) => v.name === TERMINATION_VOLUME)
+        ? { Binds: [`${volumeName(plan.uid, TERMINATION_VOLUME)}:${TERMINATION_DIR}`] }
+        : {}),
       ExtraHosts: plan.extraHosts,
       ...(plan.dns
         ? { Dns: plan.dns.nameservers, DnsSearch: plan.dns.searches, DnsOptions: plan.dns.options }
@@ -77,6 +82,8 @@ export function instanceConfig(
   attempt: number,
   infraId: string,
   engine: EngineKind,
+  /** More `source:target` binds: the instance's termination message file. */
+  extraBinds: readonly string[] = [],
 ): Docker.ContainerCreateOptions {
   return {
     name: instanceName(plan.uid, role, container.name, attempt),
@@ -103,9 +110,12 @@ export function instanceConfig(
       ...(engine === 'podman' ? { UTSMode: `container:${infraId}` } : {}),
       ...(plan.sharePid ? { PidMode: `container:${infraId}` } : {}),
       RestartPolicy: { Name: 'no' },
-      Binds: container.mounts.map(
-        (m) => `${volumeName(plan.uid, m.volume)}:${m.path}${m.readOnly ? ':ro' : ''}`,
-      ),
+      Binds: [
+        ...container.mounts.map(
+          (m) => `${volumeName(plan.uid, m.volume)}:${m.path}${m.readOnly ? ':ro' : ''}`,
+        ),
+        ...extraBinds,
+      ],
       ...(container.nanoCpus !== undefined ? { NanoCpus: container.nanoCpus } : {}),
       ...(container.memoryBytes !== undefined ? { Memory: container.memoryBytes } : {}),
       ...(container.cpuShares !== undefined ? { CpuShares: container.cpuShares } : {}),

@@ -10,6 +10,7 @@ import {
   type PodProvider,
   type PodUsage,
   type ProviderChange,
+  type ProviderEventRecorder,
   ProviderNotFoundError,
   ProviderUnsupportedError,
 } from '../provider.ts';
@@ -27,13 +28,16 @@ import { engineKindOnce } from './engine-kind.ts';
 import { EngineState } from './engine-state.ts';
 import { ImagePuller, type RegistryAuth } from './image-puller.ts';
 import { infraName, LABELS, type PodIdentity } from './names.ts';
-import type { ObservedPod } from './observed-pod.ts';
+import type { Instance, ObservedPod } from './observed-pod.ts';
 import { type AdvanceDeps, advancePod, markedForDeletion, reportPod } from './pod-advance.ts';
 import { type PodPlan, podPlan } from './pod-plan.ts';
 import { removePod } from './pod-removal.ts';
 import { type CpuSamples, podStats } from './pod-stats.ts';
 import { unsupportedFields } from './pod-support.ts';
+import { NodeProbers, needsProber } from './prober/node-probers.ts';
+import type { ProberReport } from './prober/prober-report.ts';
 import { removalOf } from './removals-in-flight.ts';
+import { TerminationMessages } from './termination-message.ts';
 
 /**
  * Starts of the infra container tried while a concurrent create holds its
@@ -57,7 +61,13 @@ export interface DockerPodProviderOptions {
     pullTimeoutMs: number;
     /** The cluster domain pods' FQDNs end in (`<hostname>.<subdomain>.<namespace>.svc.<cluster domain>`). */
     clusterDomain: string;
+    /** The image of the nodes' prober containers (prober/prober-container.ts). */
+    proberImage: string;
+    /** The engine's socket on the engine host, mounted into the probers. */
+    engineSocket: string;
   };
+  /** Where the Events of probes and hooks are recorded; none when absent. */
+  events?: ProviderEventRecorder;
   /** Registry credentials for a pod's image from its imagePullSecrets; none by default. */
   registryAuth?: (plan: PodPlan, image: string) => Promise<RegistryAuth | undefined>;
   /** Pods advanced at once by listPods. */
@@ -82,21 +92,33 @@ export class DockerPodProvider implements PodProvider {
   private readonly state: EngineState;
   private readonly deps: AdvanceDeps;
   private readonly cpu: CpuSamples = new Map();
+  private readonly probers: NodeProbers;
 
   constructor(private readonly options: DockerPodProviderOptions) {
     const { docker, clock, log, settings } = options;
     this.state = new EngineState(docker, settings.network, clock, log);
     const puller = new ImagePuller({ docker, clock, log, timeoutMs: settings.pullTimeoutMs });
+    const engineKind = engineKindOnce(docker);
     this.deps = {
       docker,
       state: this.state,
       puller,
       settings,
-      engineKind: engineKindOnce(docker),
+      engineKind,
       clock,
       log,
       registryAuth: options.registryAuth ?? (async () => undefined),
+      messages: new TerminationMessages(docker, engineKind),
+      mountpoints: new Map(),
     };
+    this.probers = new NodeProbers({
+      docker,
+      clock,
+      log,
+      settings,
+      pullImage: (image, signal) => puller.ensure(image, signal),
+      ...(options.events ? { events: options.events } : {}),
+    });
   }
 
   /**
@@ -126,9 +148,10 @@ export class DockerPodProvider implements PodProvider {
     if (current?.deleting || removalOf(plan.uid))
       return current ? (await advancePod(this.deps, current, signal))?.status : undefined;
     if (!current?.infra) await this.createInfra(plan, signal);
+    if (needsProber(plan)) await this.probers.ensure(plan.node, signal);
     const observed = (await this.state.pods({ [LABELS.uid]: plan.uid }, signal)).get(plan.uid);
     if (!observed) throw new Error(`docker provider: pod ${describe(plan)} vanished while it was created`);
-    return (await advancePod(this.deps, observed, signal))?.status;
+    return (await advancePod(this.deps, observed, signal, await this.reportFor([observed], signal)))?.status;
   }
 
   /**
@@ -156,7 +179,7 @@ export class DockerPodProvider implements PodProvider {
         'docker',
       );
     }
-    return (await advancePod(this.deps, observed, signal))?.status;
+    return (await advancePod(this.deps, observed, signal, await this.reportFor([observed], signal)))?.status;
   }
 
   /**
@@ -185,7 +208,27 @@ export class DockerPodProvider implements PodProvider {
       return;
     }
     if (!observed.deleting) await this.markDeleting(observed, new Date(deadline), signal);
-    await Promise.all(running.map((i) => this.signal(i.id, 'SIGTERM', signal)));
+    // A container with a preStop hook is the prober's to stop: the hook, then SIGTERM (prober-agent.ts).
+    const plan = observed.infra?.plan;
+    const hooked = running.filter(
+      (i) => i.role === 'app' && plan?.containers.find((c) => c.name === i.container)?.probes?.preStop,
+    );
+    const byProber = hooked.length > 0 && (await this.probers.running(observed.node));
+    if (hooked.length > 0 && !byProber) await this.preStopNotRun(pod, hooked);
+    const signalled = byProber ? running.filter((i) => !hooked.includes(i)) : running;
+    await Promise.all(signalled.map((i) => this.signal(i.id, 'SIGTERM', signal)));
+  }
+
+  /** A delete while the node's prober is not running: the containers get SIGTERM at once, with an Event saying why. */
+  private async preStopNotRun(pod: V1Pod, hooked: readonly Instance[]): Promise<void> {
+    for (const instance of hooked) {
+      await this.options.events?.record(
+        pod,
+        'Warning',
+        'FailedPreStopHook',
+        `preStop hook of container ${instance.container} not run: the node's prober is not running`,
+      );
+    }
   }
 
   async getPod(namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined> {
@@ -194,30 +237,41 @@ export class DockerPodProvider implements PodProvider {
     const newestFirst = [...pods.values()].sort(
       (a, b) => (b.infra?.createdAt ?? 0) - (a.infra?.createdAt ?? 0),
     );
+    const report = await this.reportFor(newestFirst, signal);
     let found: V1Pod | undefined;
     for (const observed of newestFirst) {
-      const advanced = await advancePod(this.deps, observed, signal);
+      const advanced = await advancePod(this.deps, observed, signal, report);
       found ??= advanced;
     }
     return found;
   }
 
   async listPods(nodeName: string, signal?: AbortSignal): Promise<V1Pod[]> {
-    const pods = await this.state.pods({ [LABELS.node]: nodeName }, signal);
+    const labels = { [LABELS.node]: nodeName };
+    const containers = await this.state.containers(labels, signal);
+    const pods = await this.state.pods(labels, signal, containers);
+    const report = await this.probers
+      .round(nodeName, pods.values(), containers, signal)
+      .catch((err: unknown) => {
+        // Without the report, probed containers read as not ready; everything else moves on.
+        if (!signal?.aborted)
+          this.options.log.warn({ err, node: nodeName }, 'docker provider: node prober failed');
+        return undefined;
+      });
     const settled = await mapSettledLimit([...pods.values()], this.options.maxParallel ?? 16, (observed) =>
-      advancePod(this.deps, observed, signal),
+      advancePod(this.deps, observed, signal, report),
     );
     const observed = [...pods.values()];
     let cut = 0;
-    const listed = settled.flatMap((s, i) => {
+    const reported = settled.flatMap((s, i) => {
       if (s.status === 'fulfilled') return s.value ? [s.value] : [];
       const pod = observed[i];
       if (!pod) return [];
       // A pod that could not be moved on this round is still reported, from what was read.
       if (signal?.aborted) cut++;
       else this.options.log.warn({ err: s.reason, uid: pod.uid }, 'docker provider: moving a pod on failed');
-      const reported = reportPod(this.deps, pod);
-      return reported ? [reported] : [];
+      const read = reportPod(this.deps, pod, undefined, report);
+      return read ? [read] : [];
     });
     // The caller's deadline cut the round (a busy tick): one line, not one warning per pod.
     if (cut > 0)
@@ -225,7 +279,7 @@ export class DockerPodProvider implements PodProvider {
         { node: nodeName, pods: cut, of: observed.length },
         'docker provider: round cut short by its deadline: pods reported as read, moved on next round',
       );
-    return listed;
+    return reported;
   }
 
   containerLogs(
@@ -289,6 +343,15 @@ export class DockerPodProvider implements PodProvider {
       await clock.sleep(doublingDelayMs(attempt, INFRA_RETRY_MS, INFRA_RETRY_MAX_MS), signal);
       if (removalOf(plan.uid) || (await markedForDeletion(this.deps, plan.uid, signal))) return;
     }
+  }
+
+  /** The prober report of the pods' node, when one of them has probes or hooks. */
+  private async reportFor(
+    pods: readonly ObservedPod[],
+    signal?: AbortSignal,
+  ): Promise<ProberReport | undefined> {
+    const probed = pods.find((p) => needsProber(p.infra?.plan));
+    return probed ? this.probers.report(probed.node, signal) : undefined;
   }
 
   private async markDeleting(pod: ObservedPod, deadline: Date, signal?: AbortSignal): Promise<void> {

@@ -34,6 +34,8 @@ export interface EngineLogLine {
   /** When the engine logged the entry that ended the line. */
   stamp?: EngineStamp;
   text: Buffer;
+  /** The log ended inside this line: the container wrote no newline after it. */
+  partial?: boolean;
 }
 
 const STAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/;
@@ -121,7 +123,12 @@ export async function* engineLogLines(
     else unfinished.delete(entry.stream);
   }
   for (const [stream, open] of unfinished) {
-    yield { stream, ...(open.stamp ? { stamp: open.stamp } : {}), text: Buffer.concat(open.parts) };
+    yield {
+      stream,
+      ...(open.stamp ? { stamp: open.stamp } : {}),
+      text: Buffer.concat(open.parts),
+      partial: true,
+    };
   }
 }
 

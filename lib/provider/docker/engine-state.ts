@@ -50,9 +50,16 @@ export class EngineState {
     private readonly repairLog?: Pick<Logger, 'warn'>,
   ) {}
 
-  /** Every pod whose containers carry all of `labels`, keyed by uid. */
-  async pods(labels: Record<string, string>, signal?: AbortSignal): Promise<Map<string, ObservedPod>> {
-    const listed = await this.containers(labels, signal);
+  /**
+   * Every pod whose containers carry all of `labels`, keyed by uid. `listed`: the caller's own list of
+   * those containers, when it just made one (a status round reads the node's prober from it too).
+   */
+  async pods(
+    labels: Record<string, string>,
+    signal?: AbortSignal,
+    listed?: Docker.ContainerInfo[],
+  ): Promise<Map<string, ObservedPod>> {
+    listed ??= await this.containers(labels, signal);
     const pods = new Map<string, ObservedPod>();
     // A container Podman is removing is gone: no instance may be created to join it, nothing started in it.
     const ours = listed.filter(

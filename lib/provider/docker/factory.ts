@@ -28,7 +28,7 @@ export interface DockerFactoryPorts {
 /** The part of the provider context the Docker provider reads. */
 export type DockerProviderContext = Pick<
   ProviderContext,
-  'clock' | 'log' | 'region' | 'kubeletVersion' | 'kube'
+  'clock' | 'log' | 'region' | 'kubeletVersion' | 'kube' | 'events'
 > & {
   config: {
     node: Pick<NodeSettings, 'capacity' | 'operatingSystem' | 'internalIp'>;
@@ -69,7 +69,10 @@ export async function createDockerProviders(
         hostIp,
         pullTimeoutMs: settings.pullTimeoutMs,
         clusterDomain: settings.clusterDomain,
+        proberImage: settings.proberImage,
+        engineSocket: settings.engineSocket,
       },
+      ...(context.events ? { events: context.events } : {}),
       registryAuth: registryAuthResolver(kubeSecrets(context.kube.core)),
       maxParallel: config.pods.maxParallel,
     }),

@@ -25,6 +25,8 @@ export const LABELS = {
   attempt: `${PREFIX}.attempt`,
   /** On the deletion marker: when the grace period ends (RFC 3339). */
   deadline: `${PREFIX}.deadline`,
+  /** On a node's prober container (role `prober`, beside the pods' roles): the script it runs. */
+  proberScript: `${PREFIX}.prober-script`,
 } as const;
 
 /**
@@ -72,6 +74,20 @@ export function instanceName(uid: string, role: 'init' | 'app', container: strin
 export function volumeName(uid: string, volume: string): string {
   return `svk_${uid}_${volume}`;
 }
+
+/**
+ * The plan travels in the infra container's environment (`SVK_POD_PLAN=`),
+ * not in a label: labels are repeated in every engine event and list, and
+ * the plan holds the containers' env, which may come from Secrets. Whoever
+ * can inspect containers on the engine can read it, exactly as they can read
+ * the env of the containers themselves (the provider's trust boundary).
+ */
+export const PLAN_ENV = 'SVK_POD_PLAN';
+
+/** A pod's volume of termination message files (termination-message.ts): not a DNS label, never a Kubernetes volume's name. */
+export const TERMINATION_VOLUME = 'termination_messages';
+/** Where the infra container mounts it. */
+export const TERMINATION_DIR = '/svk-termination';
 
 /** Engine list filters (`label=key=value`). */
 export function labelFilter(labels: Record<string, string>): string[] {

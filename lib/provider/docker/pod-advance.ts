@@ -19,8 +19,10 @@ import type { PodPlan } from './pod-plan.ts';
 import { allViews, type ContainerView, type PodProgress, podProgress } from './pod-progress.ts';
 import { removePod } from './pod-removal.ts';
 import { type ImageView, podObject, podStatus } from './pod-status.ts';
+import type { ProberReport } from './prober/prober-report.ts';
 import { pullScope } from './registry-auth.ts';
 import { removalOf } from './removals-in-flight.ts';
+import { type TerminationMessages, terminationMessageBind } from './termination-message.ts';
 
 export interface AdvanceDeps {
   docker: Docker;
@@ -33,6 +35,10 @@ export interface AdvanceDeps {
   log: Logger;
   /** Registry credentials for a pod's image, from its imagePullSecrets. */
   registryAuth: (plan: PodPlan, image: string) => Promise<RegistryAuth | undefined>;
+  /** The termination messages of exited instances, read once per process each. */
+  messages: TerminationMessages;
+  /** The termination volumes' directories on the engine host, by volume name. */
+  mountpoints: Map<string, string>;
 }
 
 /**
@@ -58,6 +64,8 @@ export async function advancePod(
   deps: AdvanceDeps,
   observed: ObservedPod,
   signal?: AbortSignal,
+  /** The node's prober report, for the containers' probes and hooks. */
+  report?: ProberReport,
 ): Promise<V1Pod | undefined> {
   const removing = removalOf(observed.uid);
   if (removing) {
@@ -71,7 +79,7 @@ export async function advancePod(
     );
     return undefined;
   }
-  if (observed.deleting || !observed.infra) return finishDeletion(deps, observed, signal);
+  if (observed.deleting || !observed.infra) return finishDeletion(deps, observed, signal, report);
   const plan = observed.infra.plan;
   if (!plan) {
     podLogger(deps, observed).warn('infra container without a readable pod plan: left alone');
@@ -84,9 +92,11 @@ export async function advancePod(
   if (writes && (await markedForDeletion(deps, observed.uid, signal))) {
     const marked = (await deps.state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid);
     if (!marked) return undefined;
-    return marked.deleting ? finishDeletion(deps, marked, signal) : reportPod(deps, marked);
+    return marked.deleting
+      ? finishDeletion(deps, marked, signal, report)
+      : reportPod(deps, marked, undefined, report);
   }
-  return moveOn(deps, observed, { ...observed.infra, plan }, progress, signal);
+  return moveOn(deps, observed, { ...observed.infra, plan }, progress, signal, report);
 }
 
 /** A pod with a deletion marker or without its infra container: reported while it stops, else removed. */
@@ -94,6 +104,7 @@ async function finishDeletion(
   deps: AdvanceDeps,
   observed: ObservedPod,
   signal?: AbortSignal,
+  report?: ProberReport,
 ): Promise<V1Pod | undefined> {
   const podLog = podLogger(deps, observed);
   if (!observed.deleting) {
@@ -104,7 +115,7 @@ async function finishDeletion(
   }
   const now = deps.clock.now();
   const running = observed.instances.some((i) => i.state === 'running');
-  if (now < observed.deleting.deadline && running) return reportPod(deps, observed);
+  if (now < observed.deleting.deadline && running) return reportPod(deps, observed, undefined, report);
   await removePod(deps, observed, observed.infra?.plan?.volumes.map((v) => v.name) ?? [], signal);
   podLog.info({ graceEnded: now >= observed.deleting.deadline }, 'pod deleted from the engine');
   return undefined;
@@ -127,6 +138,7 @@ async function moveOn(
   infra: InfraInstance & { plan: PodPlan },
   progress: PodProgress,
   signal?: AbortSignal,
+  report?: ProberReport,
 ): Promise<V1Pod | undefined> {
   const { docker, state } = deps;
   const plan = infra.plan;
@@ -161,9 +173,12 @@ async function moveOn(
           podLog.warn({ err, container: old.id }, 'could not remove an old instance');
       });
   }
-  if (!changed) return reportPod(deps, observed, images);
-  const again = (await state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid);
-  return again ? reportPod(deps, again, images) : undefined;
+  const current = changed
+    ? (await state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid)
+    : observed;
+  if (!current) return undefined;
+  const messages = await deps.messages.of(plan, infra.id, current.instances, signal);
+  return reportPod(deps, current, images, report, messages);
 }
 
 function podLogger(deps: AdvanceDeps, observed: ObservedPod): Logger {
@@ -179,6 +194,9 @@ export function reportPod(
   deps: Pick<AdvanceDeps, 'clock' | 'settings'>,
   observed: ObservedPod,
   images?: ReadonlyMap<string, ImageView>,
+  report?: ProberReport,
+  /** Termination messages of exited instances, by instance id. */
+  messages?: ReadonlyMap<string, string>,
 ): V1Pod | undefined {
   const plan = observed.infra?.plan;
   if (!plan) return undefined;
@@ -191,6 +209,8 @@ export function reportPod(
     images: images ?? new Map(),
     hostIp: deps.settings.hostIp,
     now,
+    ...(report ? { report } : {}),
+    ...(messages ? { messages } : {}),
   });
   const pod = podObject(plan, status);
   if (observed.deleting && pod.metadata)
@@ -226,7 +246,9 @@ async function createInstance(
   log: Logger,
 ): Promise<boolean> {
   if (removalOf(plan.uid)) return false;
-  const config = instanceConfig(plan, view.plan, view.role, attempt, infraId, await deps.engineKind());
+  const bind = await terminationMessageBind(deps.docker, plan, view.plan, attempt, infraId, deps.mountpoints);
+  const engine = await deps.engineKind();
+  const config = instanceConfig(plan, view.plan, view.role, attempt, infraId, engine, bind ? [bind] : []);
   let id: string;
   try {
     id = (await deps.docker.createContainer(config)).id;

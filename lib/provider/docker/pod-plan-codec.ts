@@ -1,14 +1,34 @@
 import * as z from 'zod';
+import { PLAN_ENV } from './names.ts';
 import type { PodPlan } from './pod-plan.ts';
 
-/**
- * The plan travels in the infra container's environment (`SVK_POD_PLAN=`),
- * not in a label: labels are repeated in every engine event and list, and
- * the plan holds the containers' env, which may come from Secrets. Whoever
- * can inspect containers on the engine can read it, exactly as they can read
- * the env of the containers themselves (the provider's trust boundary).
- */
-export const PLAN_ENV = 'SVK_POD_PLAN';
+export { PLAN_ENV };
+
+const portSchema = z.union([z.number(), z.object({ name: z.string() })]);
+const hookActionSchema = z.union([
+  z.object({ exec: z.object({ command: z.array(z.string()) }) }),
+  z.object({
+    httpGet: z.object({
+      scheme: z.enum(['HTTP', 'HTTPS']),
+      host: z.string().optional(),
+      path: z.string(),
+      port: portSchema,
+      headers: z.array(z.object({ name: z.string(), value: z.string() })),
+    }),
+  }),
+]);
+const probeSchema = z.object({
+  action: z.union([
+    hookActionSchema.options[0],
+    hookActionSchema.options[1],
+    z.object({ tcpSocket: z.object({ host: z.string().optional(), port: portSchema }) }),
+  ]),
+  initialDelaySeconds: z.number(),
+  periodSeconds: z.number(),
+  timeoutSeconds: z.number(),
+  successThreshold: z.number(),
+  failureThreshold: z.number(),
+});
 
 const containerSchema = z.object({
   name: z.string(),
@@ -30,6 +50,16 @@ const containerSchema = z.object({
   readOnlyRootfs: z.boolean(),
   noNewPrivileges: z.boolean(),
   capDrop: z.array(z.string()),
+  probes: z
+    .object({
+      readiness: probeSchema.optional(),
+      liveness: probeSchema.optional(),
+      startup: probeSchema.optional(),
+      postStart: hookActionSchema.optional(),
+      preStop: hookActionSchema.optional(),
+    })
+    .optional(),
+  terminationMessage: z.object({ path: z.string(), fallbackToLogs: z.boolean() }).optional(),
 });
 
 const planSchema = z.object({

@@ -1,7 +1,13 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { parseQuantity } from '../../kube/quantity.ts';
+import {
+  type ContainerProbes,
+  containerProbes,
+  expandProbeCommands,
+  hasProbesOrHooks,
+} from '../container-probes.ts';
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
-import type { PodIdentity } from './names.ts';
+import { type PodIdentity, TERMINATION_VOLUME } from './names.ts';
 import { podHostname } from './pod-hostname.ts';
 
 /**
@@ -66,6 +72,13 @@ export interface ContainerPlan {
   readOnlyRootfs: boolean;
   noNewPrivileges: boolean;
   capDrop: string[];
+  /** Probes and lifecycle hooks, run by the node's prober (prober/prober-agent.ts); absent when none. */
+  probes?: ContainerProbes;
+  /**
+   * Where the container writes its termination message (terminationMessagePath), and whether its log's
+   * tail stands in for an empty one when it failed (FallbackToLogsOnError); absent when it has no path.
+   */
+  terminationMessage?: { path: string; fallbackToLogs: boolean };
 }
 
 /** The plan of a supported pod (see unsupportedFields), bound to `node`, its FQDN in `clusterDomain`. */
@@ -85,9 +98,15 @@ export function podPlan(pod: V1Pod, identity: PodIdentity, clusterDomain: string
     ...(domainname ? { domainname } : {}),
     initContainers: (spec?.initContainers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
-    volumes: (spec?.volumes ?? []).flatMap((v) =>
-      v.emptyDir ? [{ name: v.name, memory: v.emptyDir.medium === 'Memory' }] : [],
-    ),
+    volumes: [
+      ...(spec?.volumes ?? []).flatMap((v) =>
+        v.emptyDir ? [{ name: v.name, memory: v.emptyDir.medium === 'Memory' }] : [],
+      ),
+      // Termination message files (termination-message.ts), in a volume no Kubernetes volume can be named.
+      ...([...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].some((c) => c.terminationMessagePath)
+        ? [{ name: TERMINATION_VOLUME, memory: false }]
+        : []),
+    ],
     hostPorts: (spec?.containers ?? []).flatMap((c) =>
       (c.ports ?? []).flatMap((p) =>
         p.hostPort
@@ -128,6 +147,7 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
   const cpuLimit = quantity(c.resources?.limits?.cpu);
   const memoryLimit = quantity(c.resources?.limits?.memory);
   const cpuRequest = quantity(c.resources?.requests?.cpu);
+  const probes = containerProbes(c);
   return {
     name: c.name,
     image: c.image ?? '',
@@ -151,6 +171,15 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
     readOnlyRootfs: sc?.readOnlyRootFilesystem ?? false,
     noNewPrivileges: sc?.allowPrivilegeEscalation === false,
     capDrop: sc?.capabilities?.drop ?? [],
+    ...(hasProbesOrHooks(probes) ? { probes: expandProbeCommands(probes, c) } : {}),
+    ...(c.terminationMessagePath
+      ? {
+          terminationMessage: {
+            path: c.terminationMessagePath,
+            fallbackToLogs: c.terminationMessagePolicy === 'FallbackToLogsOnError',
+          },
+        }
+      : {}),
   };
 }
 

@@ -11,6 +11,8 @@ import { kubeletPodPhase } from '../kubelet-pod-phase.ts';
 import type { Instance, ObservedPod } from './observed-pod.ts';
 import type { PodPlan } from './pod-plan.ts';
 import type { ContainerView, PodProgress } from './pod-progress.ts';
+import { type InstanceProbing, instanceProbing } from './prober/probe-status.ts';
+import type { ProberReport } from './prober/prober-report.ts';
 
 /**
  * A pod's status from the engine's state, as the kubelet computes it
@@ -38,6 +40,10 @@ export interface StatusInput {
   images: ReadonlyMap<string, ImageView>;
   hostIp: string;
   now: number;
+  /** The node's prober report: probe results and hooks of the instances (absent: none read). */
+  report?: ProberReport;
+  /** Termination messages of exited instances, by instance id (termination-message.ts). */
+  messages?: ReadonlyMap<string, string>;
 }
 
 export function podStatus(input: StatusInput): V1PodStatus {
@@ -83,19 +89,31 @@ function containerStatus(view: ContainerView, input: StatusInput): V1ContainerSt
   const lastTerminated =
     step.kind === 'backoff' || step.kind === 'create' ? latestExited(input, view) : previous;
   const lastState =
-    lastTerminated && lastTerminated.state === 'exited' ? { terminated: terminated(lastTerminated) } : {};
-  const running = step.kind === 'running';
+    lastTerminated && lastTerminated.state === 'exited'
+      ? { terminated: terminated(lastTerminated, input.messages) }
+      : {};
+  const probing = probingOf(view, input);
   return {
     name: plan.name,
     image: plan.image,
     imageID: instance?.imageId ?? '',
     ...(instance ? { containerID: containerId(instance) } : {}),
-    ready: running,
-    started: running,
+    ready: probing?.ready ?? false,
+    started: probing?.started ?? false,
     restartCount: view.restartCount,
     state: state(view, input),
     lastState,
   };
+}
+
+/**
+ * What the prober says of a running app instance (ready, started, a postStart hook still running);
+ * undefined when it does not run. Init containers have no probes or hooks.
+ */
+function probingOf(view: ContainerView, input: StatusInput): InstanceProbing | undefined {
+  if (view.step.kind !== 'running') return undefined;
+  if (view.role === 'init') return { postStartPending: false, started: true, ready: true };
+  return instanceProbing(view.plan, view.step.instance.id, input.report);
 }
 
 /** The newest exited instance of a container whose next instance is due or backing off. */
@@ -118,9 +136,11 @@ function state(view: ContainerView, input: StatusInput): V1ContainerState {
     case 'start':
       return { waiting: { reason: 'ContainerCreating' } };
     case 'running':
+      // The kubelet reports a container whose postStart hook runs as not started yet.
+      if (probingOf(view, input)?.postStartPending) return { waiting: { reason: 'ContainerCreating' } };
       return { running: { startedAt: seconds(step.instance.startedAt ?? step.instance.createdAt) } };
     case 'done':
-      return { terminated: terminated(step.instance) };
+      return { terminated: terminated(step.instance, input.messages) };
     case 'backoff':
       return {
         waiting: {
@@ -148,7 +168,11 @@ function imageWaiting(
   return { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"` };
 }
 
-function terminated(instance: Instance): V1ContainerStateTerminated {
+function terminated(
+  instance: Instance,
+  messages: ReadonlyMap<string, string> | undefined,
+): V1ContainerStateTerminated {
+  const message = instance.startError ?? messages?.get(instance.id);
   const exitCode = instance.exitCode ?? 0;
   const reason = instance.startError
     ? 'StartError'
@@ -160,7 +184,7 @@ function terminated(instance: Instance): V1ContainerStateTerminated {
   return {
     exitCode,
     reason,
-    ...(instance.startError ? { message: instance.startError } : {}),
+    ...(message ? { message } : {}),
     ...(instance.startedAt !== undefined ? { startedAt: seconds(instance.startedAt) } : {}),
     finishedAt: seconds(instance.finishedAt ?? instance.createdAt),
     containerID: containerId(instance),
@@ -203,14 +227,7 @@ function conditions(input: StatusInput, statuses: V1ContainerStatus[], phase: st
         lastTransitionTime: seconds(created),
       };
   const ready = statuses.length > 0 && statuses.every((s) => s.ready);
-  const views = progress.containers;
-  const startedTimes = views.map((v) => (v.step.kind === 'running' ? v.step.instance.startedAt : undefined));
-  const exitTimes = pod.instances
-    .filter((i) => i.role === 'app' && i.finishedAt !== undefined)
-    .map((i) => i.finishedAt ?? 0);
-  const since = ready
-    ? Math.max(created, ...startedTimes.filter((t): t is number => t !== undefined))
-    : Math.max(created, ...exitTimes);
+  const since = ready ? readySince(input, created) : unreadySince(input, created);
   const terminal = phase === 'Succeeded' || phase === 'Failed';
   const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
   return [
@@ -218,6 +235,32 @@ function conditions(input: StatusInput, statuses: V1ContainerStatus[], phase: st
     initialized,
     ...readinessConditions({ ready, unready, terminal, since }),
   ];
+}
+
+/** When the last app container became ready: its start, or its readiness probe's passing. */
+function readySince(input: StatusInput, created: number): number {
+  const times = input.progress.containers.flatMap((v) => {
+    if (v.step.kind !== 'running') return [];
+    const started = v.step.instance.startedAt ?? created;
+    return [Math.max(started, probingOf(v, input)?.readySince ?? 0)];
+  });
+  return Math.max(created, ...times);
+}
+
+/** When the pod last stopped being ready: a container's exit, or a readiness probe failing after its start. */
+function unreadySince(input: StatusInput, created: number): number {
+  const exits = input.pod.instances
+    .filter((i) => i.role === 'app' && i.finishedAt !== undefined)
+    .map((i) => i.finishedAt ?? 0);
+  const failed = input.progress.containers.flatMap((v) => {
+    if (v.step.kind !== 'running') return [];
+    const probing = probingOf(v, input);
+    const since = probing?.readySince;
+    return probing && !probing.ready && since !== undefined && since > (v.step.instance.startedAt ?? 0)
+      ? [since]
+      : [];
+  });
+  return Math.max(created, ...exits, ...failed);
 }
 
 function containerId(instance: Instance): string {

@@ -1,4 +1,5 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { probeProblems } from '../container-probes.ts';
 import { refuseUnrunContainerFields } from '../container-refusals.ts';
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
 import { hostnameProblem } from './pod-hostname.ts';
@@ -13,7 +14,6 @@ import { hostnameProblem } from './pod-hostname.ts';
  * affinity, tolerations, priority, serviceAccountName...) do not concern a
  * kubelet and are accepted. So are the API server's defaults that change
  * nothing here: dnsPolicy ClusterFirst (containers use the engine's DNS),
- * terminationMessagePath/Policy (no termination message is read),
  * enableServiceLinks; and fields that only qualify a refused one
  * (fsGroupChangePolicy, seLinuxChangePolicy, overhead) or an operation the
  * provider never performs (resizePolicy). docs/providers/docker.md lists
@@ -75,7 +75,8 @@ export function unsupportedFields(pod: V1Pod, clusterDomain: string): string[] {
   if (spec.resourceClaims?.length)
     refuse('spec.resourceClaims', 'dynamic resource allocation is not supported');
   if (spec.activeDeadlineSeconds !== undefined) refuse('spec.activeDeadlineSeconds', 'not supported');
-  if (spec.readinessGates?.length) refuse('spec.readinessGates', 'not supported');
+  for (const gate of spec.readinessGates ?? [])
+    if (!gate.conditionType) refuse('spec.readinessGates', 'a readiness gate needs its conditionType');
   for (const volume of spec.volumes ?? []) {
     if (volume.emptyDir) {
       if (volume.emptyDir.sizeLimit !== undefined)
@@ -104,6 +105,17 @@ function containerReasons(
   const reasons: string[] = [];
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
   refuseUnrunContainerFields(kind, c, refuse);
+  reasons.push(...probeProblems(at, kind, c));
+  // The message file is bind-mounted at the path (termination-message.ts): `source:target` in the engine's syntax.
+  const messagePath = c.terminationMessagePath;
+  if (messagePath !== undefined && (!messagePath.startsWith('/') || messagePath.includes(':')))
+    refuse('terminationMessagePath', 'must be an absolute path without ":"');
+  if (
+    c.terminationMessagePolicy !== undefined &&
+    c.terminationMessagePolicy !== 'File' &&
+    c.terminationMessagePolicy !== 'FallbackToLogsOnError'
+  )
+    refuse('terminationMessagePolicy', 'must be File or FallbackToLogsOnError');
   if (c.lifecycle?.stopSignal)
     refuse('lifecycle.stopSignal', 'containers are stopped with SIGTERM by this provider');
   for (const mount of c.volumeMounts ?? []) {

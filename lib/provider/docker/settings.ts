@@ -40,10 +40,18 @@ export interface DockerSettings {
   hostIp?: string;
   /** The cluster's DNS domain (the kubelet's clusterDomain), which pods' FQDNs end in. */
   clusterDomain: string;
+  /** The image of each node's prober container (prober/prober-container.ts): any with `node` 18 or later. */
+  proberImage: string;
+  /** Where the engine's socket is on the engine host, mounted into the prober for exec probes and hooks. */
+  engineSocket: string;
 }
 
 export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
 export const DEFAULT_INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
+/** Node's official image: the prober needs nothing but `node`. */
+export const DEFAULT_PROBER_IMAGE = 'docker.io/library/node:22-alpine';
+/** Docker Engine's default socket; a rootful Podman's is /run/podman/podman.sock. */
+export const DEFAULT_ENGINE_SOCKET = '/var/run/docker.sock';
 /** What kubeadm and EKS configure their kubelets with. */
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
 
@@ -75,6 +83,15 @@ const DOCKER_VARIABLES = {
       .string()
       .check(z.trim(), z.regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$/, 'must be an image reference')),
     DEFAULT_INFRA_IMAGE,
+  ),
+  SVK_DOCKER_PROBER_IMAGE: z._default(
+    z
+      .string()
+      .check(z.trim(), z.regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$/, 'must be an image reference')),
+    DEFAULT_PROBER_IMAGE,
+  ),
+  SVK_DOCKER_ENGINE_SOCKET: z.optional(
+    z.string().check(z.trim(), z.regex(/^\/[^\0]*$/, 'must be an absolute path on the engine host')),
   ),
   SVK_DOCKER_PULL_TIMEOUT_SECONDS: wholeNumber(600, 10, 3600),
   SVK_DOCKER_HOST_IP: z.optional(z.ipv4({ message: 'must be an IPv4 address' })),
@@ -111,6 +128,8 @@ export function parseDockerSettings(env: Env): SettingsResult<DockerSettings> {
       pullTimeoutMs: v.SVK_DOCKER_PULL_TIMEOUT_SECONDS * 1000,
       ...(v.SVK_DOCKER_HOST_IP ? { hostIp: v.SVK_DOCKER_HOST_IP } : {}),
       clusterDomain: v.SVK_DOCKER_CLUSTER_DOMAIN,
+      proberImage: v.SVK_DOCKER_PROBER_IMAGE,
+      engineSocket: v.SVK_DOCKER_ENGINE_SOCKET ?? engineSocketOf(endpointOf(v)),
     }),
     (v) =>
       whenParsed(
@@ -134,6 +153,11 @@ function endpointOf(v: Partial<DockerVariables>): DockerEndpoint | undefined {
   return tls
     ? { kind: 'tcp', host: match[2].replace(/^\[|\]$/g, ''), port: Number(match[3]), tls }
     : undefined;
+}
+
+/** The engine's socket on its host: the unix socket the provider talks to, else Docker Engine's default. */
+function engineSocketOf(endpoint: DockerEndpoint | undefined): string {
+  return endpoint?.kind === 'unix' ? endpoint.socketPath : DEFAULT_ENGINE_SOCKET;
 }
 
 /** TLS settings belong to a tcp:// engine, which needs exactly one of them. */

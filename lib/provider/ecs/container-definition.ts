@@ -1,6 +1,7 @@
 import type { ContainerDefinition } from '@aws-sdk/client-ecs';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { cpuUnits, memoryMiB } from './fargate-size.ts';
+import { healthMapping } from './health-checks.ts';
 
 /** Fargate's longest stopTimeout: a container is killed at most this long after StopTask. */
 export const FARGATE_MAX_STOP_TIMEOUT_SECONDS = 120;
@@ -35,6 +36,7 @@ export function containerDefinition(c: V1Container, ctx: ContainerContext): Cont
   const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
   const credentials = ctx.registryCredentials[registryHost(c.image ?? '')];
   const mounts = (c.volumeMounts ?? []).filter((m) => isTaskVolume(pod, m.name));
+  const health = role === 'app' ? healthMapping(c).check : undefined;
   return {
     name: c.name,
     image: c.image,
@@ -68,6 +70,7 @@ export function containerDefinition(c: V1Container, ctx: ContainerContext): Cont
     ...(c.stdin ? { interactive: true } : {}),
     ...(c.tty ? { pseudoTerminal: true } : {}),
     stopTimeout: Math.min(Math.max(grace, 0), FARGATE_MAX_STOP_TIMEOUT_SECONDS),
+    ...(health ? { healthCheck: health } : {}),
     ...(credentials ? { repositoryCredentials: { credentialsParameter: credentials } } : {}),
     logConfiguration: {
       logDriver: 'awslogs',

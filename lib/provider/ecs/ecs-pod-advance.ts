@@ -1,6 +1,7 @@
 import type { Task } from '@aws-sdk/client-ecs';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
+import type { ProviderEventRecorder } from '../provider.ts';
 import { decideEcsPod } from './ecs-pod-progress.ts';
 import type { EcsPodRecord } from './ecs-pod-record.ts';
 import { type EcsPodStore, isRecordConflict } from './ecs-pod-store.ts';
@@ -29,6 +30,8 @@ export interface EcsPodAdvancerOptions {
   run: RunSettings;
   /** A task nothing told us about for this long is described again. */
   pollMs: number;
+  /** Where the Events of a failed liveness health check are recorded (Unhealthy, Killing); none when absent. */
+  events?: ProviderEventRecorder;
 }
 
 // A pod needs at most: restart, launch, then nothing; a few more for lost races.
@@ -124,10 +127,15 @@ export class EcsPodAdvancer {
         );
         return store.replace(record, step.restarted(record, clock.now()));
       case 'stop': {
-        const why =
-          record.deleteRequestedAt !== undefined ? 'deleted in Kubernetes' : 'replaced: its spec changed';
+        const why = action.liveness
+          ? `container ${action.liveness} failed its liveness probe (ECS health check UNHEALTHY)`
+          : record.deleteRequestedAt !== undefined
+            ? 'deleted in Kubernetes'
+            : 'replaced: its spec changed';
         const answer = await tasks.stop(action.arn, `pod ${record.namespace}/${record.name} ${why}`, signal);
-        return store.replace(record, step.stopAnswered(record, answer, clock.now()));
+        const stopped = await store.replace(record, step.stopAnswered(record, answer, clock.now()));
+        if (action.liveness) await this.livenessEvents(record, action.liveness);
+        return stopped;
       }
       case 'refresh': {
         const { tasks: found } = await tasks.describe([action.arn], signal);
@@ -143,6 +151,19 @@ export class EcsPodAdvancer {
         await this.options.secrets.release(record.uid, record.secretParameters, signal);
         return store.replace(record, step.gone(record, clock.now()));
     }
+  }
+
+  /** The kubelet's Events for a container its liveness probe kills (ECS reports no probe output). */
+  private async livenessEvents(record: EcsPodRecord, container: string): Promise<void> {
+    const events = this.options.events;
+    if (!events) return;
+    const pod = {
+      metadata: { namespace: record.namespace, name: record.name, uid: record.uid },
+      spec: { nodeName: record.node, containers: [] },
+    };
+    const restart = record.restartPolicy !== 'Never' ? ', will be restarted' : '';
+    await events.record(pod, 'Warning', 'Unhealthy', 'Liveness probe failed: ECS health check UNHEALTHY');
+    await events.record(pod, 'Normal', 'Killing', `Container ${container} failed liveness probe${restart}`);
   }
 
   private async launch(record: EcsPodRecord, signal?: AbortSignal): Promise<EcsPodRecord> {

@@ -22,8 +22,8 @@ export type EcsPodAction =
   | { kind: 'launch' }
   /** A new task after `current` stopped: RunTask with the next sequence number. */
   | { kind: 'restart'; replace: boolean }
-  /** StopTask for `current` (a delete). */
-  | { kind: 'stop'; arn: string }
+  /** StopTask for `current` (a delete, a replacement, or `liveness`: a container's liveness health check failed). */
+  | { kind: 'stop'; arn: string; liveness?: string }
   /** The deleted pod's task stopped: the record becomes a tombstone. */
   | { kind: 'gone' }
   /** DescribeTasks: nothing told us about `current` for a poll interval. */
@@ -51,12 +51,26 @@ export function decideEcsPod(record: EcsPodRecord, now: number, pollMs: number):
   if (!current.arn) return { kind: 'launch' };
   if (current.replaced && !stopped && current.snapshot?.desiredStatus !== 'STOPPED')
     return { kind: 'stop', arn: current.arn };
+  const unhealthy = unhealthyLiveness(record);
+  if (unhealthy && !stopped && current.snapshot?.desiredStatus !== 'STOPPED')
+    return { kind: 'stop', arn: current.arn, liveness: unhealthy };
   if (stopped) {
     const plan = restartPlan(record);
     if (plan && now >= plan.at) return { kind: 'restart', replace: current.replaced === true };
     return { kind: 'none' };
   }
-  return stale(record, now, pollMs) ? { kind: 'refresh', arn: current.arn } : { kind: 'none' };
+  // ECS reports health through DescribeTasks only: a pod with health checks is described on every look.
+  const every = record.containers.some((c) => c.health) ? 0 : pollMs;
+  return stale(record, now, every) ? { kind: 'refresh', arn: current.arn } : { kind: 'none' };
+}
+
+/** The first running container whose liveness health check ECS reports UNHEALTHY, by name. */
+export function unhealthyLiveness(record: EcsPodRecord): string | undefined {
+  const byName = new Map((record.current.snapshot?.containers ?? []).map((c) => [c.name, c]));
+  return record.containers.find((c) => {
+    const s = byName.get(c.name);
+    return c.health?.liveness && s?.lastStatus === 'RUNNING' && s.healthStatus === 'UNHEALTHY';
+  })?.name;
 }
 
 function stale(record: EcsPodRecord, now: number, pollMs: number): boolean {

@@ -1,6 +1,7 @@
 import type { ContainerOverride } from '@aws-sdk/client-ecs';
 import * as z from 'zod';
 import type { ItemKey, StoredItem } from '../../state/dynamodb.ts';
+import type { ContainerHealth } from './health-checks.ts';
 import type { TaskSnapshot } from './task-snapshot.ts';
 
 /**
@@ -25,6 +26,8 @@ export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 export interface ContainerRef {
   name: string;
   image: string;
+  /** What its ECS health check stands for (health-checks.ts); absent without one. */
+  health?: ContainerHealth;
 }
 
 /** One RunTask request of the pod and what became of it. */
@@ -141,6 +144,7 @@ const snapshotSchema = z.object({
       reason: z.string().optional(),
       runtimeId: z.string().optional(),
       imageDigest: z.string().optional(),
+      healthStatus: z.string().optional(),
       startedAt: z.number().optional(),
       finishedAt: z.number().optional(),
     }),
@@ -156,7 +160,11 @@ const taskSchema = z.object({
   replaced: z.boolean().optional(),
 });
 
-const containerSchema = z.object({ name: z.string(), image: z.string() });
+const containerSchema = z.object({
+  name: z.string(),
+  image: z.string(),
+  health: z.object({ readiness: z.boolean(), liveness: z.boolean() }).optional(),
+});
 
 const recordSchema = z.object({
   namespace: z.string(),

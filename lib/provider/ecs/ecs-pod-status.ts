@@ -94,12 +94,14 @@ function containerStatus(
     last?.lastStatus === 'STOPPED' ? { terminated: terminated(ctx, last, ctx.record.previous) } : {};
   const state = containerState(ctx, role, index, snap);
   const running = state.running !== undefined;
+  // A readiness probe is the container's health check: ready while ECS says HEALTHY (health-checks.ts).
+  const ready = running && (!ref.health?.readiness || snap?.healthStatus === 'HEALTHY');
   return {
     name: ref.name,
     image: ref.image,
     imageID: snap?.imageDigest ? `${ref.image.split('@')[0]}@${snap.imageDigest}` : '',
     ...(snap?.runtimeId ? { containerID: `ecs://${snap.runtimeId}` } : {}),
-    ready: running,
+    ready,
     started: running,
     restartCount: ctx.record.restarts,
     state,

@@ -1,6 +1,13 @@
 import type { Task } from '@aws-sdk/client-ecs';
 import type { EcsPodRecord, TaskRecord } from './ecs-pod-record.ts';
-import { compact, isNewer, mergeSnapshot, snapshotFromTask, type TaskSnapshot } from './task-snapshot.ts';
+import {
+  compact,
+  isNewer,
+  mergeSnapshot,
+  snapshotFromTask,
+  type TaskSnapshot,
+  withHealth,
+} from './task-snapshot.ts';
 
 /**
  * The record changes that follow from what ECS answered: pure functions from
@@ -58,7 +65,11 @@ export function observed(
 ): Next | undefined {
   const apply = (task: TaskRecord): TaskRecord | undefined => {
     const matches = task.arn ? task.arn === snapshot.arn : seq !== undefined && task.seq === seq;
-    if (!matches || task.launchFailure || !isNewer(snapshot, task.snapshot)) return undefined;
+    if (!matches || task.launchFailure) return undefined;
+    if (!isNewer(snapshot, task.snapshot)) {
+      const health = withHealth(task.snapshot, snapshot);
+      return health ? { ...task, snapshot: health } : undefined;
+    }
     return { ...task, arn: snapshot.arn, snapshot: mergeSnapshot(task.snapshot, snapshot, now) };
   };
   const current = apply(record.current);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { StateTable } from '../../state/dynamodb.ts';
-import type { NodeProvider, PodProvider } from '../provider.ts';
+import type { NodeProvider, PodProvider, ProviderEventRecorder } from '../provider.ts';
 import { createEcsAwsClients, type EcsAwsClients } from './aws-clients.ts';
 import { EcsLogs } from './ecs-logs.ts';
 import { EcsNodeProvider } from './ecs-node.ts';
@@ -27,6 +27,8 @@ export interface EcsProviderContext {
   log: Logger;
   region: string;
   kubeletVersion: string;
+  /** Where Events of failed liveness health checks are recorded (the provider context's). */
+  events?: ProviderEventRecorder;
   /** The AWS clients; built for `region` (and the settings' endpoint) when absent. */
   clients?: EcsAwsClients;
 }
@@ -57,7 +59,16 @@ export function buildEcsProvider(settings: EcsSettings, context: EcsProviderCont
   const store = new EcsPodStore(table);
   const secrets = new SecretParameters({ ssm: clients.ssm, table, clock, path: settings.secretsPath });
   const pollMs = settings.statusPollMs;
-  const advancer = new EcsPodAdvancer({ tasks, store, secrets, clock, log, run: settings, pollMs });
+  const advancer = new EcsPodAdvancer({
+    tasks,
+    store,
+    secrets,
+    clock,
+    log,
+    run: settings,
+    pollMs,
+    ...(context.events ? { events: context.events } : {}),
+  });
   const creator = new PodCreator({
     store,
     advancer,

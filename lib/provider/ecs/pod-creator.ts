@@ -6,6 +6,7 @@ import type { EcsPodAdvancer } from './ecs-pod-advance.ts';
 import type { EcsPodRecord, RestartPolicy, RunSpec } from './ecs-pod-record.ts';
 import { type EcsPodStore, isRecordConflict } from './ecs-pod-store.ts';
 import type { EcsTasks } from './ecs-tasks.ts';
+import { healthMapping } from './health-checks.ts';
 import { type OverrideRule, podOverrides } from './override-allowlist.ts';
 import type { SecretParameters } from './secret-parameters.ts';
 import type { TaskDefinitions } from './task-definitions.ts';
@@ -244,7 +245,11 @@ function identity(
 }
 
 function containerRefs(pod: V1Pod): Pick<EcsPodRecord, 'initContainers' | 'containers'> {
-  const refs = (list: readonly V1Container[]) => list.map((c) => ({ name: c.name, image: c.image ?? '' }));
+  const refs = (list: readonly V1Container[]) =>
+    list.map((c) => {
+      const { health } = healthMapping(c);
+      return { name: c.name, image: c.image ?? '', ...(health ? { health } : {}) };
+    });
   return {
     initContainers: refs(pod.spec?.initContainers ?? []),
     containers: refs(pod.spec?.containers ?? []),

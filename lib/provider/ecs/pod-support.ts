@@ -1,6 +1,7 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { refuseUnrunContainerFields } from '../container-refusals.ts';
 import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
+import { healthProblems } from './health-checks.ts';
 
 /**
  * What of a pod spec a Fargate task cannot honour. A pod asking for any of
@@ -38,7 +39,8 @@ export function unsupportedFields(pod: V1Pod): string[] {
   if (spec.dnsPolicy === 'None') refuse('dnsPolicy', 'None needs dnsConfig, which Fargate cannot honour');
   if ((spec.ephemeralContainers ?? []).length > 0) refuse('ephemeralContainers', 'not supported');
   if (spec.activeDeadlineSeconds !== undefined) refuse('activeDeadlineSeconds', 'not supported');
-  if (spec.readinessGates?.length) refuse('readinessGates', 'not supported');
+  for (const gate of spec.readinessGates ?? [])
+    if (!gate.conditionType) refuse('readinessGates', 'a readiness gate needs its conditionType');
   if (spec.runtimeClassName) refuse('runtimeClassName', 'Fargate has one runtime');
   if (spec.hostUsers === false)
     refuse('hostUsers', 'a Fargate task cannot run in a user namespace of its own');
@@ -91,6 +93,7 @@ function containerReasons(
   const refuse = (field: string, why: string) => reasons.push(`${at}.${field}: ${why}`);
   // A sidecar would become a non-essential container the app containers wait on to exit 0: never.
   refuseUnrunContainerFields(kind, c, refuse);
+  reasons.push(...healthProblems(at, kind, c));
   if (c.imagePullPolicy === 'Never') refuse('imagePullPolicy', 'Never: a Fargate task has no local images');
   if (c.lifecycle?.stopSignal)
     refuse('lifecycle.stopSignal', "a task definition cannot set a container's stop signal");

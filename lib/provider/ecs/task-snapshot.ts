@@ -19,6 +19,8 @@ export interface ContainerSnapshot {
   reason?: string;
   runtimeId?: string;
   imageDigest?: string;
+  /** HEALTHY, UNHEALTHY or UNKNOWN, for a container with a health check: DescribeTasks only (events carry none). */
+  healthStatus?: string;
   /**
    * Epoch ms when this container was first seen running (or stopped), and
    * stopped: ECS reports no per-container times, so these are the `updatedAt`
@@ -76,6 +78,7 @@ export function snapshotFromTask(task: Task): TaskSnapshot | undefined {
         reason: c.reason,
         runtimeId: c.runtimeId,
         imageDigest: c.imageDigest,
+        healthStatus: c.healthStatus,
       }),
     ),
   });
@@ -108,6 +111,24 @@ function containerAddress(
   return undefined;
 }
 
+/**
+ * `current` with the health statuses `read` (a DescribeTasks answer of the
+ * same task and version) reports, or undefined when they are the same: a
+ * health check's result changes the task without a new version.
+ */
+export function withHealth(current: TaskSnapshot | undefined, read: TaskSnapshot): TaskSnapshot | undefined {
+  if (!current || current.arn !== read.arn || read.version !== current.version) return undefined;
+  const health = new Map(read.containers.map((c) => [c.name, c.healthStatus]));
+  let changed = false;
+  const containers = current.containers.map((c) => {
+    const status = health.get(c.name);
+    if (status === undefined || status === c.healthStatus) return c;
+    changed = true;
+    return { ...c, healthStatus: status };
+  });
+  return changed ? { ...current, containers } : undefined;
+}
+
 /** Whether `next` is a later state of the task than `current` (ECS's version counter). */
 export function isNewer(next: TaskSnapshot, current: TaskSnapshot | undefined): boolean {
   if (!current) return true;
@@ -137,7 +158,9 @@ export function mergeSnapshot(
       const ran = c.lastStatus === 'RUNNING' || (c.lastStatus === 'STOPPED' && containerRan(c));
       const startedAt = old?.startedAt ?? (ran ? at : undefined);
       const finishedAt = old?.finishedAt ?? (c.lastStatus === 'STOPPED' ? at : undefined);
-      return compact({ ...c, startedAt, finishedAt });
+      // An event carries no health: the last one DescribeTasks read stands.
+      const healthStatus = c.healthStatus ?? old?.healthStatus;
+      return compact({ ...c, startedAt, finishedAt, healthStatus });
     }),
   };
 }

@@ -6,7 +6,7 @@ import type { MockSettings } from './settings.ts';
 
 /** Builds the mock provider: node overrides and pods both live in the state table. */
 export async function createProviders(_settings: MockSettings, context: ProviderContext): Promise<Providers> {
-  const { config, table, clock, kubeletVersion } = context;
+  const { config, table, clock, kubeletVersion, events } = context;
   return {
     nodeProvider: new MockNodeProvider({
       store: new DynamoDbMockNodeStore(table),
@@ -19,6 +19,7 @@ export async function createProviders(_settings: MockSettings, context: Provider
       table,
       clock,
       ...(config.node.internalIp ? { hostIp: config.node.internalIp } : {}),
+      ...(events ? { events } : {}),
     }),
   };
 }

@@ -27,7 +27,29 @@ export interface MockRun {
   exitCode: number;
   /** The process ignores SIGTERM (`trap '' TERM`): a graceful delete stops it only when the grace period ends. */
   ignoresTerm: boolean;
+  /** What `echo` wrote to the container's terminationMessagePath, at most its last 4 KiB. */
+  message?: string;
+  /** The last 80 lines `echo` printed, at most their last 2 KiB: the message under FallbackToLogsOnError. */
+  logTail?: string;
 }
+
+/** Where a container's termination message goes, for {@link mockRun}. */
+export interface MockTermination {
+  path: string;
+  fallbackToLogs: boolean;
+}
+
+/** What the echoes of a script wrote, shared by its subshells and background jobs. */
+interface ShellOutput {
+  path?: string;
+  file: string;
+  printed: string;
+}
+
+/** The kubelet's limits on a termination message: 4 KiB of the file, the last 80 lines and 2 KiB of the log. */
+const MESSAGE_BYTES = 4096;
+const LOG_LINES = 80;
+const LOG_BYTES = 2048;
 
 const SHELLS = new Set(['sh', 'bash', 'ash', 'dash']);
 const BUILTINS = new Set([
@@ -59,11 +81,13 @@ export function mockRun(
   command: readonly string[] = [],
   args: readonly string[] = [],
   env: Readonly<Record<string, string>> = {},
+  termination?: MockTermination,
 ): MockRun | undefined {
   const argv = [...command, ...args];
   const program = basename(argv[0] ?? '');
   if (!SHELLS.has(program) && !BUILTINS.has(program)) return undefined;
-  const shell = new Shell(env);
+  const out: ShellOutput = { file: '', printed: '', ...(termination ? { path: termination.path } : {}) };
+  const shell = new Shell(env, out);
   try {
     if (SHELLS.has(program)) {
       if (argv[1] !== '-c' || argv[2] === undefined) return undefined;
@@ -74,7 +98,23 @@ export function mockRun(
   } catch (err) {
     if (!(err instanceof ExitSignal)) throw err;
   }
-  return shell.result();
+  const run = shell.result();
+  if (!termination) return run;
+  const message = lastBytes(out.file, MESSAGE_BYTES);
+  const lines = out.printed
+    .split(/(?<=\n)/)
+    .slice(-LOG_LINES)
+    .join('');
+  return {
+    ...run,
+    ...(message ? { message } : {}),
+    ...(termination.fallbackToLogs && lines ? { logTail: lastBytes(lines, LOG_BYTES) } : {}),
+  };
+}
+
+function lastBytes(text: string, max: number): string {
+  const bytes = Buffer.from(text);
+  return bytes.length > max ? bytes.subarray(bytes.length - max).toString('utf8') : text;
 }
 
 function parse(script: string): Node {
@@ -102,7 +142,10 @@ class Shell {
   #exitCode: number | undefined;
   #background = 0;
 
-  constructor(private readonly env: Readonly<Record<string, string>>) {}
+  constructor(
+    private readonly env: Readonly<Record<string, string>>,
+    private readonly out: ShellOutput,
+  ) {}
 
   result(): MockRun {
     const exitCode = this.#exitCode ?? this.status;
@@ -140,7 +183,7 @@ class Shell {
         return;
       case 'for':
         for (const item of node.items) {
-          new Shell({ ...this.env, [node.variable]: this.#expand(item) }).#adopt(this, node.body);
+          new Shell({ ...this.env, [node.variable]: this.#expand(item) }, this.out).#adopt(this, node.body);
         }
         return;
       case 'group':
@@ -162,6 +205,10 @@ class Shell {
         throw new ExitSignal();
       case 'false':
         this.status = 1;
+        return;
+      case 'echo':
+        this.#echo(rest);
+        this.status = 0;
         return;
       case 'test':
         this.status = evaluateTest(rest);
@@ -189,6 +236,29 @@ class Shell {
         }
         // true, :, echo, printf, and every command the mock does not model.
         this.status = 0;
+    }
+  }
+
+  /** `echo [-n] WORDS [> FILE | >> FILE]`: printed, or written to the termination message file. */
+  #echo(args: readonly string[]): void {
+    let i = 0;
+    let newline = true;
+    for (; /^-[neE]+$/.test(args[i] ?? ''); i++) if (args[i]?.includes('n')) newline = false;
+    let words = args.slice(i);
+    let target: { path: string; append: boolean } | undefined;
+    const at = words.findIndex((w) => w.startsWith('>'));
+    if (at >= 0) {
+      const word = words[at] ?? '';
+      const append = word.startsWith('>>');
+      const inline = word.slice(append ? 2 : 1);
+      target = { path: inline || (words[at + 1] ?? ''), append };
+      words = words.slice(0, at);
+    }
+    const text = `${words.join(' ')}${newline ? '\n' : ''}`;
+    if (!target) {
+      this.out.printed = (this.out.printed + text).slice(-4 * LOG_BYTES);
+    } else if (target.path === this.out.path) {
+      this.out.file = ((target.append ? this.out.file : '') + text).slice(-2 * MESSAGE_BYTES);
     }
   }
 
@@ -235,7 +305,7 @@ class Shell {
   }
 
   #inBackground(node: Node): void {
-    const job = new Shell(this.env);
+    const job = new Shell(this.env, this.out);
     job.ignoresTerm = this.ignoresTerm;
     try {
       job.run(node);
@@ -247,7 +317,7 @@ class Shell {
   }
 
   #subshell(node: Node): void {
-    const sub = new Shell(this.env);
+    const sub = new Shell(this.env, this.out);
     sub.time = this.time;
     sub.ignoresTerm = this.ignoresTerm;
     try {

@@ -25,6 +25,8 @@ export interface MockPodRecord extends MockPodState {
    * Until then the provider still holds the pod.
    */
   stopAt?: number;
+  /** Epoch ms when a delete signals the containers (SIGTERM): after the preStop hooks that run first. */
+  signalAt?: number;
   /** How many times this uid was started: 1 unless it was deleted and created again. */
   creates: number;
   /** How many updatePod calls changed this uid. */
@@ -51,7 +53,12 @@ export function mockPodItem(record: MockPodRecord): StoredItem {
 }
 
 function containerItem(c: MockContainer): MockContainer {
-  return { name: c.name, image: c.image, ...(c.run ? { run: { ...c.run } } : {}) };
+  return {
+    name: c.name,
+    image: c.image,
+    ...(c.run ? { run: { ...c.run } } : {}),
+    ...(c.probes ? { probes: c.probes } : {}),
+  };
 }
 
 /** Whether a record stays in the node's index: not deleted, or deleted but still stopping (a graceful stop). */
@@ -66,7 +73,7 @@ export function mockPodHeld(record: MockPodRecord, now: number): boolean {
 
 export function mockPodFromItem(item: StoredItem): MockPodRecord {
   const { namespace, name, uid, node, restartPolicy, containers, initContainers, plan, createdAt } = item;
-  const { deletedAt, stopAt } = item;
+  const { deletedAt, stopAt, signalAt } = item;
   const { creates, updates, deletes, version } = item;
   if (
     typeof namespace !== 'string' ||
@@ -98,6 +105,7 @@ export function mockPodFromItem(item: StoredItem): MockPodRecord {
     createdAt,
     ...(typeof deletedAt === 'number' ? { deletedAt } : {}),
     ...(typeof stopAt === 'number' ? { stopAt } : {}),
+    ...(typeof signalAt === 'number' ? { signalAt } : {}),
     creates,
     updates,
     deletes,
@@ -108,7 +116,12 @@ export function mockPodFromItem(item: StoredItem): MockPodRecord {
 function isContainer(value: unknown): value is MockContainer {
   if (typeof value !== 'object' || value === null) return false;
   const c = value as Record<string, unknown>;
-  return typeof c.name === 'string' && typeof c.image === 'string' && (c.run === undefined || isRun(c.run));
+  return (
+    typeof c.name === 'string' &&
+    typeof c.image === 'string' &&
+    (c.run === undefined || isRun(c.run)) &&
+    (c.probes === undefined || (typeof c.probes === 'object' && c.probes !== null))
+  );
 }
 
 function isRun(value: unknown): value is MockRun {
@@ -117,7 +130,9 @@ function isRun(value: unknown): value is MockRun {
   return (
     (r.seconds === undefined || typeof r.seconds === 'number') &&
     typeof r.exitCode === 'number' &&
-    typeof r.ignoresTerm === 'boolean'
+    typeof r.ignoresTerm === 'boolean' &&
+    (r.message === undefined || typeof r.message === 'string') &&
+    (r.logTail === undefined || typeof r.logTail === 'string')
   );
 }
 

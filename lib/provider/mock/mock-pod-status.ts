@@ -9,6 +9,7 @@ import {
   stateSince,
 } from './mock-container-status.ts';
 import type { MockPodPlan } from './mock-pod-plan.ts';
+import type { MockProbes } from './mock-probes.ts';
 import {
   type MockBehaviour,
   type MockInitAt,
@@ -34,6 +35,8 @@ export interface MockContainer {
    * without one succeeds at once.
    */
   run?: MockRun;
+  /** Its probes and hooks, with what they answer (mock-probes.ts). */
+  probes?: MockProbes;
 }
 
 /** What the status of one pod is computed from. */
@@ -100,9 +103,10 @@ export function mockPodStatus(state: MockPodState, now: number, hostIp: string):
   const { init, apps, phase } = containersAt(state, t);
   const initialised = init.doneAt !== undefined;
   const inits = state.initContainers ?? [];
-  const unready = apps.filter((a) => a.at?.state.kind !== 'running');
+  const statuses = apps.map((a) => mockContainerStatus(state.uid, a, false, t));
+  const unready = apps.filter((_, i) => !statuses[i]?.ready);
   const finished = phase === 'Succeeded' || phase === 'Failed';
-  const since = seconds(Math.max(...apps.map((a) => stateSince(a.at, state.createdAt))));
+  const since = seconds(Math.max(...apps.map((a) => stateSince(a.at, state.createdAt, t))));
   const readiness = (type: string): V1PodCondition =>
     unready.length === 0
       ? { type, status: 'True', lastTransitionTime: since }
@@ -154,11 +158,12 @@ export function mockPodStatus(state: MockPodState, now: number, hostIp: string):
                 waitingReason: i === 0 && t < startOf(state) ? 'ContainerCreating' : 'PodInitializing',
               },
               true,
+              t,
             ),
           ),
         }
       : {}),
-    containerStatuses: apps.map((a) => mockContainerStatus(state.uid, a, false)),
+    containerStatuses: statuses,
   };
 }
 
@@ -174,7 +179,7 @@ function startOf(state: MockPodState): number {
  * modelled command follows it and the pod's restartPolicy, and one without
  * runs until stopped.
  */
-function containersAt(
+export function containersAt(
   state: MockPodState,
   t: number,
 ): { init: MockInitAt; apps: MockContainerView[]; phase: string } {
@@ -202,11 +207,18 @@ function containersAt(
       init.doneAt === undefined
         ? undefined
         : byCommand(c) && c.run
-          ? mockContainerAt(c.run, policy, init.doneAt, t, c.name)
-          : mockContainerAt(planned, 'Never', init.doneAt, t, c.name),
+          ? mockContainerAt({ ...c.run, ...probesOf(c) }, policy, init.doneAt, t, c.name)
+          : mockContainerAt(
+              { ...planned, ...probesOf(c) },
+              probesOf(c).probes ? policy : 'Never',
+              init.doneAt,
+              t,
+              c.name,
+            ),
     waitingReason: inits.length > 0 ? 'PodInitializing' : 'ContainerCreating',
+    ...(c.run ? { run: c.run } : {}),
   }));
-  const anyModelled = state.containers.some(byCommand);
+  const anyModelled = state.containers.some((c) => byCommand(c) || c.probes !== undefined);
   const phase =
     t < startAt
       ? 'Pending'
@@ -219,6 +231,10 @@ function containersAt(
               anyModelled ? policy : 'Never',
             );
   return { init, apps, phase };
+}
+
+function probesOf(c: MockContainer): { probes?: MockProbes } {
+  return c.probes ? { probes: c.probes } : {};
 }
 
 /**

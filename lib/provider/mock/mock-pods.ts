@@ -1,4 +1,4 @@
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.ts';
 import { type ItemKey, isConditionFailed, type StateTable } from '../../state/dynamodb.ts';
 import type { Expression } from '../../state/expression.ts';
@@ -8,9 +8,9 @@ import {
   type DeletedPodStatus,
   type PodProvider,
   type PodUsage,
+  type ProviderEventRecorder,
   ProviderNotFoundError,
 } from '../provider.ts';
-import { mockRun } from './mock-command.ts';
 import { mockContainerLog } from './mock-logs.ts';
 import { mockCreateIntent, mockPodPlan } from './mock-pod-plan.ts';
 import {
@@ -21,7 +21,9 @@ import {
   mockPodItem,
   mockPodKey,
 } from './mock-pod-record.ts';
-import { type MockContainer, type MockPodState, mockHostIp, mockPodObject } from './mock-pod-status.ts';
+import { podIdentity, podState } from './mock-pod-spec.ts';
+import { mockHostIp, mockPodObject } from './mock-pod-status.ts';
+import { MockProbeEvents } from './mock-probe-events.ts';
 import { mockPodUsage } from './mock-stats.ts';
 
 /**
@@ -54,6 +56,8 @@ import { mockPodUsage } from './mock-stats.ts';
 export interface MockPodProviderOptions {
   table: StateTable;
   clock: Clock;
+  /** Where the Events of simulated probes and hooks are recorded (Unhealthy, Killing...); none when absent. */
+  events?: ProviderEventRecorder;
   /** The hostIP of every pod (e.g. the node's configured InternalIP); derived from the node name by default. */
   hostIp?: string;
   /** How long a deleted pod's tombstone stays (DynamoDB TTL). Default one day. */
@@ -89,10 +93,12 @@ const DEFAULT_TOMBSTONE_TTL_SECONDS = 24 * 60 * 60;
 export class MockPodProvider implements PodProvider {
   private readonly table: StateTable;
   private readonly clock: Clock;
+  private readonly probeEvents: MockProbeEvents;
 
   constructor(private readonly options: MockPodProviderOptions) {
     this.table = options.table;
     this.clock = options.clock;
+    this.probeEvents = new MockProbeEvents(options.events);
   }
 
   /**
@@ -197,7 +203,9 @@ export class MockPodProvider implements PodProvider {
       const current = await this.read(key);
       const now = this.clock.now();
       if (!current || current.uid !== ref.uid || !mockPodHeld(current, now)) throw notFound(ref, undefined);
-      const stopAt = Math.min(current.stopAt ?? Number.POSITIVE_INFINITY, this.stopTime(current, pod, now));
+      const stop = this.stopTime(current, pod, now);
+      const stopAt = Math.min(current.stopAt ?? Number.POSITIVE_INFINITY, stop.stopAt);
+      const signalAt = Math.min(current.signalAt ?? Number.POSITIVE_INFINITY, stop.signalAt, stopAt);
       const stopped = stopAt <= now ? 'stopped' : undefined;
       if (current.deletedAt !== undefined && stopAt === current.stopAt) return stopped;
       const ttl = this.options.tombstoneTtlSeconds ?? DEFAULT_TOMBSTONE_TTL_SECONDS;
@@ -205,6 +213,7 @@ export class MockPodProvider implements PodProvider {
         ...current,
         deletedAt: current.deletedAt ?? now,
         stopAt,
+        signalAt,
         deletes: current.deletes + (current.deletedAt === undefined ? 1 : 0),
         version: current.version + 1,
       };
@@ -225,20 +234,27 @@ export class MockPodProvider implements PodProvider {
     }
   }
 
-  /** When a delete now ends the pod's processes: at the end of the grace period if a running one ignores SIGTERM. */
-  private stopTime(record: MockPodRecord, pod: V1Pod, now: number): number {
+  /**
+   * When a delete now signals the pod's containers and when that ends its processes: SIGTERM once the
+   * preStop hooks of its running containers ran (within the grace period), the end at once, or at the end
+   * of the grace period if a running container ignores SIGTERM.
+   */
+  private stopTime(record: MockPodRecord, pod: V1Pod, now: number): { signalAt: number; stopAt: number } {
     const grace = pod.metadata?.deletionGracePeriodSeconds ?? 0;
-    if (grace <= 0) return now;
+    if (grace <= 0) return { signalAt: now, stopAt: now };
     const status = mockPodObject(record, now, this.hostIp(record.node)).status;
     const running = new Set(
       [...(status?.initContainerStatuses ?? []), ...(status?.containerStatuses ?? [])]
         .filter((c) => c.state?.running)
         .map((c) => c.name),
     );
-    const ignoring = [...(record.initContainers ?? []), ...record.containers].some(
-      (c) => c.run?.ignoresTerm && running.has(c.name),
+    const containers = [...(record.initContainers ?? []), ...record.containers].filter((c) =>
+      running.has(c.name),
     );
-    return ignoring ? now + grace * 1000 : now;
+    const preStopMs = Math.max(0, ...containers.map((c) => (c.probes?.preStopSeconds ?? 0) * 1000));
+    const signalAt = now + Math.min(preStopMs, grace * 1000);
+    const ignoring = containers.some((c) => c.run?.ignoresTerm);
+    return { signalAt, stopAt: ignoring ? now + grace * 1000 : signalAt };
   }
 
   async getPod(namespace: string, name: string, signal?: AbortSignal): Promise<V1Pod | undefined> {
@@ -246,17 +262,19 @@ export class MockPodProvider implements PodProvider {
     const record = await this.read(mockPodKey(namespace, name));
     const now = this.clock.now();
     if (!record || !mockPodHeld(record, now)) return undefined;
-    return mockPodObject(record, now, this.hostIp(record.node));
+    const pod = mockPodObject(record, now, this.hostIp(record.node));
+    await this.probeEvents.record(record, pod, now);
+    return pod;
   }
 
   async listPods(nodeName: string, signal?: AbortSignal): Promise<V1Pod[]> {
     signal?.throwIfAborted();
     const items = await this.table.query(mockNodeIndexPartition(nodeName), { index: 'gsi1' });
     const now = this.clock.now();
-    return items
-      .map(mockPodFromItem)
-      .filter((r) => mockPodHeld(r, now) && r.node === nodeName)
-      .map((r) => mockPodObject(r, now, this.hostIp(r.node)));
+    const records = items.map(mockPodFromItem).filter((r) => mockPodHeld(r, now) && r.node === nodeName);
+    const pods = records.map((r) => mockPodObject(r, now, this.hostIp(r.node)));
+    await Promise.all(records.map((r, i) => this.probeEvents.record(r, pods[i], now)));
+    return pods;
   }
 
   /**
@@ -317,45 +335,6 @@ export class MockPodProvider implements PodProvider {
   private hostIp(node: string): string {
     return this.options.hostIp ?? mockHostIp(node);
   }
-}
-
-/** Namespace, name and uid of a pod, as a delete needs them. */
-function podIdentity(pod: V1Pod): { namespace: string; name: string; uid: string } {
-  const { namespace, name, uid } = pod.metadata ?? {};
-  if (namespace && name && uid) return { namespace, name, uid };
-  const missing = [
-    ...(namespace ? [] : ['metadata.namespace']),
-    ...(name ? [] : ['metadata.name']),
-    ...(uid ? [] : ['metadata.uid']),
-  ];
-  throw new Error(`mock provider: pod ${namespace ?? '?'}/${name ?? '?'} lacks ${missing.join(', ')}`);
-}
-
-/**
- * The identity, binding and containers of a pod from the API server, with
- * what each container's command does in its resolved env.
- * @throws MockCommandError naming a script the mock cannot read.
- */
-function podState(pod: V1Pod): Omit<MockPodState, 'plan' | 'createdAt'> {
-  const identity = podIdentity(pod);
-  const node = pod.spec?.nodeName;
-  if (!node) throw new Error(`mock provider: pod ${identity.namespace}/${identity.name} lacks spec.nodeName`);
-  const inits = (pod.spec?.initContainers ?? []).map(mockContainer);
-  return {
-    ...identity,
-    node,
-    restartPolicy: pod.spec?.restartPolicy ?? 'Always',
-    containers: (pod.spec?.containers ?? []).map(mockContainer),
-    ...(inits.length > 0 ? { initContainers: inits } : {}),
-  };
-}
-
-function mockContainer(c: V1Container): MockContainer {
-  const env = Object.fromEntries(
-    (c.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])),
-  );
-  const run = mockRun(c.command, c.args, env);
-  return { name: c.name, image: c.image ?? '', ...(run ? { run } : {}) };
 }
 
 function runs(uid: string): Expression {

@@ -1,3 +1,5 @@
+import { type MockProbeRun, type MockProbes, mockProbeRun } from './mock-probes.ts';
+
 /**
  * The life of a mock container as a pure function of time: it runs for its
  * run's seconds, exits with its exit code, and under a restart policy that
@@ -13,11 +15,13 @@ export interface MockTermination {
   exitCode: number;
   startedAt: number;
   finishedAt: number;
+  /** It was killed: a liveness or startup probe failed, or its postStart hook. */
+  killed?: 'liveness' | 'startup' | 'postStart';
 }
 
 export type MockContainerState =
   | { kind: 'waiting'; reason: string; message?: string; since: number }
-  | { kind: 'running'; startedAt: number }
+  | { kind: 'running'; startedAt: number; probes?: MockProbeRun }
   | { kind: 'terminated'; termination: MockTermination };
 
 /** Where one container stands at a moment. */
@@ -32,7 +36,12 @@ export interface MockContainerAt {
 export interface MockBehaviour {
   seconds?: number;
   exitCode: number;
+  /** Its probes and hooks, which may kill a run before it ends by itself (mock-probes.ts). */
+  probes?: MockProbes;
 }
+
+/** The exit code of a run the kubelet killed after a failed probe or hook (SIGKILL, 128 + 9). */
+export const KILLED_EXIT_CODE = 137;
 
 export type MockRestartPolicy = 'Always' | 'OnFailure' | 'Never';
 
@@ -65,11 +74,21 @@ export function mockContainerAt(
   let last: MockTermination | undefined;
   for (;;) {
     const at = last === undefined ? {} : { last };
-    if (runMs === undefined || now < start + runMs) {
-      return { state: { kind: 'running', startedAt: start }, ...at, restartCount: restarts };
+    const probes = behaviour.probes ? mockProbeRun(behaviour.probes, start) : undefined;
+    const killAt = probes?.kill?.at;
+    const ends = runMs === undefined ? killAt : Math.min(start + runMs, killAt ?? Number.POSITIVE_INFINITY);
+    if (ends === undefined || now < ends) {
+      return {
+        state: { kind: 'running', startedAt: start, ...(probes ? { probes } : {}) },
+        ...at,
+        restartCount: restarts,
+      };
     }
-    const termination = { exitCode: behaviour.exitCode, startedAt: start, finishedAt: start + runMs };
-    const again = policy === 'Always' || (policy === 'OnFailure' && behaviour.exitCode !== 0);
+    const killed = killAt !== undefined && ends === killAt ? probes?.kill?.reason : undefined;
+    const termination: MockTermination = killed
+      ? { exitCode: KILLED_EXIT_CODE, startedAt: start, finishedAt: ends, killed }
+      : { exitCode: behaviour.exitCode, startedAt: start, finishedAt: ends };
+    const again = policy === 'Always' || (policy === 'OnFailure' && termination.exitCode !== 0);
     if (!again) return { state: { kind: 'terminated', termination }, ...at, restartCount: restarts };
     const delay = restartBackoffMs(restarts + 1);
     if (now < termination.finishedAt + delay) {

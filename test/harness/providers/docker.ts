@@ -4,6 +4,7 @@ import { systemClock } from '../../../lib/clock.ts';
 import type { DockerPodProvider } from '../../../lib/provider/docker/docker-pods.ts';
 import { EngineState } from '../../../lib/provider/docker/engine-state.ts';
 import { LABELS } from '../../../lib/provider/docker/names.ts';
+import { readProberReport } from '../../../lib/provider/docker/prober/prober-container.ts';
 import { TEST_IMAGE, testDockerProvider, testEngine } from '../../support/docker.ts';
 import { actionOf, type EngineEvent, EngineEvents } from '../../support/engine-events.ts';
 import type { TestEnv } from '../../support/env.ts';
@@ -34,6 +35,8 @@ class DockerProbe implements ProviderProbe {
   readonly #state: EngineState;
   /** Events from a second before the probe was made: the deployment starts after it. */
   readonly #events: EngineEvents;
+  /** preStop starts read from a prober's report, which forgets a pod once it is removed. */
+  readonly #preStops = new Map<string, number>();
 
   constructor(env: TestEnv) {
     this.#docker = testEngine(env);
@@ -69,6 +72,29 @@ class DockerProbe implements ProviderProbe {
     const counts = countEvents(await this.#events.of(ref.uid));
     if (counts.seen === 0 && containers.length === 0) return undefined;
     return { creates: counts.creates, deletes: counts.deletes, running: containers.some(isRunningProcess) };
+  }
+
+  /**
+   * When the node's prober began the pod's preStop hook (its report), and
+   * when an app container of the pod was first signalled (the engine's
+   * `kill` event: the prober sends SIGTERM after the hook).
+   */
+  async hooks(ref: PodRef): Promise<{ preStopAt?: number; stopSignalAt?: number } | undefined> {
+    const events = await this.#events.of(ref.uid);
+    const killed = events
+      .filter((e) => actionOf(e).action === 'kill' && actionOf(e).role === 'app')
+      .map((e) => (e.timeNano ?? 0) / 1e6);
+    const node = events.find((e) => e.Actor?.Attributes?.[LABELS.node])?.Actor?.Attributes?.[LABELS.node];
+    const report = node ? await readProberReport(this.#docker, node) : undefined;
+    const preStop = Object.values(report?.instances ?? {}).find(
+      (i) => i.uid === ref.uid && i.preStop,
+    )?.preStop;
+    if (preStop) this.#preStops.set(ref.uid, preStop.startedAt);
+    const preStopAt = this.#preStops.get(ref.uid);
+    return {
+      ...(preStopAt !== undefined ? { preStopAt } : {}),
+      ...(killed.length > 0 ? { stopSignalAt: Math.min(...killed) } : {}),
+    };
   }
 
   async injectPod(pod: V1Pod): Promise<void> {

@@ -70,6 +70,10 @@ export function ecsProviderSetup(options: { env?: Record<string, string> } = {})
         'the ECS simulation runs no processes, so nothing listens on localhost (on Fargate the containers of a task share its network namespace)',
       'init-containers-files':
         "the ECS simulation runs no processes and has no filesystem (order is checked through the containers' times)",
+      'startup-probe': 'Fargate has no startup stage of a health check: startup probes are refused by name',
+      prestop: 'ECS runs no lifecycle hooks: preStop is refused by name',
+      'termination-message':
+        'a Fargate task has no file to read back after it stopped, and the simulation no log: the message is not reported',
     },
   };
 }

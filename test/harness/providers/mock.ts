@@ -72,6 +72,18 @@ class MockProbe implements ProviderProbe {
     };
   }
 
+  /** The delete's time while a preStop hook runs, and when the record says SIGTERM came. */
+  async hooks(ref: PodRef): Promise<{ preStopAt?: number; stopSignalAt?: number } | undefined> {
+    const item = await this.#table.get(mockPodKey(ref.namespace, ref.name));
+    const record = item ? mockPodFromItem(item) : undefined;
+    if (!record || record.uid !== ref.uid || record.deletedAt === undefined) return undefined;
+    const hooked = record.containers.some((c) => c.probes?.preStopSeconds !== undefined);
+    return {
+      ...(hooked ? { preStopAt: record.deletedAt } : {}),
+      ...(record.signalAt !== undefined ? { stopSignalAt: record.signalAt } : {}),
+    };
+  }
+
   async injectPod(pod: V1Pod): Promise<void> {
     await this.#provider.createPod(pod);
   }

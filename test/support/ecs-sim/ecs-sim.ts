@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { LogsSim } from './logs-sim.ts';
 import { dependencyProblems, runTaskProblems, taskDefinitionProblems } from './sim-checks.ts';
 import { SimError } from './sim-error.ts';
+import { healthStatus } from './sim-health.ts';
 import { taskEvent, taskJson } from './sim-json.ts';
 import { type LifecycleTimes, nextStep, stopTask } from './sim-lifecycle.ts';
 import { newTask } from './sim-new-task.ts';
@@ -266,7 +267,15 @@ export class EcsSim {
     if (!task || now < task.visibleAt) return [];
     if (task.stoppedAt !== undefined && now - task.stoppedAt > (this.options.retainStoppedMs ?? 3_600_000))
       return [];
-    return [taskJson(task, withTags, this.options.region, this.options.account)];
+    const json = taskJson(task, withTags, this.options.region, this.options.account);
+    // DescribeTasks reports each checked container's health (a task state change event carries none).
+    const containers = (json.containers as Array<Record<string, unknown>> | undefined) ?? [];
+    for (const [i, c] of task.containers.entries()) {
+      const status = healthStatus(c, now);
+      const shown = containers[i];
+      if (status && shown) shown.healthStatus = status;
+    }
+    return [json];
   }
 
   #describe(body: Record<string, unknown>): Record<string, unknown> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ContainerBehaviour, SimContainer, SimTask } from './sim-types.ts';
+import type { ContainerBehaviour, SimContainer, SimHealthCheck, SimTask } from './sim-types.ts';
 import type { SsmSim } from './ssm-sim.ts';
 
 /**
@@ -109,6 +109,7 @@ function container(
       ),
       stopTimeoutSeconds: typeof c.stopTimeout === 'number' ? c.stopTimeout : 30,
       run: o.behaviour(argv, env),
+      ...healthCheckOf(c.healthCheck),
       env,
       lastStatus: 'PENDING',
       runtimeId: `${index}${randomUUID().slice(0, 8)}`,
@@ -119,5 +120,21 @@ function container(
         : {}),
     },
     ...(failure ? { failure } : {}),
+  };
+}
+
+/** A definition's health check with ECS's defaults (HealthCheck: interval 30, timeout 5, retries 3, startPeriod 0). */
+function healthCheckOf(value: unknown): { healthCheck?: SimHealthCheck } {
+  if (typeof value !== 'object' || value === null) return {};
+  const h = value as Record<string, unknown>;
+  const num = (v: unknown, fallback: number) => (typeof v === 'number' ? v : fallback);
+  return {
+    healthCheck: {
+      command: Array.isArray(h.command) ? h.command.map(String) : [],
+      interval: num(h.interval, 30),
+      timeout: num(h.timeout, 5),
+      retries: num(h.retries, 3),
+      startPeriod: num(h.startPeriod, 0),
+    },
   };
 }

@@ -12,6 +12,17 @@ export interface ContainerRun {
   ignoresTerm: boolean;
   /** Lines it prints when it starts (written to CloudWatch Logs by the awslogs driver). */
   lines: string[];
+  /** Files its script makes (`touch`) or removes (`rm`), seconds after its start: what a health check's `test -e` sees. */
+  files?: Array<{ path: string; at: number; exists: boolean }>;
+}
+
+/** A container definition's health check (the API's HealthCheck, ECS's defaults filled in). */
+export interface SimHealthCheck {
+  command: string[];
+  interval: number;
+  timeout: number;
+  retries: number;
+  startPeriod: number;
 }
 
 /** Reads a container's argv (ENTRYPOINT + CMD) against its environment. */
@@ -28,6 +39,7 @@ export interface SimContainer {
   after: string[];
   stopTimeoutSeconds: number;
   run: ContainerRun;
+  healthCheck?: SimHealthCheck;
   /** The environment the container got (definition, overrides and secrets resolved): what a test may inspect. */
   env: Readonly<Record<string, string>>;
   lastStatus: 'PENDING' | 'RUNNING' | 'STOPPED';
