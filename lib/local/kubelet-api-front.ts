@@ -1,6 +1,7 @@
 import { randomUUID, X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { Context } from 'aws-lambda';
 import { isStreamingHandler } from '../response-streaming.ts';
@@ -38,7 +39,21 @@ export interface KubeletApiFrontOptions {
   /** The function's timeout: the longest one request may take. */
   timeoutMs?: number;
   functionName?: string;
+  /**
+   * Serves upgrade requests (exec, attach, port-forward), which API Gateway
+   * could not carry: handed the same proxy event as the handler, with the
+   * connection itself. Without it, they reach the handler like any request.
+   */
+  upgrade?: UpgradeHandler;
 }
+
+/** Serves one upgrade request whose client certificate the front verified. */
+export type UpgradeHandler = (
+  event: unknown,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+) => Promise<void>;
 
 export interface KubeletApiFront {
   port: number;
@@ -64,6 +79,12 @@ export async function startKubeletApiFront(options: KubeletApiFrontOptions): Pro
         },
         (req, res) => void serve(req, res, options),
       );
+      const { upgrade } = options;
+      if (upgrade)
+        server.on(
+          'upgrade',
+          (req: IncomingMessage, socket: Duplex, head: Buffer) => void upgradeOne(req, socket, head, upgrade),
+        );
       servers.push(server);
       port = await listen(server, address, port);
     }
@@ -117,6 +138,29 @@ async function serve(
     if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
     res.end(res.headersSent ? undefined : JSON.stringify({ message: 'Internal server error' }));
     process.emitWarning(`kubelet API handler failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+async function upgradeOne(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  upgrade: UpgradeHandler,
+): Promise<void> {
+  const tls = req.socket as TLSSocket;
+  const peer = tls.authorized ? tls.getPeerCertificate(true) : undefined;
+  if (!peer?.raw) {
+    const body = '{"message":"Forbidden"}';
+    socket.end(
+      `HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    return;
+  }
+  try {
+    await upgrade(proxyEvent(req, new X509Certificate(peer.raw)), req, socket, head);
+  } catch (err) {
+    socket.destroy();
+    process.emitWarning(`kubelet API upgrade failed: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

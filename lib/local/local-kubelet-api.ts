@@ -1,6 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createKubeletApiHandler } from '../../functions/kubelet-api.ts';
+import type { KubeletStreamingOptions } from '../kubelet-api/streaming/kubelet-streaming.ts';
+import { createKubeletStreaming } from '../kubelet-api/streaming/streaming-entry.ts';
 import type { CertificateAuthority } from './control-plane/pki.ts';
 import { type KubeletApiFront, startKubeletApiFront } from './kubelet-api-front.ts';
 
@@ -42,10 +44,14 @@ export interface LocalKubeletApiOptions {
   dir: string;
   /** Defaults to {@link localNodeAddresses}. */
   addresses?: Record<string, string>;
+  /** Timeouts of exec, attach and port-forward connections (the kubelet's defaults otherwise). */
+  streaming?: KubeletStreamingOptions;
 }
 
 export interface LocalKubeletApi extends KubeletApiFront {
   addresses: Record<string, string>;
+  /** Exec, attach and port-forward connections open now. */
+  liveStreams(): number;
 }
 
 export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Promise<LocalKubeletApi> {
@@ -62,12 +68,22 @@ export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Pro
   );
   const serving = { cert: readFileSync(files.cert, 'utf8'), key: readFileSync(files.key, 'utf8') };
   options.env.SVK_KUBELET_API_ADDRESSES = addressesVariable(addresses);
+  const streaming = createKubeletStreaming(options.env, options.streaming);
   const front = await startKubeletApiFront({
     handler: createKubeletApiHandler(options.env),
+    upgrade: (event, req, socket, head) => streaming.handleUpgrade(event, req, socket, head),
     addresses: Object.values(addresses),
     clientCa: readFileSync(options.ca.cert, 'utf8'),
     serving,
   });
   options.env.SVK_KUBELET_PORT = String(front.port);
-  return { ...front, addresses };
+  return {
+    port: front.port,
+    addresses,
+    liveStreams: () => streaming.live(),
+    stop: async () => {
+      streaming.close();
+      await front.stop();
+    },
+  };
 }

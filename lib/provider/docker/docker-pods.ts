@@ -15,6 +15,7 @@ import {
 } from '../provider.ts';
 import { deletingConfig, type EngineSettings, infraConfig, volumeConfig } from './container-config.ts';
 import { containerLogs } from './container-logs.ts';
+import { DockerContainerStreams } from './docker-streams.ts';
 import { engineChanges } from './engine-changes.ts';
 import {
   isEngineNotFound,
@@ -43,6 +44,8 @@ import { removalOf } from './removals-in-flight.ts';
  * after a concurrent one finished is answered 304 (already running).
  */
 const INFRA_ATTEMPTS = 10;
+/** The port-forward relay image unless configured: busybox, which has `nc`. */
+export const DEFAULT_RELAY_IMAGE = 'docker.io/library/busybox:1.36';
 const INFRA_RETRY_MS = 20;
 const INFRA_RETRY_MAX_MS = 1_000;
 
@@ -57,6 +60,8 @@ export interface DockerPodProviderOptions {
     pullTimeoutMs: number;
     /** The cluster domain pods' FQDNs end in (`<hostname>.<subdomain>.<namespace>.svc.<cluster domain>`). */
     clusterDomain: string;
+    /** The image of port-forward relays (busybox's `nc`); {@link DEFAULT_RELAY_IMAGE} by default. */
+    relayImage?: string;
   };
   /** Registry credentials for a pod's image from its imagePullSecrets; none by default. */
   registryAuth?: (plan: PodPlan, image: string) => Promise<RegistryAuth | undefined>;
@@ -82,6 +87,7 @@ export class DockerPodProvider implements PodProvider {
   private readonly state: EngineState;
   private readonly deps: AdvanceDeps;
   private readonly cpu: CpuSamples = new Map();
+  readonly streams: DockerContainerStreams;
 
   constructor(private readonly options: DockerPodProviderOptions) {
     const { docker, clock, log, settings } = options;
@@ -97,6 +103,13 @@ export class DockerPodProvider implements PodProvider {
       log,
       registryAuth: options.registryAuth ?? (async () => undefined),
     };
+    this.streams = new DockerContainerStreams({
+      docker,
+      state: this.state,
+      puller,
+      relayImage: settings.relayImage ?? DEFAULT_RELAY_IMAGE,
+      log,
+    });
   }
 
   /**
