@@ -1,3 +1,6 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
 import { type Duplex, PassThrough } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import type Docker from 'dockerode';
@@ -84,14 +87,7 @@ export class DockerContainerStreams implements ContainerStreams {
   async attach(pod: V1Pod, container: string, io: ContainerIo, signal: AbortSignal): Promise<void> {
     const { id } = await this.running(pod, container, signal);
     const engineContainer = this.deps.docker.getContainer(id);
-    const engine = (await engineContainer.attach({
-      stream: true,
-      hijack: true,
-      stdin: io.stdin !== undefined,
-      stdout: io.stdout !== undefined,
-      stderr: io.stderr !== undefined,
-      abortSignal: signal,
-    })) as Duplex;
+    const engine = await hijackedAttach(this.deps.docker, id, io);
     await relayEngine(engine, io, signal, (size: TerminalSize) =>
       resized(engineContainer.resize({ h: size.height, w: size.width })),
     );
@@ -212,6 +208,59 @@ export class DockerContainerStreams implements ContainerStreams {
     });
     return (await relay.inspect({ abortSignal: signal })).Id;
   }
+}
+
+/**
+ * An attach with the connection hijacked, its options in the query and an
+ * empty body: dockerode's attach sends its options as the body (and a
+ * chunked body's end), which Podman passes on to the container's stdin.
+ */
+function hijackedAttach(docker: Docker, id: string, io: ContainerIo): Promise<Duplex> {
+  const modem = docker.modem as {
+    socketPath?: string;
+    host?: string;
+    port?: number | string;
+    protocol?: string;
+    ca?: string;
+    cert?: string;
+    key?: string;
+  };
+  const query = new URLSearchParams({
+    stream: '1',
+    stdin: io.stdin ? '1' : '0',
+    stdout: io.stdout ? '1' : '0',
+    stderr: io.stderr ? '1' : '0',
+  });
+  const options = {
+    method: 'POST',
+    path: `/containers/${id}/attach?${query}`,
+    headers: { Connection: 'Upgrade', Upgrade: 'tcp', 'Content-Length': '0' },
+  };
+  return new Promise((resolve, reject) => {
+    const req = modem.socketPath
+      ? httpRequest({ ...options, socketPath: modem.socketPath })
+      : (modem.protocol === 'https' ? httpsRequest : httpRequest)({
+          ...options,
+          host: modem.host,
+          port: modem.port,
+          ...(modem.ca ? { ca: modem.ca, cert: modem.cert, key: modem.key } : {}),
+        });
+    req.on('upgrade', (_res, socket: Socket, head: Buffer) => {
+      if (head.length > 0) socket.unshift(head);
+      resolve(socket);
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => {
+        body += d.toString('utf8');
+      });
+      res.on('end', () =>
+        reject(new Error(`the engine refused the attach (${res.statusCode}): ${body.trim()}`)),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** Podman answers a resize 201, which dockerode takes for a failure. */

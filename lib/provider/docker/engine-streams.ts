@@ -65,6 +65,9 @@ export async function relayEngine(
   if (io.resize) void applyResizes(io.resize, resize, both);
   try {
     await pumpOutput(engine, io, both);
+  } catch (err) {
+    // The connection dropped on an abort ends the relay; any other break is the engine's failure.
+    if (!signal.aborted) throw err;
   } finally {
     stop.abort();
     signal.removeEventListener('abort', onAbort);
