@@ -50,6 +50,8 @@ const EXIT_POLL_MS = 100;
 
 export class DockerContainerStreams implements ContainerStreams {
   private readonly relays = new Map<string, { users: number; ready: Promise<string> }>();
+  /** Removals of relays under way: a new relay of the pod waits for its name to be free. */
+  private readonly removals = new Map<string, Promise<void>>();
 
   constructor(private readonly deps: DockerStreamsDeps) {}
 
@@ -156,7 +158,7 @@ export class DockerContainerStreams implements ContainerStreams {
       held.users++;
       return held.ready;
     }
-    const ready = this.startRelay(pod, signal);
+    const ready = (this.removals.get(pod.uid) ?? Promise.resolve()).then(() => this.startRelay(pod, signal));
     const entry = { users: 1, ready };
     this.relays.set(pod.uid, entry);
     ready.catch(() => {
@@ -171,15 +173,20 @@ export class DockerContainerStreams implements ContainerStreams {
     held.users--;
     if (held.users > 0) return;
     this.relays.delete(uid);
-    const id = await held.ready.catch(() => undefined);
-    if (!id) return;
-    await this.deps.docker
-      .getContainer(id)
-      .remove({ force: true })
-      .catch((err: unknown) => {
-        if (!isEngineNotFound(err))
-          this.deps.log.warn({ err, uid }, 'docker provider: removing a relay container failed');
-      });
+    const removal = (async () => {
+      const id = await held.ready.catch(() => undefined);
+      if (!id) return;
+      await this.deps.docker
+        .getContainer(id)
+        .remove({ force: true })
+        .catch((err: unknown) => {
+          if (!isEngineNotFound(err))
+            this.deps.log.warn({ err, uid }, 'docker provider: removing a relay container failed');
+        });
+    })();
+    this.removals.set(uid, removal);
+    await removal;
+    if (this.removals.get(uid) === removal) this.removals.delete(uid);
   }
 
   private async startRelay(pod: ObservedPod, signal: AbortSignal): Promise<string> {
