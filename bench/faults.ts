@@ -20,7 +20,7 @@
  * with a control plane and a DynamoDB Local of its own, and every period at
  * its production value (the harness shortens them for scenarios). The
  * report (a markdown table) goes to stdout; progress to stderr. Record it in
- * bench/README.md with the machine and the date.
+ * docs/benchmarks.md, "Faults", with the machine and the date.
  *
  * Measured per fault, over the fault and until the pods it touched have
  * converged (or the convergence deadline):

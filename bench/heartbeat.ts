@@ -50,7 +50,7 @@ import { currentInvocation } from '../lib/local/invocation-scope.ts';
 import { type InvocationResult, LocalLambdaRuntime } from '../lib/local/lambda-runtime.ts';
 import { LocalDeployment } from '../lib/local/local-deployment.ts';
 import { lockKey } from '../lib/lock/dynamodb-lock-store.ts';
-import { HEARTBEAT_LOCK } from '../lib/node/heartbeat.ts';
+import { HEARTBEAT_LOCK } from '../lib/lock/lock-names.ts';
 import { NODE_LEASE_NAMESPACE } from '../lib/node/node-lease.ts';
 import { StateTable } from '../lib/state/dynamodb.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';

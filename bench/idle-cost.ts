@@ -656,22 +656,21 @@ function fit(a: RunResult, b: RunResult): { base: UsageRates; perNode: UsageRate
 }
 
 /**
- * A pod's whole life, from bench/README.md (Pods, "The final code", 100
- * and 1,000 pods: 2 pod-sync invocations to Running and 4 to gone, 4.0 + 8.0
- * API and 7.3 + 12.4 DynamoDB requests, 6 events), with 300 ms per pod-sync
- * invocation at 256 MB and each DynamoDB request taken as one unit, half
- * reads and half writes.
+ * A pod's whole life, from docs/benchmarks.md (Pods, "100 to 10,000 pods",
+ * 2026-11-27: 3 pod-sync invocations and 3 events, 7 API requests and 5
+ * DynamoDB requests per pod, 3 writes and 2 strongly consistent reads), with
+ * 300 ms per pod-sync invocation at 256 MB.
  */
 const POD_LIFE = {
-  invocations: 6,
-  gbSeconds: 6 * 0.3 * 0.25,
-  dynamoWriteUnits: 10,
-  dynamoReadUnits: 10,
-  eventBridgeEvents: 6,
-  logBytes: 6 * (PLATFORM_LOG_BYTES_PER_INVOCATION + 600),
-  kubeRequests: 12,
+  invocations: 3,
+  gbSeconds: 0.225, // 3 invocations of 0.3 s at 0.25 GB
+  dynamoWriteUnits: 3,
+  dynamoReadUnits: 2,
+  eventBridgeEvents: 3,
+  logBytes: 3 * (PLATFORM_LOG_BYTES_PER_INVOCATION + 600),
+  kubeRequests: 7,
   source:
-    'bench/README.md, Pods, "The final code" (2026-11-21): 6 pod-sync invocations, 12 API and about 20 DynamoDB requests, 6 events per pod; 300 ms per invocation at 256 MB',
+    'docs/benchmarks.md, Pods, "100 to 10,000 pods" (2026-11-27): 3 pod-sync invocations and 3 events, 7 API requests, 5 DynamoDB requests (3 writes: claim, completion, forget; 2 strongly consistent reads) per pod; 300 ms per invocation at 256 MB and the log bytes of 2026-11-21 scaled to 3 invocations',
 };
 
 function figuresOf(runs: RunResult[], cadences: Cadence[], command: string): CostFigures {

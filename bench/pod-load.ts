@@ -16,7 +16,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { V1Pod } from '@kubernetes/client-node';
 import { apiStatusCode, isNotFound } from '../lib/kube/client.ts';
 import { createToolingClients, type ToolingClients } from '../lib/kube/tooling-clients.ts';
-import { terminatedStatus } from '../lib/pod/pod-status-builders.ts';
+import { terminatedStatus } from '../lib/pod/status/pod-status-builders.ts';
 import { mockNodeIndexPartition } from '../lib/provider/mock/mock-pod-record.ts';
 import { StateTable } from '../lib/state/dynamodb.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';

@@ -1,6 +1,6 @@
 import { loadDependencies } from '../lib/app/dependencies.ts';
+import { ecsTaskState, validTaskStateEvent } from '../lib/app/ecs-task-state-entry.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
-import { ecsTaskState, validTaskStateEvent } from '../lib/provider/ecs/task-state-entry.ts';
 
 /**
  * Triggered by the rule for our ECS cluster's "ECS Task State Change" events

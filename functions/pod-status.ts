@@ -1,7 +1,7 @@
 import { loadDependencies } from '../lib/app/dependencies.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
-import { podStatus } from '../lib/pod/pod-status-entry.ts';
+import { podStatus } from '../lib/pod/status/pod-status-entry.ts';
 
 /**
  * Scheduled every minute: polls the provider every few seconds and writes

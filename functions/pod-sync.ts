@@ -1,6 +1,6 @@
 import { loadDependencies } from '../lib/app/dependencies.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
-import { podSync, validPodSyncEvent } from '../lib/pod/pod-sync-entry.ts';
+import { podSync, validPodSyncEvent } from '../lib/pod/sync/pod-sync-entry.ts';
 
 /**
  * Triggered by the pod event rule: reconciles the one pod key an event names.

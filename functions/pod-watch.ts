@@ -3,7 +3,7 @@ import { createEventBridgePublisher } from '../lib/events/eventbridge-publisher.
 import type { EventPublisher } from '../lib/events/publisher.ts';
 import { parseScheduledEvent } from '../lib/events/scheduled-event.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
-import { podWatch } from '../lib/pod/pod-watch.ts';
+import { podWatch } from '../lib/pod/watch/pod-watch.ts';
 
 /**
  * Scheduled every minute: lists and watches the virtual nodes' pods and

@@ -3,7 +3,7 @@ import { createEventBridgePublisher } from '../lib/events/eventbridge-publisher.
 import type { EventPublisher } from '../lib/events/publisher.ts';
 import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
 import { sqsTickQueueOf } from '../lib/tick/sqs-tick-queue.ts';
-import { tick } from '../lib/tick/tick-entry.ts';
+import { type TickOptions, tick } from '../lib/tick/tick-entry.ts';
 import type { TickQueue } from '../lib/tick/tick-queue.ts';
 import { parseTickTrigger } from '../lib/tick/tick-trigger.ts';
 
@@ -20,9 +20,10 @@ import { parseTickTrigger } from '../lib/tick/tick-trigger.ts';
  */
 export function createTickHandler(
   env: Record<string, string | undefined> = process.env,
-  overrides: { queue?: TickQueue; publisher?: EventPublisher } = {},
+  overrides: { queue?: TickQueue; publisher?: EventPublisher } & Pick<TickOptions, 'parts'> = {},
 ) {
   let { queue, publisher } = overrides;
+  const { parts } = overrides;
   return lambdaHandler(
     { env, dependencies: loadDependencies, event: parseTickTrigger, gate: false },
     (deps, invocation, trigger) => {
@@ -32,7 +33,7 @@ export function createTickHandler(
         region: deps.config.dynamodb.region,
         onPublished: (count) => deps.metrics.eventsPublished(count),
       });
-      return tick(deps, invocation, trigger, { queue, publisher });
+      return tick(deps, invocation, trigger, { queue, publisher, ...(parts ? { parts } : {}) });
     },
   );
 }

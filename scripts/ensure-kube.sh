@@ -29,8 +29,9 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get $APT_WAIT install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# Runtime tools: etcd for the API server, Java for DynamoDB Local, openssl for keys.
-apt_install etcd-server openjdk-17-jre-headless openssl ca-certificates
+# Runtime tools: etcd for the API server, Java for DynamoDB Local, openssl for keys, iproute2 for
+# the local kubelet API's route to a joined cluster's API server and the tests' network namespaces.
+apt_install etcd-server openjdk-17-jre-headless openssl ca-certificates iproute2
 
 need_build=()
 for b in "${BINARIES[@]}"; do [ -x "$KUBE_DIR/$b" ] || need_build+=("$b"); done

@@ -16,9 +16,12 @@
  * - Logs: the functions' JSON lines, one readable line each (lib/log/pretty.ts).
  *   For that this script runs twice: the supervisor formats the stdout of the
  *   runner (`--run`), which does the work.
- * - Kubelet API: with the local control plane, the kubelet-api function behind
- *   a loopback HTTPS front, each node at its own 127.x address, so `kubectl
- *   logs` and the node proxy work (lib/local/local-kubelet-api.ts).
+ * - Kubelet API: the kubelet-api function behind a local HTTPS front, so
+ *   `kubectl logs`, the node proxy and metrics work (lib/local/local-kubelet-api.ts).
+ *   With the local control plane each node is at its own 127.x address; with
+ *   a cluster it joined, on an address that cluster's API server can reach
+ *   (SVK_LOCAL_KUBELET_API_ADDRESS overrides), with a serving certificate from
+ *   the cluster's kubelet-serving signer (lib/local/kubelet-api/).
  * - pod-sync runs at most SVK_LOCAL_POD_SYNC_CONCURRENCY invocations at once
  *   (10, serverless.yml's podSyncConcurrency); further pod events wait.
  * - Ctrl-C (or SIGTERM): the schedules stop, running invocations end as if
@@ -43,6 +46,11 @@ import { CertificateAuthority, type CertificateFiles } from '../lib/local/contro
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { localProvider } from '../lib/local/docker-engine.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
+import {
+  type JoinedKubeletApiSettings,
+  joinedKubeletApiSettingsFromEnv,
+  startJoinedKubeletApi,
+} from '../lib/local/kubelet-api/joined-cluster.ts';
 import {
   LocalDeployment,
   type PodSyncConcurrency,
@@ -144,6 +152,7 @@ async function run(): Promise<void> {
     const config = loadConfig(process.env);
     const podSyncConcurrency = podSyncConcurrencyFromEnv(process.env);
     const cadence = cadenceFromEnv(process.env);
+    const kubeletApi = joinedKubeletApiSettingsFromEnv(process.env);
     mkdirSync(dir, { recursive: true });
     const cluster = await useCluster(stops);
     if (stopping) return;
@@ -156,7 +165,7 @@ async function run(): Promise<void> {
       SVK_DYNAMODB_ENDPOINT: endpoint,
       AWS_REGION: config.dynamodb.region,
     };
-    if (cluster.ca && !config.kubeletApi.endpoint) await useKubeletApi(config, cluster.ca, env, stops);
+    if (!config.kubeletApi.endpoint) await useKubeletApi(config, cluster, kubeletApi, env, stops);
     const deployment = new LocalDeployment({
       env,
       podSyncConcurrency,
@@ -212,27 +221,45 @@ async function useCluster(
 }
 
 /**
- * The kubelet API on loopback (`kubectl logs`, `kubectl top` through the
- * node proxy), for the local control plane only: it signs the serving
- * certificate with that cluster's CA, and the node addresses it publishes
- * (127.x) are reachable only by an API server on this machine. Sets
+ * The kubelet API (`kubectl logs`, `kubectl top` through the node proxy).
+ * For the local control plane on loopback, its serving certificate signed
+ * by that cluster's CA; for a cluster joined, where its API server can reach
+ * it (lib/local/kubelet-api/joined-cluster.ts). Sets
  * SVK_KUBELET_API_ADDRESSES and SVK_KUBELET_PORT in `env`.
  */
 async function useKubeletApi(
   config: Config,
-  ca: CertificateFiles,
+  cluster: { kubectlConfig: string; ca?: CertificateFiles },
+  settings: JoinedKubeletApiSettings,
   env: Record<string, string | undefined>,
   stops: Stops,
 ): Promise<void> {
-  const api = await startLocalKubeletApi({
-    env,
-    nodes: config.nodeNames,
-    ca: CertificateAuthority.open(dirname(ca.cert)),
-    dir: join(dir, 'kubelet-api'),
-  });
+  const apiDir = join(dir, 'kubelet-api');
+  let api: { addresses: Record<string, string>; ports: Record<string, number>; stop(): Promise<void> };
+  if (cluster.ca) {
+    api = await startLocalKubeletApi({
+      env,
+      nodes: config.nodeNames,
+      ca: CertificateAuthority.open(dirname(cluster.ca.cert)),
+      dir: apiDir,
+    });
+  } else {
+    const joined = await startJoinedKubeletApi({
+      kubeconfig: cluster.kubectlConfig,
+      env,
+      nodes: config.nodeNames,
+      settings,
+      dir: apiDir,
+      log: say,
+    });
+    if (!joined) return;
+    api = joined.api;
+  }
   stops.push(() => api.stop());
-  const where = Object.entries(api.addresses).map(([node, address]) => `${node} at ${address}`);
-  say(`kubelet API (kubectl logs): ${where.join(', ')}, port ${api.port}`);
+  const where = Object.entries(api.addresses).map(
+    ([node, address]) => `${node} at ${address}:${api.ports[node] ?? ''}`,
+  );
+  say(`kubelet API (kubectl logs): ${where.join(', ')}`);
 }
 
 /** SVK_DYNAMODB_ENDPOINT, else DynamoDB Local with its data under .local/start; the table is created when missing. */

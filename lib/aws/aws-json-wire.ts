@@ -14,7 +14,7 @@ import { SigV4Signer } from './sigv4.ts';
  * (lib/state/) and SQS (lib/tick/sqs-tick-queue.ts), instead of through the
  * SDK clients: importing a client costs a cold start about 50-60 ms of CPU
  * and its middleware stack costs several times more CPU per call than the
- * call itself (bench/README.md, "Cold start" and "The pod pipeline's CPU").
+ * call itself (docs/benchmarks.md, "Cold start" and "Where the deployment's CPU goes").
  * Requests are signed by lib/aws/sigv4.ts. What the SDK clients give per
  * call is done here the same way: the attempt
  * timeout and the invocation's deadline of lib/aws/client-options.ts, and

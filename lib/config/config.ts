@@ -119,7 +119,7 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** The release of this code (`major.minor.patch`), used by the reconciler's gating. */
   release: string;
-  /** Rolling-upgrade gating: see README, "Reconciler and rolling upgrades". */
+  /** Rolling-upgrade gating: see docs/reconciler.md. */
   gating: {
     /** The reconciler of this release raises the status's minimum compatible release to this. */
     minCompatibleRelease: string;

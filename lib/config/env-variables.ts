@@ -132,7 +132,7 @@ function name(message: string) {
   return trimmed(z.refine((v: string) => dns1123SubdomainError(v) === undefined, message));
 }
 
-/** The functions' environment variables and their rules (see the README's table). */
+/** The functions' environment variables and their rules (see the table of docs/configuration.md). */
 export const ENV_VARIABLES = {
   SVK_PROVIDER: provider,
   SVK_NODE_NAMES: nodeNames,

@@ -22,7 +22,7 @@ const DEFAULT_KUBELET_PORT = 10250;
 const hostLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const IPV4 = z.ipv4();
 
-/** The kubelet API's environment variables and their rules (see the README's table). */
+/** The kubelet API's environment variables and their rules (see the table of docs/configuration.md). */
 export const KUBELET_API_VARIABLES = {
   SVK_KUBELET_API_DOMAIN: z.optional(
     z.string().check(
@@ -39,15 +39,24 @@ export const KUBELET_API_VARIABLES = {
     z.pipe(
       z.string(),
       z.transform((raw: string, ctx) => {
-        const addresses: Record<string, string> = {};
-        for (const [node, address] of pairs(raw)) {
-          if (!node || !IPV4.safeParse(address).success) {
-            addIssue(ctx, `"${node}=${address}" is not node=IPv4 address`);
+        const placed: NodePlaces = { addresses: {}, ports: {} };
+        for (const [node, place] of pairs(raw)) {
+          const parsed = /^([^:]+)(?::(\d{1,5}))?$/.exec(place);
+          const port = parsed?.[2] === undefined ? undefined : Number(parsed[2]);
+          if (
+            !node ||
+            !parsed?.[1] ||
+            !IPV4.safeParse(parsed[1]).success ||
+            port === 0 ||
+            (port ?? 0) > 65535
+          ) {
+            addIssue(ctx, `"${node}=${place}" is not node=IPv4 address, or node=IPv4 address:port`);
             continue;
           }
-          addresses[node] = address;
+          placed.addresses[node] = parsed[1];
+          if (port !== undefined) placed.ports[node] = port;
         }
-        return addresses;
+        return placed;
       }),
     ),
   ),
@@ -78,18 +87,29 @@ export const KUBELET_API_VARIABLES = {
   ),
 };
 
+/** SVK_KUBELET_API_ADDRESSES read: each node's address, and the port of those that name one. */
+interface NodePlaces {
+  addresses: Record<string, string>;
+  ports: Record<string, number>;
+}
+
 interface KubeletApiValues {
   SVK_KUBELET_API_DOMAIN: string | undefined;
-  SVK_KUBELET_API_ADDRESSES: Record<string, string> | undefined;
+  SVK_KUBELET_API_ADDRESSES: NodePlaces | undefined;
   SVK_KUBELET_API_FOLLOW_SECONDS: number;
   SVK_KUBELET_API_CLIENT_CA_DATA: string | undefined;
 }
 
 export function kubeletApiSettings(e: KubeletApiValues): KubeletApiSettings {
+  const places = e.SVK_KUBELET_API_ADDRESSES;
   const endpoint: KubeletApiEndpoint | undefined = e.SVK_KUBELET_API_DOMAIN
     ? { kind: 'domain', domain: e.SVK_KUBELET_API_DOMAIN }
-    : e.SVK_KUBELET_API_ADDRESSES
-      ? { kind: 'addresses', addresses: e.SVK_KUBELET_API_ADDRESSES }
+    : places
+      ? {
+          kind: 'addresses',
+          addresses: places.addresses,
+          ...(Object.keys(places.ports).length > 0 ? { ports: places.ports } : {}),
+        }
       : undefined;
   return {
     ...(endpoint ? { endpoint } : {}),
@@ -108,7 +128,7 @@ interface RuleValues {
   SVK_KUBELET_PORT: number;
   SVK_NODE_INTERNAL_IP: string | undefined;
   SVK_KUBELET_API_DOMAIN: string | undefined;
-  SVK_KUBELET_API_ADDRESSES: Record<string, string> | undefined;
+  SVK_KUBELET_API_ADDRESSES: NodePlaces | undefined;
 }
 
 function domainRules(v: RuleValues): ConfigIssue[] {
@@ -145,8 +165,9 @@ function domainRules(v: RuleValues): ConfigIssue[] {
 }
 
 function addressRules(v: RuleValues): ConfigIssue[] {
-  const addresses = v.SVK_KUBELET_API_ADDRESSES;
-  if (addresses === undefined) return [];
+  const places = v.SVK_KUBELET_API_ADDRESSES;
+  if (places === undefined) return [];
+  const { addresses, ports } = places;
   const issues: ConfigIssue[] = [];
   const missing = v.SVK_NODE_NAMES.filter((n) => !(n in addresses));
   if (missing.length > 0) {
@@ -155,9 +176,13 @@ function addressRules(v: RuleValues): ConfigIssue[] {
       message: `names no address for node(s) ${missing.join(', ')}`,
     });
   }
-  const ips = Object.values(addresses);
-  if (new Set(ips).size !== ips.length) {
-    issues.push({ variable: 'SVK_KUBELET_API_ADDRESSES', message: 'gives two nodes the same address' });
+  // Nodes are told apart by the address and port a request reached.
+  const reached = Object.entries(addresses).map(([n, ip]) => `${ip}:${ports[n] ?? v.SVK_KUBELET_PORT}`);
+  if (new Set(reached).size !== reached.length) {
+    issues.push({
+      variable: 'SVK_KUBELET_API_ADDRESSES',
+      message: 'gives two nodes the same address and port',
+    });
   }
   return issues;
 }

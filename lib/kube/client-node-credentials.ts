@@ -1,5 +1,5 @@
 import type { RequestOptions } from 'node:https';
-import type { KubeAuthenticator, RequestCredentials } from './kube-context.ts';
+import type { KubeAuthenticator, RequestCredentials } from './kube-authenticator.ts';
 import type { KubeconfigDocument } from './kubeconfig.ts';
 
 /**

@@ -1,7 +1,8 @@
 import type { Clock } from '../clock.ts';
 import type { ClusterCredentialSources } from './aws-credential-sources.ts';
 import { KubeConfigError, loadKubeConfig } from './client.ts';
-import { type KubeAuthenticator, KubeContext, type RequestCredentials } from './kube-context.ts';
+import type { KubeAuthenticator, RequestCredentials } from './kube-authenticator.ts';
+import { KubeContext } from './kube-context.ts';
 
 /**
  * Where the functions get their access to the cluster, one of (config.ts

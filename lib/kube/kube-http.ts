@@ -1,10 +1,11 @@
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { currentDeadline } from '../deadline.ts';
 import type { KubeContext } from './kube-context.ts';
 import { KubeApiError, KubeRequestError } from './kube-errors.ts';
+import { describeRequest, type KubeRequest, type KubeResponse } from './kube-request.ts';
 import { type KubeRetryOptions, retrying } from './retrying-http.ts';
 
 /**
@@ -13,33 +14,6 @@ import { type KubeRetryOptions, retrying } from './retrying-http.ts';
  * reads of the kubelet API (raw-get.ts), all over the context's kept-alive
  * connections (keep-alive.ts).
  */
-
-/** Query parameters; undefined ones are left out. */
-export type Query = Record<string, string | number | boolean | undefined>;
-
-export interface KubeRequest {
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  /** The API path, e.g. `/api/v1/namespaces/default/pods/web`. */
-  path: string;
-  query?: Query;
-  /** Sent as JSON; a string is sent as it is (encoded already). */
-  body?: unknown;
-  /** Of the body; default application/json (a patch names its strategy). */
-  contentType?: string;
-  headers?: Record<string, string>;
-}
-
-/** An answer as it came over the wire (decompressed). */
-export interface KubeResponse {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-}
-
-/** `GET /api/v1/nodes/x`: how a request is named in errors. */
-export function describeRequest(request: Pick<KubeRequest, 'method' | 'path'>): string {
-  return `${request.method} ${request.path}`;
-}
 
 /**
  * Opens a request on `context`'s connections and resolves with the response

@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from '../clock.ts';
 import { currentDeadline } from '../deadline.ts';
-import type { KubeRequest, KubeResponse } from './kube-http.ts';
+import type { KubeRequest, KubeResponse } from './kube-request.ts';
 
 /**
  * The retries of every request of the typed Kubernetes clients

@@ -1,6 +1,7 @@
 import {
   AuthenticationV1Api,
   AuthorizationV1Api,
+  CertificatesV1Api,
   CoordinationV1Api,
   CoreV1Api,
   createConfiguration,
@@ -14,7 +15,8 @@ import {
 } from '@kubernetes/client-node';
 import { DEFAULT_REQUEST_TIMEOUT_MS, loadKubeConfig } from './client.ts';
 import type { KubeContext } from './kube-context.ts';
-import { KubeHttp, type KubeRequest } from './kube-http.ts';
+import { KubeHttp } from './kube-http.ts';
+import type { KubeRequest } from './kube-request.ts';
 import type { KubeRetryOptions } from './retrying-http.ts';
 
 /**
@@ -35,6 +37,8 @@ export interface ToolingClients {
   coordination: CoordinationV1Api;
   authentication: AuthenticationV1Api;
   authorization: AuthorizationV1Api;
+  /** CertificateSigningRequests (a serving certificate from the cluster's signer). */
+  certificates: CertificatesV1Api;
   /** Requests sent by these clients (every attempt). */
   requests(): number;
 }
@@ -85,6 +89,7 @@ export function createToolingClients(
     coordination: new CoordinationV1Api(configuration),
     authentication: new AuthenticationV1Api(configuration),
     authorization: new AuthorizationV1Api(configuration),
+    certificates: new CertificatesV1Api(configuration),
     requests: () => http.requests(),
   };
 }

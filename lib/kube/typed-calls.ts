@@ -1,5 +1,6 @@
 import { type DatedKind, reviveDates, reviveList } from './date-fields.ts';
-import type { KubeHttp, KubeRequest, Query } from './kube-http.ts';
+import type { KubeHttp } from './kube-http.ts';
+import type { KubeRequest, Query } from './kube-request.ts';
 import type { RequestOptions } from './patch.ts';
 
 /** Request parameters that are not query parameters: they name the object or are its body. */

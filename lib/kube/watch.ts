@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { KubeContext } from './kube-context.ts';
 import { KubeApiError, KubeRequestError } from './kube-errors.ts';
-import { bodyStream, describeRequest, type KubeRequest, openRequest, type Query } from './kube-http.ts';
+import { bodyStream, openRequest } from './kube-http.ts';
+import { describeRequest, type KubeRequest, type Query } from './kube-request.ts';
 
 /** Query parameters of a watch request (`watch=true` is added). */
 export type WatchQuery = Query;

@@ -17,6 +17,12 @@ export interface KubeletApiRequest {
    * header.
    */
   host: string;
+  /**
+   * The port the client connected to, from the `X-Forwarded-Port` header
+   * API Gateway and the local front set: it tells apart nodes that share an
+   * address.
+   */
+  port?: number;
   /** Every value of every query parameter. */
   query: Readonly<Record<string, readonly string[]>>;
   /** The client certificate (PEM) the front verified during the TLS handshake, if any. */
@@ -76,10 +82,12 @@ export function parseKubeletApiEvent(event: unknown): KubeletApiRequest {
   const authorization = headers.authorization ?? '';
   const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
   const pem = e.requestContext.identity?.clientCert?.clientCertPem;
+  const port = /^\d{1,5}$/.test(headers['x-forwarded-port'] ?? '') ? Number(headers['x-forwarded-port']) : 0;
   return {
     method: e.httpMethod.toUpperCase(),
     path: e.path,
     host: hostWithoutPort(rawHost),
+    ...(port > 0 && port < 65536 ? { port } : {}),
     query,
     ...(pem ? { clientCertPem: pem } : {}),
     ...(bearer ? { bearerToken: bearer } : {}),

@@ -14,13 +14,21 @@ import type { V1NodeAddress } from '@kubernetes/client-node';
  *   an IP would be dialled without SNI, which a name-routed front cannot
  *   answer, and with many distributions' `InternalIP,ExternalIP,Hostname`
  *   order any IP would win.
- * - `addresses` (local): each node its own loopback address (all of
- *   127.0.0.0/8 is loopback), published as InternalIP only, so that no
- *   unresolvable Hostname comes ahead of it in the 1.20 default order.
+ * - `addresses` (local): each node its own address, published as InternalIP
+ *   only, so that no unresolvable Hostname comes ahead of it in the 1.20
+ *   default order. On loopback each node has an address of its own (all of
+ *   127.0.0.0/8 is loopback); on an address the host has once (its address
+ *   on a container bridge), nodes share it and each has a port of its own
+ *   (`ports`), published as its daemon endpoint.
  */
 export type KubeletApiEndpoint =
   | { kind: 'domain'; domain: string }
-  | { kind: 'addresses'; addresses: Readonly<Record<string, string>> };
+  | {
+      kind: 'addresses';
+      addresses: Readonly<Record<string, string>>;
+      /** A node's own port; a node without one publishes the configured kubelet port. */
+      ports?: Readonly<Record<string, number>>;
+    };
 
 /** The port API Gateway serves a custom domain on. */
 export const API_GATEWAY_PORT = 443;
@@ -51,11 +59,31 @@ export function nodeAddresses(
   return ['Hostname', 'InternalDNS', 'ExternalDNS'].map((type) => ({ type, address: host }));
 }
 
-/** Which of `nodes` a request's Host (without port, lower-case) names, or undefined. */
+/** The port `node` publishes as its daemon endpoint: its own under `endpoint`, else `kubeletPort`. */
+export function nodePort(
+  node: string,
+  endpoint: KubeletApiEndpoint | undefined,
+  kubeletPort: number,
+): number {
+  return (endpoint?.kind === 'addresses' ? endpoint.ports?.[node] : undefined) ?? kubeletPort;
+}
+
+/**
+ * Which of `nodes` a request names by the host it reached (without port,
+ * lower-case) and, where nodes share an address, the port it reached; or
+ * undefined, also when the host alone leaves two nodes to choose from.
+ */
 export function nodeForHost(
   host: string,
   nodes: readonly string[],
   endpoint: KubeletApiEndpoint,
+  port?: number,
 ): string | undefined {
-  return nodes.find((node) => nodeHost(node, endpoint)?.toLowerCase() === host);
+  const ports = endpoint.kind === 'addresses' ? endpoint.ports : undefined;
+  const matching = nodes.filter((node) => {
+    if (nodeHost(node, endpoint)?.toLowerCase() !== host) return false;
+    const own = ports?.[node];
+    return own === undefined || port === undefined || own === port;
+  });
+  return matching.length === 1 ? matching[0] : undefined;
 }

@@ -77,8 +77,11 @@ export async function admitKubeletApiRequest(
     return { refused: textResponse(401, 'Unauthorized') };
   }
   const { identity } = authn;
-  const node = nodeForHost(request.host, deps.nodes, deps.endpoint);
-  if (!node) return { refused: textResponse(404, `no node of this deployment answers at ${request.host}`) };
+  const node = nodeForHost(request.host, deps.nodes, deps.endpoint, request.port);
+  if (!node) {
+    const at = request.port ? `${request.host}:${request.port}` : request.host;
+    return { refused: textResponse(404, `no node of this deployment answers at ${at}`) };
+  }
   const access = nodeAccess(request.method, request.path, node);
   const verdict = await deps.reviews.reviewAccess(identity, access);
   const context = { user: identity.user, node, method: request.method, path: request.path };

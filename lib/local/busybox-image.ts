@@ -41,13 +41,7 @@ export async function importBusyboxImages(workDir: string, importer: ImageImport
   const rootfs = join(workDir, 'rootfs');
   const tarball = join(workDir, 'busybox.tar');
   rmSync(rootfs, { recursive: true, force: true });
-  for (const sub of ['bin', 'tmp', 'etc', 'proc', 'sys', 'dev'])
-    mkdirSync(join(rootfs, sub), { recursive: true });
-  await execFileAsync('cp', [BUSYBOX, join(rootfs, 'bin', 'busybox')]);
-  const { stdout } = await execFileAsync(BUSYBOX, ['--list']);
-  for (const applet of stdout.split('\n').filter((a) => a && a !== 'busybox')) {
-    symlinkSync('busybox', join(rootfs, 'bin', applet));
-  }
+  await writeBusyboxRootfs(rootfs);
   await execFileAsync('tar', ['-C', rootfs, '-cf', tarball, '.']);
   const [first, ...rest] = BUSYBOX_TAGS;
   if (!first) return;
@@ -68,4 +62,15 @@ export function podmanImporter(env: NodeJS.ProcessEnv): ImageImporter {
       await execFileAsync('podman', ['tag', source, target], { env });
     },
   };
+}
+
+/** Lays out a root filesystem in `rootfs` (created): /bin/busybox, a symlink per applet beside it, and empty /tmp, /etc, /proc, /sys, /dev. */
+export async function writeBusyboxRootfs(rootfs: string): Promise<void> {
+  for (const sub of ['bin', 'tmp', 'etc', 'proc', 'sys', 'dev'])
+    mkdirSync(join(rootfs, sub), { recursive: true });
+  await execFileAsync('cp', [BUSYBOX, join(rootfs, 'bin', 'busybox')]);
+  const { stdout } = await execFileAsync(BUSYBOX, ['--list']);
+  for (const applet of stdout.split('\n').filter((a) => a && a !== 'busybox')) {
+    symlinkSync('busybox', join(rootfs, 'bin', applet));
+  }
 }

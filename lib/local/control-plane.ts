@@ -26,8 +26,9 @@ import { join, resolve } from 'node:path';
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { createToolingClients } from '../kube/tooling-clients.ts';
 import { binDir, DEFAULT_ETCD, missingBinary } from './control-plane/binaries.ts';
-import { type Components, components } from './control-plane/components.ts';
+import { type Components, type ControlPlanePorts, components } from './control-plane/components.ts';
 import { type Credentials, writeCredentials } from './control-plane/credentials.ts';
+import { LOOPBACK } from './control-plane/flags.ts';
 import type { CertificateAuthority, CertificateFiles } from './control-plane/pki.ts';
 import { type Component, killStaleProcesses } from './control-plane/process.ts';
 import { applyRbac } from './control-plane/rbac.ts';
@@ -67,10 +68,19 @@ export interface StartControlPlaneOptions {
    * with its log tail.
    */
   apiServerArgs?: string[];
+  /**
+   * Where every component listens and the kubeconfigs point (default
+   * 127.0.0.1): an address of a network namespace the components run in
+   * (see `launcher`), as a kind node's container runs its control plane.
+   */
+  address?: string;
+  /** A command every binary runs under, exec'ing it in the same process: `['ip', 'netns', 'exec', name]`. */
+  launcher?: string[];
 }
 
 /**
- * A running control plane. All endpoints are on 127.0.0.1; kubeconfigs verify
+ * A running control plane. All endpoints are on one address (127.0.0.1 unless
+ * {@link StartControlPlaneOptions.address}); kubeconfigs verify
  * the server against the generated CA and authenticate with bearer tokens.
  */
 export interface ControlPlane {
@@ -105,16 +115,6 @@ export interface ControlPlane {
   restartControllers(): Promise<void>;
 }
 
-export interface ControlPlanePorts {
-  etcdClient: number;
-  etcdPeer: number;
-  apiServer: number;
-  /** 0 when the controller-manager is not started. */
-  controllerManager: number;
-  /** 0 when the scheduler is not started. */
-  scheduler: number;
-}
-
 /**
  * Starts etcd, kube-apiserver, and (by default) kube-controller-manager and
  * kube-scheduler on free loopback ports, waits until each is ready, creates
@@ -137,15 +137,15 @@ export async function startControlPlane(options: StartControlPlaneOptions): Prom
   }
   await prepareDirectory(settings.dir, settings.log);
   const ports = await allocatePorts();
-  const credentials = await writeCredentials(settings.dir, `https://127.0.0.1:${ports.apiServer}`);
+  const credentials = await writeCredentials(settings.dir, settings.address, ports.apiServer);
   const plane = new LocalControlPlane(settings, ports, credentials);
   await plane.boot();
   settings.log(`control plane ready in ${seconds(started)}: ${plane.componentNames().join(', ')}`);
   return plane;
 }
 
-type Settings = Required<Omit<StartControlPlaneOptions, 'apiServerArgs'>> &
-  Pick<StartControlPlaneOptions, 'apiServerArgs'>;
+type Settings = Required<Omit<StartControlPlaneOptions, 'apiServerArgs' | 'launcher'>> &
+  Pick<StartControlPlaneOptions, 'apiServerArgs' | 'launcher'>;
 
 function withDefaults(options: StartControlPlaneOptions): Settings {
   return {
@@ -157,6 +157,7 @@ function withDefaults(options: StartControlPlaneOptions): Settings {
     controllerManager: options.controllerManager ?? true,
     scheduler: options.scheduler ?? true,
     readyTimeoutMs: options.readyTimeoutMs ?? 120_000,
+    address: options.address ?? LOOPBACK,
   };
 }
 
@@ -247,8 +248,9 @@ class LocalControlPlane implements ControlPlane {
     try {
       let t = Date.now();
       etcd.start();
-      await waitReady(etcd, readyTimeoutMs, etcdHealthy(`http://127.0.0.1:${this.ports.etcdClient}`));
-      log(`etcd ready on 127.0.0.1:${this.ports.etcdClient} (peer ${this.ports.etcdPeer}) in ${seconds(t)}`);
+      const { address } = this.#settings;
+      await waitReady(etcd, readyTimeoutMs, etcdHealthy(`http://${address}:${this.ports.etcdClient}`));
+      log(`etcd ready on ${address}:${this.ports.etcdClient} (peer ${this.ports.etcdPeer}) in ${seconds(t)}`);
       t = Date.now();
       apiserver.start();
       await this.#waitApiServer();
@@ -310,7 +312,7 @@ class LocalControlPlane implements ControlPlane {
   }
 
   #healthz(port: number) {
-    return endpointOk(`https://127.0.0.1:${port}/healthz`, { ca: this.#credentials.caPem });
+    return endpointOk(`https://${this.#settings.address}:${port}/healthz`, { ca: this.#credentials.caPem });
   }
 
   /** Applies infra/rbac.yaml once the API server has created the namespaces it refers to. */
@@ -337,7 +339,7 @@ class LocalControlPlane implements ControlPlane {
       const token = serviceAccountHasToken(core, 'default', 'default');
       await waitFor('default service account token', readyTimeoutMs, component, token);
     }
-    log(`${component.name} ready on 127.0.0.1:${port} in ${seconds(t)}`);
+    log(`${component.name} ready on ${this.#settings.address}:${port} in ${seconds(t)}`);
   }
 }
 

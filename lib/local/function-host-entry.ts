@@ -53,8 +53,8 @@ function callTickQueue(call: TickQueueCall): Promise<boolean> {
 
 /** The parent's tick queue, through messages (undefined unless the parent has one). */
 const parentTickQueue: TickQueue = {
-  send: async (slot, sender) => {
-    await callTickQueue({ op: 'send', slot, sender });
+  send: async (message) => {
+    await callTickQueue({ op: 'send', ...message });
   },
   isEmpty: () => callTickQueue({ op: 'is-empty' }),
 };

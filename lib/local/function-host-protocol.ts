@@ -1,5 +1,5 @@
 import type { PutEventsEntry, PutEventsResponse } from '../events/publisher.ts';
-import type { TickSender } from '../tick/tick-slot.ts';
+import type { TickSend } from '../tick/tick-queue.ts';
 import type { DeploymentFunction } from './deployment-handlers.ts';
 import type { SerializedError } from './serialized-error.ts';
 
@@ -29,7 +29,7 @@ export type ParentMessage =
   | { type: 'tick-queue-result'; id: number; empty?: boolean; error?: SerializedError };
 
 /** A call of the tick's queue (lib/tick/tick-queue.ts): send a slot's message, or ask whether it is empty. */
-export type TickQueueCall = { op: 'send'; slot: number; sender: TickSender } | { op: 'is-empty' };
+export type TickQueueCall = ({ op: 'send' } & TickSend) | { op: 'is-empty' };
 
 export type HostMessage =
   | { type: 'ready' }

@@ -187,7 +187,7 @@ export class FunctionHost {
     const answer: Promise<boolean | undefined> = !queue
       ? Promise.reject(new Error('function host: this deployment has no tick queue'))
       : call.op === 'send'
-        ? queue.send(call.slot, call.sender).then(() => undefined)
+        ? queue.send({ slot: call.slot, sender: call.sender, group: call.group }).then(() => undefined)
         : queue.isEmpty();
     answer.then(
       (empty) =>

@@ -9,16 +9,18 @@ import { createLambdaContext } from './lambda-context.ts';
 import { LocalResponseStream } from './local-response-stream.ts';
 
 /**
- * The kubelet API's front on loopback, standing in for API Gateway with
- * mutual TLS: an HTTPS server on each node's own address that requests a
- * client certificate, refuses with 403 (as API Gateway does) when none is
- * presented or it does not chain to the trusted CA, and otherwise hands the
- * exported streaming handler the REST API proxy event API Gateway would,
- * with the verified certificate in `requestContext.identity.clientCert`. The
- * handler runs in this process; its streamed response (prelude, then body)
- * becomes the HTTP response.
+ * The kubelet API's local front, a kubelet's TLS listener in front of the
+ * kubelet-api function: an HTTPS server on each node's own address that asks
+ * for a client certificate, as a kubelet does (`tls.RequestClientCert`), and
+ * hands the exported streaming handler the REST API proxy event API Gateway
+ * would, with the certificate in `requestContext.identity.clientCert` only
+ * when it chains to the trusted CA. So the handler authenticates as a
+ * kubelet does: a verified certificate, else a bearer token (TokenReview),
+ * else 401, the kubelet's answer to no certificate and to a certificate of
+ * another CA alike. (API Gateway's mutual TLS refuses both before the
+ * function runs.) The handler runs in this process; its streamed response
+ * (prelude, then body) becomes the HTTP response.
  */
-
 /** A streaming Lambda handler as `awslambda.streamifyResponse` makes it. */
 export type StreamingLambdaHandler = (
   event: never,
@@ -47,7 +49,7 @@ export interface KubeletApiFrontOptions {
   upgrade?: UpgradeHandler;
 }
 
-/** Serves one upgrade request whose client certificate the front verified. */
+/** Serves one upgrade request, handed the proxy event the handler would get for it. */
 export type UpgradeHandler = (
   event: unknown,
   req: IncomingMessage,
@@ -119,10 +121,7 @@ async function serve(
 ): Promise<void> {
   const socket = req.socket as TLSSocket;
   const peer = socket.authorized ? socket.getPeerCertificate(true) : undefined;
-  if (!peer?.raw) {
-    res.writeHead(403, { 'content-type': 'application/json' }).end('{"message":"Forbidden"}');
-    return;
-  }
+  const cert = peer?.raw ? new X509Certificate(peer.raw) : undefined;
   const controller = new AbortController();
   res.on('close', () => controller.abort(new Error('the client closed the connection')));
   const stream = new LocalResponseStream(res);
@@ -132,7 +131,7 @@ async function serve(
     signal: controller.signal,
   });
   try {
-    await options.handler(proxyEvent(req, new X509Certificate(peer.raw)) as never, stream as never, context);
+    await options.handler(proxyEvent(req, cert) as never, stream as never, context);
   } catch (err) {
     // A handler that throws is an invocation error: API Gateway answers 502 when nothing was sent yet.
     if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
@@ -147,33 +146,36 @@ async function upgradeOne(
   head: Buffer,
   upgrade: UpgradeHandler,
 ): Promise<void> {
+  // As for any request: a verified certificate goes to the handler, which also takes bearer tokens.
   const tls = req.socket as TLSSocket;
   const peer = tls.authorized ? tls.getPeerCertificate(true) : undefined;
-  if (!peer?.raw) {
-    const body = '{"message":"Forbidden"}';
-    socket.end(
-      `HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
-    );
-    return;
-  }
+  const cert = peer?.raw ? new X509Certificate(peer.raw) : undefined;
   try {
-    await upgrade(proxyEvent(req, new X509Certificate(peer.raw)), req, socket, head);
+    await upgrade(proxyEvent(req, cert), req, socket, head);
   } catch (err) {
     socket.destroy();
     process.emitWarning(`kubelet API upgrade failed: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
-/** The REST API proxy event (`AWS_PROXY`, resource `/{proxy+}`) API Gateway sends for `req`. */
-function proxyEvent(req: IncomingMessage, cert: X509Certificate): unknown {
+/**
+ * The REST API proxy event (`AWS_PROXY`, resource `/{proxy+}`) API Gateway
+ * sends for `req`, with `X-Forwarded-Port` set to the port reached, as API
+ * Gateway sets it (nodes that share an address have ports of their own).
+ */
+function proxyEvent(req: IncomingMessage, cert: X509Certificate | undefined): unknown {
   const url = new URL(req.url ?? '/', 'https://front.invalid');
   const headers: Record<string, string> = {};
   const multiValueHeaders: Record<string, string[]> = {};
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
     const [name = '', value = ''] = [req.rawHeaders[i], req.rawHeaders[i + 1]];
+    if (name.toLowerCase() === 'x-forwarded-port') continue;
     headers[name] = value;
     multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value];
   }
+  const port = String(req.socket.localPort ?? '');
+  headers['X-Forwarded-Port'] = port;
+  multiValueHeaders['X-Forwarded-Port'] = [port];
   const query: Record<string, string> = {};
   const multiQuery: Record<string, string[]> = {};
   for (const [key, value] of url.searchParams) {
@@ -206,13 +208,15 @@ function proxyEvent(req: IncomingMessage, cert: X509Certificate): unknown {
       identity: {
         sourceIp: req.socket.remoteAddress ?? '',
         userAgent: req.headers['user-agent'] ?? '',
-        clientCert: {
-          clientCertPem: cert.toString(),
-          subjectDN: cert.subject.replaceAll('\n', ','),
-          issuerDN: cert.issuer.replaceAll('\n', ','),
-          serialNumber: cert.serialNumber,
-          validity: { notBefore: cert.validFrom, notAfter: cert.validTo },
-        },
+        clientCert: cert
+          ? {
+              clientCertPem: cert.toString(),
+              subjectDN: cert.subject.replaceAll('\n', ','),
+              issuerDN: cert.issuer.replaceAll('\n', ','),
+              serialNumber: cert.serialNumber,
+              validity: { notBefore: cert.validFrom, notAfter: cert.validTo },
+            }
+          : null,
       },
     },
     body: null,

@@ -178,10 +178,13 @@ export class LocalSqsQueue {
   }
 
   /** Every message not deleted, oldest first (for tests and reports; not an SQS request). */
-  peek(): Array<Pick<ReceivedMessage, 'messageId' | 'body' | 'deduplicationId' | 'receiveCount'>> {
-    return this.#messages.map(({ messageId, body, deduplicationId, receiveCount }) => ({
+  peek(): Array<
+    Pick<ReceivedMessage, 'messageId' | 'body' | 'groupId' | 'deduplicationId' | 'receiveCount'>
+  > {
+    return this.#messages.map(({ messageId, body, groupId, deduplicationId, receiveCount }) => ({
       messageId,
       body,
+      groupId,
       deduplicationId,
       receiveCount,
     }));

@@ -1,6 +1,6 @@
 import type { SQSEvent } from 'aws-lambda';
 import type { TickQueue } from '../tick/tick-queue.ts';
-import { deduplicationId, TICK_MESSAGE_GROUP } from '../tick/tick-slot.ts';
+import { deduplicationId } from '../tick/tick-slot.ts';
 import type { TickMessage } from '../tick/tick-trigger.ts';
 import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './lambda-context.ts';
 import type { InvocationResult } from './lambda-function.ts';
@@ -112,11 +112,11 @@ export class QueueEventSource {
 /** The tick chain on the in-process queue: what the SQS adapter does against SQS. */
 export function createLocalTickQueue(queue: LocalSqsQueue): TickQueue {
   return {
-    send: async (slot, sender) => {
+    send: async ({ slot, sender, group }) => {
       const body: TickMessage = { v: 1, slot };
       queue.sendMessage({
         body: JSON.stringify(body),
-        groupId: TICK_MESSAGE_GROUP,
+        groupId: group,
         deduplicationId: deduplicationId(slot, sender),
       });
     },

@@ -10,7 +10,7 @@ export { scrubSecrets };
  * 8601>",<base and child fields>,<the call's fields>,"msg":"..."}`, the level
  * as its name, errors under `err` in a few short fields (error-fields.ts).
  * Our own, in about a hundred lines, because pino and its dependencies cost
- * a cold start about 15 ms of CPU to import (bench/README.md, "Cold start")
+ * a cold start about 15 ms of CPU to import (docs/benchmarks.md, "Cold start")
  * for features we do not use (transports, asynchronous streams, custom
  * levels). Per-invocation fields (request id, function, node, pod key) are
  * bound with `child` by the handler, never through global state, because

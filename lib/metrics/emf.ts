@@ -37,6 +37,15 @@ export const METRICS = {
    * renewed as a property.
    */
   DegradedHeartbeats: { unit: 'Count', dimensions: [] },
+  /**
+   * The keeper started the tick chain again; property `Reason`: `lost` (the
+   * queue held no message: also the first start after a deployment) or
+   * `stale` (the nodes' leases went unrenewed for two renew intervals while
+   * the queue held messages: a head that keeps failing).
+   */
+  TickChainRestarts: { unit: 'Count', dimensions: [] },
+  /** Messages of the tick queue that were not tick messages, dropped (their message ids are logged). */
+  TickMessagesRejected: { unit: 'Count', dimensions: [] },
 } as const satisfies Record<string, { unit: MetricUnit; dimensions: readonly string[] }>;
 
 export type MetricName = keyof typeof METRICS;
@@ -59,7 +68,12 @@ export interface Metrics {
   lockTakeover(lock: string): void;
   /** A heartbeat round renewed `nodes` leases without the lock (the lock store unreachable). */
   degradedHeartbeat(nodes: number): void;
+  tickChainRestarted(reason: TickChainRestartReason): void;
+  tickMessagesRejected(count: number): void;
 }
+
+/** Why the keeper started the tick chain again (lib/tick/tick-entry.ts). */
+export type TickChainRestartReason = 'lost' | 'stale';
 
 /** Metrics switched off (SVK_METRICS=off, tests, `npm start`). */
 export const noMetrics: Metrics = {
@@ -70,6 +84,8 @@ export const noMetrics: Metrics = {
   eventsConsumed: () => {},
   lockTakeover: () => {},
   degradedHeartbeat: () => {},
+  tickChainRestarted: () => {},
+  tickMessagesRejected: () => {},
 };
 
 export interface EmfMetricsOptions {
@@ -184,6 +200,14 @@ export class EmfMetrics implements Metrics {
 
   degradedHeartbeat(nodes: number): void {
     this.#emit('DegradedHeartbeats', 1, {}, undefined, { Nodes: nodes });
+  }
+
+  tickChainRestarted(reason: TickChainRestartReason): void {
+    this.#emit('TickChainRestarts', 1, {}, undefined, { Reason: reason });
+  }
+
+  tickMessagesRejected(count: number): void {
+    if (count > 0) this.#emit('TickMessagesRejected', count, {});
   }
 
   #emit(

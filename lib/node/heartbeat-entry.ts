@@ -1,17 +1,12 @@
-import type { Dependencies } from '../app/dependencies.ts';
+import { buildNodeController, type Dependencies } from '../app/dependencies.ts';
 import type { NodeSettings } from '../config/node-settings.ts';
 import { runWithTimeout } from '../deadline.ts';
 import { releaseRefusal } from '../handler/release-gate.ts';
 import type { Invocation } from '../invocation.ts';
-import type { Logger } from '../log/logger.ts';
 import { NodeConfigController } from '../node-config/node-config-controller.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
-import { type HeartbeatOptions, type HeartbeatResult, runHeartbeat } from './heartbeat.ts';
-import { NodeController } from './node-controller.ts';
-import { NodeLease } from './node-lease.ts';
-
-/** How long a cold start waits for the node config (DynamoDB checkpoints) before using what it has. */
-export const RESOLVE_BUDGET_MS = 3_000;
+import { type HeartbeatOptions, type HeartbeatResult, keepTiming, RESOLVE_BUDGET_MS } from './heartbeat.ts';
+import { runHeartbeat } from './heartbeat-loop.ts';
 
 /**
  * The heartbeat function's one entry point: stand by for the heartbeat lock,
@@ -82,61 +77,4 @@ export async function heartbeat(
     },
   });
   return result.refusal ?? result;
-}
-
-/**
- * `settings` with the intervals and lease duration of `timing`: a node config
- * that changes them takes effect from the next invocation (the heartbeat's
- * loop runs on the timing it started with).
- */
-export function keepTiming(settings: NodeSettings, timing: NodeSettings): NodeSettings {
-  return {
-    ...settings,
-    leaseDurationSeconds: timing.leaseDurationSeconds,
-    leaseRenewIntervalMs: timing.leaseRenewIntervalMs,
-    statusIntervalMs: timing.statusIntervalMs,
-    pingIntervalMs: timing.pingIntervalMs,
-  };
-}
-
-export interface NodeControllerSpec {
-  name: string;
-  /** The node's settings; its Lease's duration is `settings.leaseDurationSeconds`. */
-  settings: NodeSettings;
-  /** The invocation's logger; the node's lines add `node`. */
-  log: Logger;
-}
-
-/**
- * One virtual node's controller and the Lease it renews, wired together the
- * same way wherever a node is driven (the heartbeat, the reconciler's
- * registration): on clients of their own, so that the node's request count
- * is theirs alone, and with a lease that registers the Node again before it
- * recreates itself (the garbage collector deletes the Lease with its Node).
- */
-export function buildNodeController(
-  deps: Pick<Dependencies, 'kube' | 'nodeProvider' | 'clock'>,
-  spec: NodeControllerSpec,
-): NodeController {
-  const kube = deps.kube.withOwnCount();
-  const log = spec.log.child({ node: spec.name });
-  let controller: NodeController | undefined;
-  const lease = new NodeLease({
-    kube,
-    nodeName: spec.name,
-    durationSeconds: spec.settings.leaseDurationSeconds,
-    clock: deps.clock,
-    log,
-    beforeRecreate: () => controller?.ensureRegistered() ?? Promise.resolve(),
-  });
-  controller = new NodeController({
-    name: spec.name,
-    settings: spec.settings,
-    provider: deps.nodeProvider,
-    kube,
-    lease,
-    clock: deps.clock,
-    log,
-  });
-  return controller;
 }

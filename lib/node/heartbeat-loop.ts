@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { runWithTimeout } from '../deadline.ts';
 import { settledValues } from '../lock/leader-loop.ts';
 import { type LockHandle, LockLostError, LockManager } from '../lock/lock.ts';
+import { HEARTBEAT_LOCK } from '../lock/lock-names.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
-import { HEARTBEAT_LOCK, type HeartbeatOptions, type HeartbeatResult } from './heartbeat.ts';
+import type { HeartbeatOptions, HeartbeatResult } from './heartbeat.ts';
 
 /** Longest wait for one lock-store call before the store counts as unreachable for this try. */
 const MAX_STORE_CALL_MS = 5_000;
@@ -287,4 +288,14 @@ export class HeartbeatLoop {
     const wait = Math.min(ms, this.#stopAt - this.#o.clock.monotonic());
     if (wait > 0) await this.#o.clock.sleep(wait, this.#o.invocation.signal).catch(() => {});
   }
+}
+
+/**
+ * One scheduled heartbeat invocation: as the holder of
+ * the heartbeat lock, it ticks every node each renew interval with bounded
+ * parallelism; while the lock store cannot be reached, holder and standby
+ * alike keep renewing the nodes' Leases without the lock.
+ */
+export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult> {
+  return new HeartbeatLoop(options).run();
 }

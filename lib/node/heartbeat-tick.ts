@@ -1,4 +1,4 @@
-import type { Dependencies } from '../app/dependencies.ts';
+import { buildNodeController, type Dependencies } from '../app/dependencies.ts';
 import type { NodeSettings } from '../config/node-settings.ts';
 import { runWithTimeout } from '../deadline.ts';
 import { settledValues } from '../lock/leader-loop.ts';
@@ -7,7 +7,7 @@ import type { Decision } from '../node-config/decision.ts';
 import { NodeConfigController } from '../node-config/node-config-controller.ts';
 import type { TickGate } from '../tick/tick-gate.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
-import { buildNodeController, keepTiming, RESOLVE_BUDGET_MS } from './heartbeat-entry.ts';
+import { keepTiming, RESOLVE_BUDGET_MS } from './heartbeat.ts';
 import type { NodeController, TickResult } from './node-controller.ts';
 import { isLeaseMissing, type LeaseRenewal } from './node-lease.ts';
 

@@ -1,14 +1,14 @@
 import type { Clock } from '../clock.ts';
+import type { NodeSettings } from '../config/node-settings.ts';
 import type { Invocation } from '../invocation.ts';
 import type { LeaderLoopResult } from '../lock/leader-loop.ts';
 import type { LockStore } from '../lock/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import type { ReleaseRefused } from '../release/gate.ts';
-import { HeartbeatLoop } from './heartbeat-loop.ts';
 import type { TickResult } from './node-controller.ts';
 
-/** The lock that makes one invocation at a time the heartbeat holder for all nodes of a deployment. */
-export const HEARTBEAT_LOCK = 'heartbeat';
+/** How long a cold start waits for the node config (DynamoDB checkpoints) before using what it has. */
+export const RESOLVE_BUDGET_MS = 3_000;
 
 /** The nodes one heartbeat drives: a full tick as the holder, a lease renewal only while degraded. */
 export interface HeartbeatNode {
@@ -58,11 +58,16 @@ export interface HeartbeatResult extends LeaderLoopResult {
 }
 
 /**
- * One scheduled heartbeat invocation (heartbeat-loop.ts): as the holder of
- * the heartbeat lock, it ticks every node each renew interval with bounded
- * parallelism; while the lock store cannot be reached, holder and standby
- * alike keep renewing the nodes' Leases without the lock.
+ * `settings` with the intervals and lease duration of `timing`: a node config
+ * that changes them takes effect from the next invocation (the heartbeat's
+ * loop runs on the timing it started with).
  */
-export function runHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult> {
-  return new HeartbeatLoop(options).run();
+export function keepTiming(settings: NodeSettings, timing: NodeSettings): NodeSettings {
+  return {
+    ...settings,
+    leaseDurationSeconds: timing.leaseDurationSeconds,
+    leaseRenewIntervalMs: timing.leaseRenewIntervalMs,
+    statusIntervalMs: timing.statusIntervalMs,
+    pingIntervalMs: timing.pingIntervalMs,
+  };
 }

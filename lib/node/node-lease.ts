@@ -45,6 +45,33 @@ export function isLeaseMissing(err: unknown): err is LeaseMissingError {
   return err instanceof LeaseMissingError;
 }
 
+/**
+ * Wall-clock epoch ms of the newest renewal among the Leases of `nodeNames`
+ * (the first `sample` of them: one chain renews them all in the same tick),
+ * or undefined when none of them has been renewed yet. Requests honour the
+ * caller's deadline scope (lib/deadline.ts).
+ */
+export async function newestLeaseRenewal(
+  kube: KubeClients,
+  nodeNames: readonly string[],
+  sample = 3,
+): Promise<number | undefined> {
+  const leases = await Promise.all(
+    nodeNames.slice(0, sample).map(async (name) => {
+      try {
+        return await kube.coordination.readNamespacedLease({ name, namespace: NODE_LEASE_NAMESPACE });
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    }),
+  );
+  const times = leases
+    .map((l) => (l?.spec?.renewTime === undefined ? Number.NaN : new Date(l.spec.renewTime).getTime()))
+    .filter((t) => !Number.isNaN(t));
+  return times.length > 0 ? Math.max(...times) : undefined;
+}
+
 /** What a tick's renewal (NodeController.renewLease) did; `previousRenewal`: wall time of the renewal before, if known. */
 export interface LeaseRenewal {
   leaseRenewed: boolean;

@@ -1,6 +1,6 @@
 import type { V1Node, V1NodeCondition, V1Taint } from '@kubernetes/client-node';
 import type { NodeSettings, Taint } from '../config/node-settings.ts';
-import { nodeAddresses } from '../kubelet-api/node-endpoint.ts';
+import { nodeAddresses, nodePort } from '../kubelet-api/node-endpoint.ts';
 import type { ProviderNodeCondition, ProviderNodeStatus } from '../provider/provider.ts';
 
 /** The field manager that owns everything we write on Node objects. */
@@ -167,7 +167,9 @@ export function statusApplyBody(args: {
       allocatable: { ...(report.allocatable ?? report.capacity) },
       conditions,
       addresses: nodeAddresses(name, settings.kubeletApiEndpoint, settings.internalIp),
-      daemonEndpoints: { kubeletEndpoint: { Port: settings.kubeletPort } },
+      daemonEndpoints: {
+        kubeletEndpoint: { Port: nodePort(name, settings.kubeletApiEndpoint, settings.kubeletPort) },
+      },
       nodeInfo: {
         ...report.nodeInfo,
         machineID: '',

@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { isProviderNotFound, type PodProvider } from '../provider/provider.ts';
-import type { KnownPodIdentity } from './known-pods.ts';
+import type { KnownPodIdentity } from './known/known-pods.ts';
 
 /**
  * Deleting a pod in the provider, as pod-sync and the dangling-pod pass both

@@ -1,13 +1,8 @@
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config/config.ts';
 import type { Env, SettingsResult } from '../config/env-parsing.ts';
-import type { KubeClients } from '../kube/client.ts';
-import type { Logger } from '../log/logger.ts';
-import type { StateTable } from '../state/dynamodb.ts';
 import { parseDockerSettings } from './docker/settings.ts';
 import { parseEcsSettings } from './ecs/settings.ts';
 import { parseMockSettings } from './mock/settings.ts';
-import type { NodeProvider, PodProvider } from './provider.ts';
+import type { ProviderContext, ProviderFactory, Providers } from './provider-factory.ts';
 
 /**
  * The providers the functions can run pods on, chosen by `SVK_PROVIDER`.
@@ -23,47 +18,17 @@ import type { NodeProvider, PodProvider } from './provider.ts';
  *   ConfigError as every other variable; the settings land in
  *   `config.provider` as `{ name: '<name>', settings }`. Settings name
  *   secrets (a Secrets Manager ARN, say), never hold their values.
- * - `factory.ts`, exporting {@link ProviderFactory}'s `createProviders`:
- *   builds the node and pod providers from the settings and a
- *   {@link ProviderContext}, reading any secret the settings name. It is loaded with a dynamic `import()` only
- *   when the provider is chosen, so the heavy code (and its npm packages) of
+ * - `factory.ts`, exporting `createProviders` (the `ProviderFactory` of
+ *   provider-factory.ts): builds the node and pod providers from the
+ *   settings and a `ProviderContext`, reading any secret the settings
+ *   name. It is loaded with a dynamic `import()` only when the provider is
+ *   chosen, so the heavy code (and its npm packages) of
  *   the others is never loaded; in the packaged functions it is a separate
  *   chunk (serverless.yml, `splitting`).
  *
  * Adding a provider is its folder plus two lines here: the import of its
  * settings parser and its entry in {@link PROVIDERS}.
  */
-
-/** What a provider may need besides its own settings, built once per cold start by the composition root. */
-export interface ProviderContext {
-  /** The whole configuration: node settings (capacity, operating system, internal IP), names, limits. */
-  config: Config;
-  /** The state table, for a provider that keeps its own state in DynamoDB (the mock does). */
-  table: StateTable;
-  clock: Clock;
-  log: Logger;
-  /** AWS region of the deployment, for a provider's own AWS clients (which use the default credential chain). */
-  region: string;
-  /** Kubelet version the virtual nodes report in their node info. */
-  kubeletVersion: string;
-  /** The cluster, with the virtual kubelet's identity (the Docker provider reads pods' imagePullSecrets). */
-  kube: KubeClients;
-}
-
-/** The two halves of a provider, as a factory builds them. */
-export interface Providers {
-  nodeProvider: NodeProvider;
-  podProvider: PodProvider;
-}
-
-/** The lazily loaded module of a provider (`lib/provider/<name>/factory.ts`). */
-export interface ProviderFactory<S> {
-  /**
-   * Builds the providers once per cold start. May reject (an unreachable
-   * secret, say): the cold start then fails and Lambda retries it.
-   */
-  createProviders(settings: S, context: ProviderContext): Promise<Providers>;
-}
 
 /** A registry entry: how to read a provider's settings, and how to load its factory. */
 export interface ProviderEntry<S> {

@@ -1,18 +1,16 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Dependencies } from '../app/dependencies.ts';
+import { buildNodeController, createPodReconciler, type Dependencies } from '../app/dependencies.ts';
 import { isConflict, isNotFound } from '../kube/client.ts';
 import { listNodePods } from '../kube/node-pods.ts';
 import { PatchStrategy, setHeaderOptions } from '../kube/patch.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
-import { buildNodeController } from '../node/heartbeat-entry.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
-import { DanglingPodCleaner, type DanglingResult, type NodePodsRead } from '../pod/dangling.ts';
-import { type KnownPod, KnownPodStore } from '../pod/known-pods.ts';
-import type { PodReconciler } from '../pod/pod-reconciler.ts';
-import { PodStatusSyncer } from '../pod/pod-status-syncer.ts';
-import { decideSync } from '../pod/pod-sync-decision.ts';
-import { createPodReconciler } from '../pod/pod-sync-entry.ts';
+import { type KnownPod, KnownPodStore } from '../pod/known/known-pods.ts';
+import { DanglingPodCleaner, type DanglingResult, type NodePodsRead } from '../pod/status/dangling.ts';
+import { PodStatusSyncer } from '../pod/status/pod-status-syncer.ts';
+import type { PodReconciler } from '../pod/sync/pod-reconciler.ts';
+import { decideSync } from '../pod/sync/pod-sync-decision.ts';
 import { errorMessage } from '../util/error-message.ts';
 import { mapSettledLimit } from '../util/map-limit.ts';
 import { OwnedNodeStore } from './owned-nodes.ts';
@@ -329,8 +327,8 @@ async function ignoreNotFound(request: Promise<unknown>): Promise<void> {
  * Whether `pod` was created (and has no known-pod record yet) or was deleted
  * less than `graceMs` ago, so that its event is most likely still on its way
  * to pod-sync. The reconciler leaves such pods to their events: in a burst it
- * would otherwise read and sync each of them a second time (bench/README.md,
- * Pods), or force-delete a pod pod-status handed off to the event its
+ * would otherwise read and sync each of them a second time (docs/reconciler.md,
+ * "What reconcileAll repairs"), or force-delete a pod pod-status handed off to the event its
  * terminated status woke (the record's handedOffUntil). A lost event is
  * still repaired, one grace period later.
  */

@@ -2,15 +2,13 @@ import type { Dependencies } from '../app/dependencies.ts';
 import type { Invocation } from '../invocation.ts';
 import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
 import { LockLostError } from '../lock/lock.ts';
+import { RECONCILE_LOCK } from '../lock/lock-names.ts';
 import {
   type LeaderSummary,
   NewerReleaseRunningError,
   type ReconcileHooks,
   ReconcileLeader,
 } from './reconcile-leader.ts';
-
-/** The lock whose holder is the one reconciler of a deployment. */
-export const RECONCILE_LOCK = 'reconcile';
 
 /** What one reconcile invocation did. */
 export type ReconcileResult =

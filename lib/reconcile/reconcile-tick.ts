@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Dependencies } from '../app/dependencies.ts';
 import { type LockHandle, LockLostError, LockManager } from '../lock/lock.ts';
+import { RECONCILE_LOCK } from '../lock/lock-names.ts';
 import type { Logger } from '../log/logger.ts';
 import { InitialBackoff } from './initial-backoff.ts';
-import { RECONCILE_LOCK } from './reconcile-entry.ts';
 import { NewerReleaseRunningError, ReconcileLeader } from './reconcile-leader.ts';
 
 /** What the reconciler did in one tick. */

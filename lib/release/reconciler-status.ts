@@ -1,4 +1,3 @@
-import { DynamoDbLockStore } from '../lock/dynamodb-lock-store.ts';
 import type { LockFence, LockHandle } from '../lock/lock.ts';
 import type { StateTable, StoredItem } from '../state/dynamodb.ts';
 import { isRelease } from './release.ts';
@@ -70,8 +69,8 @@ function fromItem(item: StoredItem): StoredReconcilerStatus {
 export class ReconcilerStatusStore {
   constructor(
     private readonly table: StateTable,
-    /** The reconcile lock's fence (the lock store on the same table unless given). */
-    private readonly fence: LockFence = new DynamoDbLockStore(table),
+    /** The reconcile lock's fence: the status is written through it. */
+    private readonly fence: LockFence,
   ) {}
 
   /** The current status, undefined before the first reconcile completed. @throws MalformedStatusError */

@@ -6,14 +6,11 @@ import { isNotFound, type KubeClients } from '../kube/client.ts';
 import { listNodePods } from '../kube/node-pods.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { LockStore } from '../lock/lock.ts';
-import { HEARTBEAT_LOCK } from '../node/heartbeat.ts';
+import { deploymentLockNames } from '../lock/lock-names.ts';
 import { NODE_LEASE_NAMESPACE } from '../node/node-lease.ts';
 import { STATE_STORE_CONDITION } from '../node/state-store-condition.ts';
-import { isClaimLive, KnownPodStore } from '../pod/known-pods.ts';
-import { POD_STATUS_LOCK } from '../pod/pod-status-entry.ts';
-import { podWatchLockName } from '../pod/watch-node.ts';
+import { isClaimLive, KnownPodStore } from '../pod/known/known-pods.ts';
 import type { PodProvider } from '../provider/provider.ts';
-import { RECONCILE_LOCK } from '../reconcile/reconcile-entry.ts';
 import { STATUS_KEY } from '../release/reconciler-status.ts';
 import type { StateTable } from '../state/dynamodb.ts';
 import { errorMessage } from '../util/error-message.ts';
@@ -182,14 +179,9 @@ async function readNodes({ config, kube, clock }: StatusSources): Promise<NodeRe
   );
 }
 
-/** The locks a deployment of `config` uses. */
-export function lockNames(config: Config): string[] {
-  return [HEARTBEAT_LOCK, POD_STATUS_LOCK, RECONCILE_LOCK, ...config.nodeNames.map(podWatchLockName)];
-}
-
 async function readLocks({ config, lockStore: store, clock }: StatusSources): Promise<LockReport[]> {
   return Promise.all(
-    lockNames(config).map(async (name): Promise<LockReport> => {
+    deploymentLockNames(config.nodeNames).map(async (name): Promise<LockReport> => {
       const record = await store.get(name);
       if (!record) return { name, state: 'none' };
       const ageMs = record.updatedAt ? clock.now() - Date.parse(record.updatedAt) : undefined;

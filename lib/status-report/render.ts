@@ -99,6 +99,6 @@ function deadLetterLines(dlq: StatusReport['deadLetterQueue']): string[] {
       : `${dlq.depth} message(s) waiting${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''}` +
           `${dlq.oldestAgeSeconds !== undefined ? `, oldest ${Math.round(dlq.oldestAgeSeconds)} s old` : ''} (${dlq.url})`,
   );
-  if (dlq.depth) lines.push('redrive them with `npm run redrive` (README, "Dead letters")');
+  if (dlq.depth) lines.push('redrive them with `npm run redrive` (docs/operations.md, "Dead letters")');
   return lines;
 }

@@ -9,7 +9,7 @@ import { type AwsJsonService, AwsJsonWire } from '../aws/aws-json-wire.ts';
 import { type AwsCredentials, type CredentialProvider, credentialProvider } from '../aws/credentials.ts';
 import { type Config, ConfigError } from '../config/config.ts';
 import type { TickQueue } from './tick-queue.ts';
-import { deduplicationId, TICK_MESSAGE_GROUP } from './tick-slot.ts';
+import { deduplicationId } from './tick-slot.ts';
 import type { TickMessage } from './tick-trigger.ts';
 
 export const SQS: AwsJsonService = {
@@ -57,7 +57,7 @@ export function createSqsTickQueue(options: SqsTickQueueOptions): TickQueue {
     maxAttempts: options.maxAttempts ?? 3,
   });
   return {
-    async send(slot, sender, signal) {
+    async send({ slot, sender, group }, signal) {
       const body: TickMessage = { v: 1, slot };
       const messageBody = JSON.stringify(body);
       const output = await wire.send(
@@ -65,7 +65,7 @@ export function createSqsTickQueue(options: SqsTickQueueOptions): TickQueue {
         {
           QueueUrl: queueUrl,
           MessageBody: messageBody,
-          MessageGroupId: TICK_MESSAGE_GROUP,
+          MessageGroupId: group,
           MessageDeduplicationId: deduplicationId(slot, sender),
         },
         signal,

@@ -3,8 +3,8 @@ import type { TickPartName } from '../config/env-variables.ts';
 import type { EventPublisher } from '../events/publisher.ts';
 import type { Logger } from '../log/logger.ts';
 import { HeartbeatTick } from '../node/heartbeat-tick.ts';
-import { PodStatusRounds } from '../pod/pod-status-round.ts';
-import { PodWatchTick } from '../pod/pod-watch-tick.ts';
+import { PodStatusRounds } from '../pod/status/pod-status-round.ts';
+import { PodWatchTick } from '../pod/watch/pod-watch-tick.ts';
 import { ReconcileTick } from '../reconcile/reconcile-tick.ts';
 import type { TickGate } from './tick-gate.ts';
 
@@ -26,6 +26,12 @@ export interface PartWork {
   run(context: PartContext): Promise<unknown>;
 }
 
+/** What a tick runs: the heartbeat, started before the gate answers, and the rest once it has (TickParts). */
+export interface TickWork {
+  heartbeat(gate: Promise<TickGate>, names: readonly TickPartName[]): PartWork | undefined;
+  work(gate: TickGate, names: readonly TickPartName[]): PartWork[];
+}
+
 /** The reconcile lock is renewed every tick: its TTL spans this many tick periods. */
 export const RECONCILE_LOCK_TICKS = 3;
 
@@ -34,7 +40,7 @@ export const RECONCILE_LOCK_TICKS = 3;
  * across the invocations of the warm sandbox: what each learned (leases as
  * last written, bookmarks, the reconcile lock) saves requests in the next.
  */
-export class TickParts {
+export class TickParts implements TickWork {
   readonly #heartbeat: HeartbeatTick | undefined;
   readonly #podWatch: PodWatchTick | undefined;
   readonly #podStatus: PodStatusRounds | undefined;

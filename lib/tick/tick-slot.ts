@@ -45,8 +45,25 @@ export function deduplicationId(slot: number, sender: TickSender = 'next'): stri
   return sender === 'next' ? `tick-${slot}` : `restart-${slot}`;
 }
 
-/** The one message group of a chain: FIFO delivers its messages one at a time, so ticks never overlap. */
+/**
+ * The message group of a chain: FIFO delivers a group's messages one at a
+ * time, so the ticks of one chain never overlap. A chain runs in the group
+ * it was started in, since each tick sends its successor to its own
+ * message's group.
+ */
 export const TICK_MESSAGE_GROUP = 'tick';
+
+/**
+ * The group of a chain the keeper starts while the queue still holds
+ * messages that do not move (a head whose processing keeps failing, which
+ * FIFO delivers again before anything behind it): a new group is not
+ * blocked by it. Should the stuck chain move again, the two merge within a
+ * period, as any two chains do, deduplication being queue-wide; only in
+ * that period can a tick of each run at once.
+ */
+export function restartGroup(slot: number): string {
+  return `restart-${slot}`;
+}
 
 /**
  * The fencing token of a tick: grows with the slot, and with each delivery of

@@ -1,36 +1,12 @@
-import { after, before, describe, it, type TestContext } from 'node:test';
+import { after, before, describe } from 'node:test';
 import { PipelineHarness, type PipelineHarnessOptions } from '../harness/pipeline-harness.ts';
-import type { ProviderSetup, ScenarioId } from '../harness/provider-setup.ts';
+import type { ProviderSetup } from '../harness/provider-setup.ts';
 import { testEnv } from '../support/env.ts';
 import { deletionScenarios } from './scenarios/deletion.ts';
 import { lifecycleScenarios } from './scenarios/lifecycle.ts';
 import { podShapeScenarios } from './scenarios/pod-shape.ts';
 import { restartScenario } from './scenarios/restart.ts';
-
-/** What every scenario gets: the running harness (after `before`) and the provider's setup. */
-export interface ConformanceContext {
-  readonly setup: ProviderSetup;
-  harness(): PipelineHarness;
-}
-
-/**
- * Registers a scenario: a test, or, when the provider declared it not
- * applicable, a skipped test carrying the reason (never a pass).
- */
-export function scenario(
-  ctx: ConformanceContext,
-  id: ScenarioId,
-  title: string,
-  timeoutMs: number,
-  body: (harness: PipelineHarness, t: TestContext) => Promise<void>,
-): void {
-  const reason = ctx.setup.notApplicable?.[id];
-  if (reason) {
-    it(`[${id}] ${title}`, { skip: `not applicable to ${ctx.setup.name}: ${reason}` }, () => {});
-    return;
-  }
-  it(`[${id}] ${title}`, { timeout: timeoutMs }, (t) => body(ctx.harness(), t));
-}
+import type { ConformanceContext } from './scenarios/scenario.ts';
 
 /**
  * The provider conformance suite: every scenario through the real pipeline

@@ -294,7 +294,7 @@ describe('docker provider: pod lifecycle on a real engine', () => {
     assert.equal(
       config.Domainname,
       podman ? '' : domain,
-      "Podman 4.3 keeps no Domainname: if it does now, README's Docker provider section is to be updated",
+      'Podman 4.3 keeps no Domainname: if it does now, docs/providers/docker.md is to be updated',
     );
     const expectedShort = podman
       ? 'web-0 web-0  web-0 (none)\n'

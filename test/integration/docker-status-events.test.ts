@@ -10,16 +10,19 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type Dependencies, loadDependencies } from '../../lib/app/dependencies.ts';
+import { buildPodReconciler, type Dependencies, loadDependencies } from '../../lib/app/dependencies.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
 import { createLogger } from '../../lib/log/logger.ts';
-import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
-import { type PodStatusResult, type PodStatusRound, podStatus } from '../../lib/pod/pod-status-entry.ts';
-import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
+import { kubeEnvSources } from '../../lib/pod/env/env-sources.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
+import {
+  type PodStatusResult,
+  type PodStatusRound,
+  podStatus,
+} from '../../lib/pod/status/pod-status-entry.ts';
+import { KubePodEventRecorder } from '../../lib/pod/sync/pod-events.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
 import type { PodProvider } from '../../lib/provider/provider.ts';
 import {

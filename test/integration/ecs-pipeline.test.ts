@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { TaskStateResult } from '../../lib/provider/ecs/task-state-entry.ts';
+import type { TaskStateResult } from '../../lib/app/ecs-task-state-entry.ts';
 import { shell } from '../harness/harness-pods.ts';
 import { PipelineHarness } from '../harness/pipeline-harness.ts';
 import { ecsProviderSetup } from '../harness/providers/ecs.ts';

@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { systemClock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
-import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
+import { KubePodEventRecorder } from '../../lib/pod/sync/pod-events.ts';
 import { testEnv } from '../support/env.ts';
 import { adminClients, createTestNamespace, kubeletClients, uniqueName, waitFor } from '../support/kube.ts';
 

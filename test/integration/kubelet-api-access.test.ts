@@ -1,6 +1,6 @@
 /**
- * Who may reach the kubelet API, on the loopback front (the stand-in for API
- * Gateway with mutual TLS) and the real API server's TokenReview and
+ * Who may reach the kubelet API, on the loopback front (a kubelet's TLS
+ * listener: client certificate asked for, not required) and the real API server's TokenReview and
  * SubjectAccessReview: no certificate, a certificate of another CA, a
  * cluster-CA certificate the SubjectAccessReview denies, the kubelet's
  * subresource mapping, pods of another node or of no node of ours, and the
@@ -121,16 +121,25 @@ describe('kubelet API access on the loopback front', () => {
     assert.deepEqual(await get(nodeA, '/healthz', certs.admin), { status: 200, body: 'ok\n' });
   });
 
-  it('refuses a request without a client certificate, before the function, with no data', async () => {
-    const answer = await get(nodeA, '/pods', undefined);
-    assert.equal(answer.status, 403);
-    assert.equal(answer.body, '{"message":"Forbidden"}');
+  it('refuses a request without a client certificate or token as a kubelet does: 401, no data', async () => {
+    assert.deepEqual(await get(nodeA, '/pods', undefined), { status: 401, body: 'Unauthorized\n' });
   });
 
-  it('refuses a certificate of another CA', async () => {
-    const answer = await get(nodeA, '/pods', certs.foreign);
-    assert.equal(answer.status, 403);
-    assert.ok(!answer.body.includes('on-a'));
+  it('refuses a certificate of another CA as a kubelet does: 401, no data', async () => {
+    assert.deepEqual(await get(nodeA, '/pods', certs.foreign), { status: 401, body: 'Unauthorized\n' });
+  });
+
+  it('takes a bearer token the API server authenticates without a client certificate, as metrics-server sends', async () => {
+    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).token ?? '';
+    const answer = await frontGet(address(nodeA), api.port, '/pods', {
+      ca,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(answer.status, 200, answer.body);
+    assert.deepEqual(
+      JSON.parse(answer.body).items.map((p: { metadata: { name: string } }) => p.metadata.name),
+      ['on-a'],
+    );
   });
 
   it('refuses a cluster-CA certificate whose identity the SubjectAccessReview denies', async () => {

@@ -9,10 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { buildNodeController } from '../../lib/app/dependencies.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
 import { createLogger } from '../../lib/log/logger.ts';
-import { buildNodeController } from '../../lib/node/heartbeat-entry.ts';
 import type { NodeProvider } from '../../lib/provider/provider.ts';
 import {
   adminClients,

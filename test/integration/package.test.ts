@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
 import { HEALTHY_CONDITIONS } from '../../lib/provider/mock/mock-node.ts';
 import { toTableDefinition } from '../../lib/state/table-definition.ts';
-import { codeBlocks, readme, section } from '../support/readme.ts';
+import { codeBlocks, doc, section } from '../support/readme.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const KUBELET_API_CERTIFICATE = 'arn:aws:acm:us-east-1:123456789012:certificate/wildcard-nodes';
@@ -457,7 +457,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.equal(env.SVK_ECS_SECRETS_PATH, '/serverless-virtual-kubelet/ci/pod-secrets');
   });
 
-  it("maps, in the README's EKS access-entry loop, exactly the roles of the functions that reach the cluster", () => {
+  it("maps, in docs/deploy.md's EKS access-entry loop, exactly the roles of the functions that reach the cluster", () => {
     // A role reaches the cluster when it carries the cluster-access policy (kubeconfig secret,
     // parameter or EKS cluster): with EKS IAM authentication each such role needs an access entry.
     const reachesCluster = (role: string) =>
@@ -471,10 +471,10 @@ describe('serverless package (offline, no AWS credentials)', () => {
     const expected = [...new Set(roles.filter(reachesCluster))].sort();
     assert.ok(expected.includes('HeartbeatRole') && expected.includes('ReconcileRole'), expected.join());
 
-    const block = codeBlocks(section(readme(), 'Cluster access: choose one')).find((b) =>
+    const block = codeBlocks(section(doc('docs/deploy.md'), 'Cluster access: choose one')).find((b) =>
       b.includes('aws eks create-access-entry'),
     );
-    assert.ok(block, 'the README has the access-entry loop');
+    assert.ok(block, 'docs/deploy.md has the access-entry loop');
     const loop = /for (\w+) in ([^;\n]+); do/.exec(block);
     const logicalId = /--logical-resource-id \$\{(\w+)\}(\w*)/.exec(block);
     assert.ok(loop && logicalId && loop[1] === logicalId[1], 'the loop names each role by its logical id');
@@ -482,7 +482,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
       .trim()
       .split(/\s+/)
       .map((fn) => `${fn}${logicalId[2]}`);
-    assert.deepEqual(named.sort(), expected, 'README "Cluster access": the roles in the for loop');
+    assert.deepEqual(named.sort(), expected, 'docs/deploy.md "Cluster access": the roles in the for loop');
   });
 
   it('lets only the event rules of this deployment write to the dead-letter queue', () => {

@@ -18,7 +18,7 @@ import {
 import { systemClock } from '../../lib/clock.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
 import {
   MOCK_EXIT_CODE_ANNOTATION,
   MOCK_FINISH_AFTER_ANNOTATION,

@@ -16,10 +16,10 @@ import { systemClock } from '../../lib/clock.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../../lib/events/pod-event.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
 import { LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
 import { podStatusHash } from '../../lib/pod/pod-hash.ts';
-import type { PodStatusResult } from '../../lib/pod/pod-status-entry.ts';
-import type { SyncResult } from '../../lib/pod/pod-sync-result.ts';
+import type { PodStatusResult } from '../../lib/pod/status/pod-status-entry.ts';
+import type { SyncResult } from '../../lib/pod/sync/pod-sync-result.ts';
 import {
   MOCK_EXIT_CODE_ANNOTATION,
   MOCK_FINISH_AFTER_ANNOTATION,

@@ -14,6 +14,7 @@ import type { ClientRequest } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { type CoreV1Event, type V1Container, type V1Pod, Watch } from '@kubernetes/client-node';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
+import { buildPodReconciler } from '../../lib/app/dependencies.ts';
 import { systemClock } from '../../lib/clock.ts';
 import {
   hintResource,
@@ -26,14 +27,13 @@ import { isNotFound } from '../../lib/kube/client.ts';
 import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { type InvocationResult, LocalLambdaRuntime } from '../../lib/local/lambda-runtime.ts';
 import { createLogger } from '../../lib/log/logger.ts';
-import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
+import { kubeEnvSources } from '../../lib/pod/env/env-sources.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
 import { podSpecHash, podStatusHash } from '../../lib/pod/pod-hash.ts';
-import { TERMINATED_MARK } from '../../lib/pod/pod-status-builders.ts';
-import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
-import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
-import { PodSyncRetryError, type SyncResult } from '../../lib/pod/pod-sync-result.ts';
+import { TERMINATED_MARK } from '../../lib/pod/status/pod-status-builders.ts';
+import { PodStatusSyncer } from '../../lib/pod/status/pod-status-syncer.ts';
+import { KubePodEventRecorder } from '../../lib/pod/sync/pod-events.ts';
+import { PodSyncRetryError, type SyncResult } from '../../lib/pod/sync/pod-sync-result.ts';
 import { MOCK_FAIL_CREATE_ANNOTATION } from '../../lib/provider/mock/mock-pod-plan.ts';
 import { MockPodProvider, mockPodRecord } from '../../lib/provider/mock/mock-pods.ts';
 import type { AppliedPodStatus, PodProvider } from '../../lib/provider/provider.ts';

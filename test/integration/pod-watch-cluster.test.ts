@@ -11,6 +11,7 @@
  * bookmark of B's own cluster ahead of B's current resourceVersion, which is
  * exactly what a restore leaves behind.
  */
+
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -24,9 +25,10 @@ import { type ControlPlane, startControlPlane } from '../../lib/local/control-pl
 import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { type InvocationResult, LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
 import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import type { PodWatchResult } from '../../lib/pod/pod-watch.ts';
-import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
+import { DynamoDbLockStore } from '../../lib/lock/dynamodb-lock-store.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
+import type { PodWatchResult } from '../../lib/pod/watch/pod-watch.ts';
+import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch/watch-bookmark.ts';
 import type { StateTable } from '../../lib/state/dynamodb.ts';
 import { testEnv } from '../support/env.ts';
 import {
@@ -153,7 +155,7 @@ describe('pod-watch with state from another cluster or from before an etcd resto
       const w = watcher(table, node);
       runtimes.push(w.runtime);
       const knownPods = new KnownPodStore(table.table);
-      const bookmarks = new WatchBookmarkStore(table.table);
+      const bookmarks = new WatchBookmarkStore(table.table, new DynamoDbLockStore(table.table));
 
       // The symptom needs A's bookmark ahead of B, as after a long-lived first cluster and a fresh second one.
       while ((await currentRv(adminA)) <= (await currentRv(b)) + 200n) {
@@ -246,7 +248,7 @@ describe('pod-watch with state from another cluster or from before an etcd resto
       });
       const result = resultOf(await second.done);
       assert.deepEqual(result.nodes[0]?.relists, ['ahead']);
-      const now = await new WatchBookmarkStore(table.table).get(node);
+      const now = await new WatchBookmarkStore(table.table, new DynamoDbLockStore(table.table)).get(node);
       assert.ok(now && num(now.resourceVersion) < num(ahead), 'the bookmark is back within the cluster');
     } catch (err) {
       failed = true;

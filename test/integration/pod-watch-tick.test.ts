@@ -4,6 +4,7 @@
  * node. Pods are created by the admin bound (spec.nodeName) to a Node object
  * nothing runs.
  */
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
@@ -12,9 +13,10 @@ import { loadConfig } from '../../lib/config/load-config.ts';
 import type { PodEventDetail } from '../../lib/events/pod-event.ts';
 import { LocalEventBus } from '../../lib/local/event-bus.ts';
 import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import { PodWatchTick } from '../../lib/pod/pod-watch-tick.ts';
-import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
+import { DynamoDbLockStore } from '../../lib/lock/dynamodb-lock-store.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
+import { PodWatchTick } from '../../lib/pod/watch/pod-watch-tick.ts';
+import { bookmarkKey, WatchBookmarkStore } from '../../lib/pod/watch/watch-bookmark.ts';
 import { tickFence } from '../../lib/tick/tick-slot.ts';
 import { testEnv } from '../support/env.ts';
 import {
@@ -95,7 +97,7 @@ describe('pod-watch as a tick part', () => {
     const deps = await loadDependencies(config, { functionName: 'tick' });
     const bus = new LocalEventBus();
     const part = new PodWatchTick(deps, createLocalBusPublisher(bus));
-    const bookmarks = new WatchBookmarkStore(table);
+    const bookmarks = new WatchBookmarkStore(table, new DynamoDbLockStore(table));
     const a = await createPod('a');
 
     const [first] = await drain(part, deps, 100);
@@ -140,7 +142,7 @@ describe('pod-watch as a tick part', () => {
 
   it('a tick that outlived its message cannot move the bookmark back behind a later tick', async () => {
     const { table } = await freshTable();
-    const bookmarks = new WatchBookmarkStore(table);
+    const bookmarks = new WatchBookmarkStore(table, new DynamoDbLockStore(table));
     assert.equal(await bookmarks.saveForTick(node, '200', tickFence(10, 1)), true);
     assert.equal(
       await bookmarks.saveForTick(node, '150', tickFence(9, 3)),
@@ -218,7 +220,7 @@ describe('pod-watch as a tick part', () => {
     assert.deepEqual(names, [['ADDED', 'd', d]], "only this cluster's pod is announced");
     assert.equal(await knownPods.get(otherNode, 'elsewhere', 'ghost'), undefined, 'the ghost is forgotten');
     const uid = (await admin.core.readNamespace({ name: 'kube-system' })).metadata?.uid;
-    const saved = await new WatchBookmarkStore(table).get(otherNode);
+    const saved = await new WatchBookmarkStore(table, new DynamoDbLockStore(table)).get(otherNode);
     assert.equal(saved?.clusterUid, uid, 'the bookmark records this cluster');
     assert.equal(saved?.resourceVersion, moved?.resourceVersion);
 
@@ -227,7 +229,7 @@ describe('pod-watch as a tick part', () => {
     await table.put({ ...bookmarkKey(otherNode), ...saved, resourceVersion: ahead, tickFence: 0 });
     const [restored] = await drain(new PodWatchTick(deps, createLocalBusPublisher(bus)), deps, 301);
     assert.deepEqual(restored?.relists, ['ahead']);
-    const now = await new WatchBookmarkStore(table).get(otherNode);
+    const now = await new WatchBookmarkStore(table, new DynamoDbLockStore(table)).get(otherNode);
     assert.ok(now && BigInt(now.resourceVersion) < BigInt(ahead), 'the bookmark is back within the cluster');
   });
 });

@@ -23,11 +23,12 @@ import { type InvocationResult, LocalLambdaRuntime, scheduledEvent } from '../..
 import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
 import { DynamoDbLockStore } from '../../lib/lock/dynamodb-lock-store.ts';
 import { LockLostError, LockManager } from '../../lib/lock/lock.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import { type PodWatchResult, podWatchLockName } from '../../lib/pod/pod-watch.ts';
-import { WatchBookmarkStore } from '../../lib/pod/watch-bookmark.ts';
-import { isWatchEventType } from '../../lib/pod/watch-events.ts';
-import { type WatchedPod, WatchHints } from '../../lib/pod/watch-hints.ts';
+import { podWatchLockName } from '../../lib/lock/lock-names.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
+import type { PodWatchResult } from '../../lib/pod/watch/pod-watch.ts';
+import { WatchBookmarkStore } from '../../lib/pod/watch/watch-bookmark.ts';
+import { isWatchEventType } from '../../lib/pod/watch/watch-events.ts';
+import { type WatchedPod, WatchHints } from '../../lib/pod/watch/watch-hints.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
 import {
   adminClients,
@@ -150,7 +151,7 @@ async function deployment(options: { env?: Record<string, string> } = {}) {
   const fnEnv = functionEnv(tableName, { SVK_NODE_NAMES: node, ...SHORT_ENV, ...options.env }, env);
   // One handler, so one warm sandbox for all invocations, as Lambda would mostly do.
   const handler = createPodWatchHandler(fnEnv, { publisher });
-  const bookmarks = new WatchBookmarkStore(table);
+  const bookmarks = new WatchBookmarkStore(table, new DynamoDbLockStore(table));
   return {
     node,
     table,
@@ -432,7 +433,10 @@ describe('pod-watch against the real API server', () => {
       rvn: current.rvn,
       validUntil: 0,
     };
-    await assert.rejects(() => new WatchBookmarkStore(d.table).save(d.node, '1', stale), LockLostError);
+    await assert.rejects(
+      () => new WatchBookmarkStore(d.table, new DynamoDbLockStore(d.table)).save(d.node, '1', stale),
+      LockLostError,
+    );
     assert.deepEqual(await d.bookmarkRecord(), before);
   });
 

@@ -4,10 +4,12 @@
  * back, then marks the status done. Stops the shared API server, so it lives
  * in a file of its own (test files run one at a time).
  */
+
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { loadDependencies } from '../../lib/app/dependencies.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
+import { DynamoDbLockStore } from '../../lib/lock/dynamodb-lock-store.ts';
 import { reconcile } from '../../lib/reconcile/reconcile-entry.ts';
 import { ReconcilerStatusStore } from '../../lib/release/reconciler-status.ts';
 import { apiServer, restoreControlPlane, testEnv } from '../support/env.ts';
@@ -70,14 +72,14 @@ describe('reconciler across an API server outage', () => {
     );
     await waitFor(() => failures.length >= 4, { timeoutMs: 30_000, what: 'several failed attempts' });
     assert.equal(
-      await new ReconcilerStatusStore(table).get(),
+      await new ReconcilerStatusStore(table, new DynamoDbLockStore(table)).get(),
       undefined,
       'no status while nothing was reconciled',
     );
     await apiServer('start', env);
     const status = await waitFor(
       async () => {
-        const s = await new ReconcilerStatusStore(table).get();
+        const s = await new ReconcilerStatusStore(table, new DynamoDbLockStore(table)).get();
         return s?.state === 'done' ? s : undefined;
       },
       { timeoutMs: 60_000, what: 'the initial reconcile to succeed and the status to be done' },

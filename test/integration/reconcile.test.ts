@@ -5,6 +5,7 @@
  * (own table, so own locks and status) with its own nodes; periods are
  * shortened through the environment.
  */
+
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -17,11 +18,12 @@ import { systemClock } from '../../lib/clock.ts';
 import { loadConfig } from '../../lib/config/load-config.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
 import { type InvocationResult, LocalLambdaRuntime, scheduledEvent } from '../../lib/local/lambda-runtime.ts';
-import { lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
+import { DynamoDbLockStore, lockKey } from '../../lib/lock/dynamodb-lock-store.ts';
+import { RECONCILE_LOCK } from '../../lib/lock/lock-names.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
 import { MockPodProvider } from '../../lib/provider/mock/mock-pods.ts';
 import type { ReconcileAllResult } from '../../lib/reconcile/reconcile-all.ts';
-import { RECONCILE_LOCK, type ReconcileResult, reconcile } from '../../lib/reconcile/reconcile-entry.ts';
+import { type ReconcileResult, reconcile } from '../../lib/reconcile/reconcile-entry.ts';
 import type { Transition } from '../../lib/reconcile/transitions.ts';
 import { isReleaseRefused } from '../../lib/release/gate.ts';
 import { ReconcilerStatusStore, STATUS_KEY } from '../../lib/release/reconciler-status.ts';
@@ -98,7 +100,7 @@ function startReconcile(
 }
 
 async function readStatus(table: StateTable) {
-  return new ReconcilerStatusStore(table).get();
+  return new ReconcilerStatusStore(table, new DynamoDbLockStore(table)).get();
 }
 
 async function readPod(name: string): Promise<V1Pod | undefined> {

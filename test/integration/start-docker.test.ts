@@ -23,6 +23,7 @@ import {
   uniqueName,
   waitFor,
 } from '../support/kube.ts';
+import { forgetKeptServing } from '../support/npm-start.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
@@ -39,6 +40,7 @@ before(async () => {
 after(async () => {
   await deleteTestNamespace(admin, ns);
   await deleteNodeAndLease(admin, node);
+  forgetKeptServing(env.kube.adminKubeconfig, node);
   // Whatever a failed run left on the engine for this namespace.
   for (const c of await docker.listContainers({
     all: true,

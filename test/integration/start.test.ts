@@ -26,6 +26,7 @@ import {
   uniqueName,
   waitFor,
 } from '../support/kube.ts';
+import { forgetKeptServing } from '../support/npm-start.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
@@ -120,6 +121,7 @@ after(async () => {
   if (running?.child.pid && groupAlive(running.child.pid)) process.kill(-running.child.pid, 'SIGKILL');
   await deleteTestNamespace(admin, ns);
   await deleteNodeAndLease(admin, node);
+  forgetKeptServing(env.kube.adminKubeconfig, node);
 });
 
 describe('npm start', () => {

@@ -12,11 +12,11 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { systemClock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
 import { podStatusHash } from '../../lib/pod/pod-hash.ts';
-import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
-import { podRef, writeProviderStatus } from '../../lib/pod/pod-status-writes.ts';
-import { statusReadAt } from '../../lib/pod/status-order.ts';
+import { PodStatusSyncer } from '../../lib/pod/status/pod-status-syncer.ts';
+import { podRef, writeProviderStatus } from '../../lib/pod/status/pod-status-writes.ts';
+import { statusReadAt } from '../../lib/pod/status/status-order.ts';
 import { MockPodProvider } from '../../lib/provider/mock/mock-pods.ts';
 import { testEnv } from '../support/env.ts';
 import {

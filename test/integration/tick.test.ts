@@ -9,13 +9,18 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { Watch } from '@kubernetes/client-node';
+import { createTickHandler } from '../../functions/tick.ts';
 import { TICK_TIMEOUT_MS } from '../../lib/local/cadence.ts';
 import type { LambdaHandler } from '../../lib/local/lambda-function.ts';
 import type { InvocationResult } from '../../lib/local/lambda-runtime.ts';
+import { createLocalBusPublisher } from '../../lib/local/local-bus-publisher.ts';
 import { LocalDeployment } from '../../lib/local/local-deployment.ts';
+import { createLocalTickQueue } from '../../lib/local/queue-event-source.ts';
 import type { TickResult } from '../../lib/node/node-controller.ts';
 import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
-import type { TickRunResult } from '../../lib/tick/tick-entry.ts';
+import type { TickOptions, TickRunResult } from '../../lib/tick/tick-entry.ts';
+import { TickParts } from '../../lib/tick/tick-parts.ts';
+import { TICK_MESSAGE_GROUP } from '../../lib/tick/tick-slot.ts';
 import {
   adminClients,
   deleteNodeAndLease,
@@ -34,7 +39,17 @@ const admin = adminClients();
 const deployments: LocalDeployment[] = [];
 const nodes: string[] = [];
 
+const samplers: Array<ReturnType<typeof sampleNode>> = [];
+
+/** Samples the node's Ready condition every second until stopped (by the test, or after all of them). */
+function sample(node: string): ReturnType<typeof sampleNode> {
+  const sampler = sampleNode(admin, node);
+  samplers.push(sampler);
+  return sampler;
+}
+
 after(async () => {
+  await Promise.all(samplers.map((s) => s.stop()));
   await Promise.all(deployments.map((d) => d.stop({ abortRunning: true })));
   await Promise.all(nodes.map((n) => deleteNodeAndLease(admin, n)));
 });
@@ -52,8 +67,9 @@ async function tickDeployment(
   const node = uniqueName('tick');
   nodes.push(node);
   const finished: Finished[] = [];
+  const env = functionEnv(tableName, { SVK_NODE_NAMES: node, ...options.env });
   const deployment = new LocalDeployment({
-    env: functionEnv(tableName, { SVK_NODE_NAMES: node, ...options.env }),
+    env,
     ...(options.rateMs ? { rateMs: options.rateMs } : {}),
     ...(options.sandboxes ? { sandboxes: options.sandboxes } : {}),
     onResult: (invocation, result) => {
@@ -69,7 +85,63 @@ async function tickDeployment(
         ? [f.result.result as TickRunResult]
         : [],
     );
-  return { node, table, deployment, finished, ticks };
+  return { node, env, table, deployment, finished, ticks };
+}
+
+type TickDeployment = Awaited<ReturnType<typeof tickDeployment>>;
+
+/** The deployment's tick function replaced by `handler` (a cold start of its own), before or while it runs. */
+function replaceTick(d: TickDeployment, handler: LambdaHandler): void {
+  d.deployment.runtime.register({ name: 'tick', handler, timeoutMs: TICK_TIMEOUT_MS });
+}
+
+/** A tick handler of the deployment's configuration, queue and bus, with `options` beside. */
+function tickHandler(d: TickDeployment, options: Pick<TickOptions, 'parts'> = {}): LambdaHandler {
+  const queue = d.deployment.tickChain?.queue;
+  assert.ok(queue);
+  return createTickHandler(d.env, {
+    queue: createLocalTickQueue(queue),
+    publisher: createLocalBusPublisher(d.deployment.bus),
+    ...options,
+  });
+}
+
+/**
+ * Waits for `count` chain ticks after the first `from`, then checks that
+ * one chain runs: each of those ticks' slot is the previous one's successor,
+ * no slot was ticked twice, and, between two ticks, the queue holds one
+ * message of the chain (besides those in `ignore`).
+ */
+async function oneChainAfter(d: TickDeployment, from: number, count = 4, ignore: string[] = []) {
+  await waitFor(() => d.ticks().length >= from + count, {
+    timeoutMs: 3 * 60_000,
+    intervalMs: 500,
+    what: `${count} more chain ticks`,
+  });
+  const ticks = d.ticks().slice(from);
+  for (let i = 1; i < ticks.length; i++) {
+    assert.equal(ticks[i]?.slot, ticks[i - 1]?.successor, `one chain: ${JSON.stringify(ticks)}`);
+  }
+  const slots = d.ticks().map((t) => t.slot);
+  assert.equal(new Set(slots).size, slots.length, `no slot ticked twice: ${slots.join(',')}`);
+  const queue = d.deployment.tickChain?.queue;
+  assert.ok(queue);
+  await waitFor(
+    () => {
+      if (d.deployment.runtime.runningCount('tick') > 0) return false;
+      const held = queue.peek().filter((m) => !ignore.includes(m.messageId));
+      return held.length === 1 || undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 20, what: 'one message of the chain in the queue between two ticks' },
+  );
+}
+
+function assertStayedReady(samples: Array<{ ready: string | undefined; leaseAgeMs?: number | undefined }>) {
+  assert.deepEqual(
+    samples.filter((s) => s.ready !== 'True'),
+    [],
+    'the node never left Ready',
+  );
 }
 
 async function waitReady(node: string): Promise<void> {
@@ -99,7 +171,7 @@ describe('the tick cadence', { concurrency: true }, () => {
     const d = await tickDeployment();
     d.deployment.start();
     await waitReady(d.node);
-    const sampler = sampleNode(admin, d.node);
+    const sampler = sample(d.node);
     const lease = await leaseWrites(d.node);
     const before = d.ticks().length;
     await waitFor(() => d.ticks().length >= before + 4, {
@@ -184,7 +256,7 @@ describe('the tick cadence', { concurrency: true }, () => {
     const d = await tickDeployment();
     d.deployment.start();
     await waitReady(d.node);
-    const sampler = sampleNode(admin, d.node);
+    const sampler = sample(d.node);
     // Kill the next tick the moment it starts, before it renews anything.
     const killed = await waitFor(
       () => {
@@ -312,5 +384,135 @@ describe('the tick cadence', { concurrency: true }, () => {
       what: 'the restarted chain to tick',
     });
     assert.ok(restarted);
+  });
+});
+
+describe('the tick chain under messages it cannot use', { concurrency: true }, () => {
+  const bodies: Array<[string, string]> = [
+    ['not JSON', '{"v":1,"slot":'],
+    ['JSON of another schema version', JSON.stringify({ v: 2, slot: 1, epoch: 'e' })],
+    ['an empty body', ''],
+  ];
+  for (const [what, body] of bodies) {
+    it(`drops a message at the head of the chain's group that is ${what}: the lease is renewed throughout, and one chain goes on`, {
+      timeout: 10 * 60_000,
+    }, async () => {
+      const d = await tickDeployment();
+      d.deployment.start();
+      await waitReady(d.node);
+      await waitFor(() => d.ticks().length >= 1, { timeoutMs: 60_000, what: 'a first tick' });
+      const queue = d.deployment.tickChain?.queue;
+      assert.ok(queue);
+      const sampler = sample(d.node);
+      // Behind the chain's next message in its group: the head of the group once that one is processed.
+      const { messageId } = queue.sendMessage({
+        body,
+        groupId: TICK_MESSAGE_GROUP,
+        deduplicationId: `by-hand-${d.node}`,
+      });
+      await waitFor(() => !queue.peek().some((m) => m.messageId === messageId), {
+        timeoutMs: 90_000,
+        intervalMs: 200,
+        what: 'the bad message gone from the queue',
+      });
+      const from = d.ticks().length;
+      await oneChainAfter(d, from);
+      assertStayedReady(await sampler.stop());
+      const rejected = d.finished.flatMap((f) =>
+        f.result.status === 'ok' ? ((f.result.result as TickRunResult).rejected ?? []) : [],
+      );
+      assert.deepEqual(
+        rejected.map((r) => r.messageId),
+        [messageId],
+        'the bad message was received once, rejected and deleted',
+      );
+      assert.ok(
+        d.finished.every((f) => f.result.status === 'ok'),
+        `no tick invocation failed: ${JSON.stringify(d.finished.filter((f) => f.result.status !== 'ok'))}`,
+      );
+    });
+  }
+
+  it('a tick that fails after queueing its successor is not delivered again: the leases are renewed by one chain', {
+    timeout: 10 * 60_000,
+  }, async () => {
+    const d = await tickDeployment();
+    // Everything after the heartbeat fails in every tick (outside the parts, which catch their own errors).
+    replaceTick(
+      d,
+      tickHandler(d, {
+        parts: (deps, publisher) => {
+          const parts = new TickParts(deps, publisher);
+          return {
+            heartbeat: (gate, names) => parts.heartbeat(gate, names),
+            work: () => {
+              throw new Error('the rest of the tick fails (the test)');
+            },
+          };
+        },
+      }),
+    );
+    d.deployment.start();
+    await waitReady(d.node);
+    const sampler = sample(d.node);
+    await oneChainAfter(d, d.ticks().length, 5);
+    assertStayedReady(await sampler.stop());
+    const ticks = d.ticks();
+    assert.ok(
+      ticks.every((t) => t.error?.includes('(the test)')),
+      `every tick failed after its successor: ${JSON.stringify(ticks.map((t) => t.error))}`,
+    );
+    assert.ok(
+      d.finished.every((f) => f.result.status === 'ok'),
+      'and every invocation succeeded, so that no message was delivered again',
+    );
+  });
+
+  it('the keeper starts a chain in a group of its own when the head of the queue keeps failing', {
+    timeout: 10 * 60_000,
+  }, async () => {
+    const d = await tickDeployment({ rateMs: 5_000 });
+    const tick = tickHandler(d);
+    let stuck: string | undefined;
+    // A message whose every delivery fails, as one whose processing kept timing out would.
+    replaceTick(d, async (event, context) => {
+      const records = (event as { Records?: Array<{ messageId: string }> }).Records ?? [];
+      if (stuck && records.some((r) => r.messageId === stuck)) throw new Error('stuck (the test)');
+      return tick(event, context);
+    });
+    d.deployment.start();
+    await waitReady(d.node);
+    const queue = d.deployment.tickChain?.queue;
+    assert.ok(queue);
+    await waitFor(() => d.ticks().length >= 1, { timeoutMs: 60_000, what: 'a first tick' });
+    const sampler = sample(d.node);
+    await waitFor(
+      () => {
+        if (d.deployment.runtime.runningCount('tick') > 0 || queue.counts().inFlight > 0) return false;
+        stuck = queue.peek()[0]?.messageId;
+        return stuck !== undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 5, what: "the chain's next message, between two ticks" },
+    );
+    const marked = d.finished.length;
+    await waitFor(
+      () =>
+        d.finished
+          .slice(marked)
+          .some((f) => f.result.status === 'ok' && (f.result.result as TickRunResult).restart === 'stale'),
+      { timeoutMs: 90_000, intervalMs: 200, what: 'the keeper to start a chain beside the stuck one' },
+    );
+    assert.ok(stuck);
+    await oneChainAfter(d, d.ticks().length, 4, [stuck]);
+    assertStayedReady(await sampler.stop());
+    const held = queue.peek();
+    assert.ok(
+      held.some((m) => m.messageId === stuck && m.groupId === TICK_MESSAGE_GROUP && m.receiveCount >= 2),
+      'the stuck message still fails in its group',
+    );
+    assert.ok(
+      held.some((m) => m.messageId !== stuck && m.groupId.startsWith('restart-')),
+      `the chain goes on in a group of its own: ${JSON.stringify(held)}`,
+    );
   });
 });

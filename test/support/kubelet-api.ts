@@ -90,14 +90,14 @@ export interface FrontAnswer {
 
 /**
  * One GET straight to the kubelet API's loopback front (no API server in
- * between), with a client certificate or none. A refused TLS handshake
- * rejects.
+ * between), with a client certificate or none, and any headers (a bearer
+ * token). A refused TLS handshake rejects.
  */
 export function frontGet(
   address: string,
   port: number,
   path: string,
-  options: { ca: string; cert?: string; key?: string; host?: string },
+  options: { ca: string; cert?: string; key?: string; host?: string; headers?: Record<string, string> },
 ): Promise<FrontAnswer> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -108,7 +108,7 @@ export function frontGet(
         method: 'GET',
         ca: options.ca,
         ...(options.cert ? { cert: options.cert, key: options.key } : {}),
-        headers: options.host ? { host: options.host } : {},
+        headers: { ...options.headers, ...(options.host ? { host: options.host } : {}) },
         timeout: 30_000,
       },
       (res) => {

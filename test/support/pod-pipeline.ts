@@ -1,13 +1,13 @@
 import type { V1Pod } from '@kubernetes/client-node';
+import { buildPodReconciler } from '../../lib/app/dependencies.ts';
 import { systemClock } from '../../lib/clock.ts';
 import { isNotFound } from '../../lib/kube/client.ts';
 import type { Logger } from '../../lib/log/logger.ts';
-import { kubeEnvSources } from '../../lib/pod/env-sources.ts';
-import { KnownPodStore } from '../../lib/pod/known-pods.ts';
-import { KubePodEventRecorder } from '../../lib/pod/pod-events.ts';
-import type { PodReconciler } from '../../lib/pod/pod-reconciler.ts';
-import { PodStatusSyncer } from '../../lib/pod/pod-status-syncer.ts';
-import { buildPodReconciler } from '../../lib/pod/pod-sync-entry.ts';
+import { kubeEnvSources } from '../../lib/pod/env/env-sources.ts';
+import { KnownPodStore } from '../../lib/pod/known/known-pods.ts';
+import { PodStatusSyncer } from '../../lib/pod/status/pod-status-syncer.ts';
+import { KubePodEventRecorder } from '../../lib/pod/sync/pod-events.ts';
+import type { PodReconciler } from '../../lib/pod/sync/pod-reconciler.ts';
 import type { PodProvider } from '../../lib/provider/provider.ts';
 import { testEnv } from './env.ts';
 import {

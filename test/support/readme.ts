@@ -1,16 +1,17 @@
 /**
- * The project README as tests read it: a section by its heading, the first
- * Markdown table in it, code spans and fenced code blocks. The README
- * states facts (RBAC rules, access entries, module paths) that tests derive
- * from the code and compare, so that the document cannot drift.
+ * The project's documents (README.md and docs/) as tests read them: a
+ * section by its heading, the first Markdown table in it, code spans and
+ * fenced code blocks. The documents state facts (RBAC rules, access entries,
+ * module paths, variables) that tests derive from the code and compare, so
+ * that they cannot drift.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './source-graph.ts';
 
-/** The README's Markdown. */
-export function readme(): string {
-  return readFileSync(join(ROOT, 'README.md'), 'utf8');
+/** The Markdown of a document, by its path from the repository root (`docs/deploy.md`). */
+export function doc(path: string): string {
+  return readFileSync(join(ROOT, path), 'utf8');
 }
 
 /**
@@ -21,7 +22,7 @@ export function readme(): string {
 export function section(markdown: string, title: string): string {
   const lines = markdown.split('\n');
   const start = lines.findIndex((l) => /^#{1,6} /.test(l) && l.replace(/^#+ /, '') === title);
-  if (start < 0) throw new Error(`README has no heading "${title}"`);
+  if (start < 0) throw new Error(`no heading "${title}"`);
   const level = (lines[start] ?? '').indexOf(' ');
   let end = start + 1;
   let fenced = false;

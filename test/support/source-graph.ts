@@ -2,8 +2,8 @@
  * The repository's TypeScript sources as the TypeScript compiler's own parser
  * sees them (`ts.createSourceFile`, no type checking): the static imports
  * between files, where a symbol is defined, and how long each function is.
- * Used by the tests that keep the README's module map and the size limits
- * true.
+ * Used by the tests that keep the module map of docs/architecture.md and
+ * the size limits true.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';

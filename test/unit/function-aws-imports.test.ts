@@ -1,6 +1,6 @@
 /**
  * No function loads an AWS SDK client at cold start: importing the DynamoDB
- * or the SQS client costs about 50-60 ms of CPU each (bench/README.md,
+ * or the SQS client costs about 50-60 ms of CPU each (docs/benchmarks.md,
  * "Cold start"), and the functions' every-invocation calls (the state
  * table's, the tick queue's) go on our own wire (lib/aws/aws-json-wire.ts).
  * What still needs the SDK (EventBridge's PutEvents, cluster credentials

@@ -16,9 +16,9 @@ import { loadConfig } from '../../lib/config/load-config.ts';
 import { parsePodEvent, podEventDetailSchema } from '../../lib/events/pod-event.ts';
 import { InvalidEventError } from '../../lib/events/scheduled-event.ts';
 import { parseAssignedConfig } from '../../lib/node-config/assigned-config.ts';
-import { EnvResolveError } from '../../lib/pod/env-reasons.ts';
-import type { EnvSources } from '../../lib/pod/env-sources.ts';
-import { resolvePodEnv } from '../../lib/pod/pod-env.ts';
+import { EnvResolveError } from '../../lib/pod/env/env-reasons.ts';
+import type { EnvSources } from '../../lib/pod/env/env-sources.ts';
+import { resolvePodEnv } from '../../lib/pod/env/pod-env.ts';
 
 const params = {
   seed: Number(process.env.FC_SEED ?? 1_234_567),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { forceDeleteDueAt, fromItem, toItem } from '../../lib/pod/known-pod-item.ts';
-import type { KnownPod } from '../../lib/pod/known-pods.ts';
+import { forceDeleteDueAt, fromItem, toItem } from '../../lib/pod/known/known-pod-item.ts';
+import type { KnownPod } from '../../lib/pod/known/known-pods.ts';
 
 describe('known-pod item: when a force delete is due', () => {
   const pod: KnownPod = { node: 'vk', namespace: 'ns', name: 'p', uid: 'u', version: 3 };

@@ -9,7 +9,7 @@ import {
 } from '../../lib/kubelet-api/kubelet-api-request.ts';
 import { isLogQueryError, parseLogQuery } from '../../lib/kubelet-api/log-options.ts';
 import { resourceMetrics } from '../../lib/kubelet-api/metrics-resource.ts';
-import { nodeAddresses, nodeForHost } from '../../lib/kubelet-api/node-endpoint.ts';
+import { nodeAddresses, nodeForHost, nodePort } from '../../lib/kubelet-api/node-endpoint.ts';
 import { statsSummary } from '../../lib/kubelet-api/stats-summary.ts';
 import type { PodUsage } from '../../lib/provider/provider.ts';
 
@@ -233,6 +233,45 @@ describe('node endpoints and their settings', () => {
     assert.equal(nodeForHost('vk-3.nodes.example.com', ['vk-1', 'vk-2'], domain), undefined);
   });
 
+  it('tells apart nodes sharing an address by the port reached, and publishes each node’s port', () => {
+    const shared = {
+      kind: 'addresses',
+      addresses: { 'vk-1': '172.18.0.1', 'vk-2': '172.18.0.1' },
+      ports: { 'vk-1': 41001, 'vk-2': 41002 },
+    } as const;
+    const nodes = ['vk-1', 'vk-2'];
+    assert.equal(nodeForHost('172.18.0.1', nodes, shared, 41002), 'vk-2');
+    assert.equal(nodeForHost('172.18.0.1', nodes, shared, 41001), 'vk-1');
+    assert.equal(nodeForHost('172.18.0.1', nodes, shared, 41003), undefined);
+    // Without the port the address alone names two nodes: none is guessed.
+    assert.equal(nodeForHost('172.18.0.1', nodes, shared), undefined);
+    assert.equal(nodePort('vk-2', shared, 10250), 41002);
+    assert.equal(nodePort('vk-1', local, 10250), 10250);
+    assert.equal(nodePort('vk-1', domain, 443), 443);
+    const configured = loadConfig({
+      SVK_NODE_NAMES: 'vk-1,vk-2',
+      SVK_KUBELET_API_ADDRESSES: 'vk-1=172.18.0.1:41001,vk-2=172.18.0.1:41002',
+    });
+    assert.deepEqual(configured.node.kubeletApiEndpoint, shared);
+  });
+
+  it('reads the port the client reached from X-Forwarded-Port', () => {
+    const request = parseKubeletApiEvent({
+      httpMethod: 'GET',
+      path: '/pods',
+      headers: { Host: '172.18.0.1:41002', 'X-Forwarded-Port': '41002' },
+      requestContext: { domainName: '172.18.0.1' },
+    });
+    assert.equal(request.port, 41002);
+    const without = parseKubeletApiEvent({
+      httpMethod: 'GET',
+      path: '/pods',
+      headers: { Host: 'vk-1.nodes.example.com', 'X-Forwarded-Port': 'not-a-port' },
+      requestContext: {},
+    });
+    assert.equal(without.port, undefined);
+  });
+
   it('configures a domain (port 443) or local addresses, and refuses what cannot work', () => {
     const withDomain = loadConfig({ SVK_NODE_NAMES: 'vk-1', SVK_KUBELET_API_DOMAIN: 'Nodes.Example.com' });
     assert.deepEqual(withDomain.node.kubeletApiEndpoint, domain);
@@ -259,6 +298,12 @@ describe('node endpoints and their settings', () => {
       [{ SVK_KUBELET_API_DOMAIN: 'x.example.com', SVK_NODE_NAMES: 'a.b' }, 'SVK_NODE_NAMES', /not one label/],
       [{ SVK_KUBELET_API_DOMAIN: 'not a domain' }, 'SVK_KUBELET_API_DOMAIN', /DNS domain/],
       [{ SVK_KUBELET_API_ADDRESSES: 'vk-1=nope' }, 'SVK_KUBELET_API_ADDRESSES', /node=IPv4/],
+      [{ SVK_KUBELET_API_ADDRESSES: 'vk-1=127.0.0.2:70000' }, 'SVK_KUBELET_API_ADDRESSES', /address:port/],
+      [
+        { SVK_NODE_NAMES: 'vk-1,vk-2', SVK_KUBELET_API_ADDRESSES: 'vk-1=10.0.0.1:41000,vk-2=10.0.0.1:41000' },
+        'SVK_KUBELET_API_ADDRESSES',
+        /same address and port/,
+      ],
       [
         { SVK_NODE_NAMES: 'vk-1,vk-2', SVK_KUBELET_API_ADDRESSES: 'vk-1=127.0.0.2' },
         'SVK_KUBELET_API_ADDRESSES',

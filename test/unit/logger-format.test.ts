@@ -2,7 +2,7 @@
  * Our JSON logger (lib/log/logger.ts) writes the lines pino wrote with the
  * options the functions used before it: the same fields in the same order,
  * levels, child bindings, errors under `err`, the same redaction, so that
- * the README's CloudWatch Logs Insights queries keep working. pino stays a
+ * the CloudWatch Logs Insights queries of docs/operations.md keep working. pino stays a
  * development dependency for this comparison only.
  */
 import assert from 'node:assert/strict';

@@ -104,6 +104,23 @@ describe('mock programs', () => {
     assert.deepEqual(first, { at: T0 + 365 * 24 * 3600 * 1000 + 10_000, text: 'tick' });
   });
 
+  it('a sleeping loop that prints nothing ends its lines instead of iterating for one', () => {
+    // examples/web-pod.yaml's client container: wget prints nothing on the mock.
+    const program = mockProgram([
+      'sh',
+      '-c',
+      'echo up; while true; do wget -qO- http://localhost:8080/ || true; sleep 10; done',
+    ]);
+    assert.deepEqual(
+      [...mockLines(program, T0, T0 + 3600_000)].map((l) => l.text),
+      [],
+    );
+    assert.deepEqual(
+      [...mockLines(program, T0)].map((l) => l.text),
+      ['up'],
+    );
+  });
+
   it('a loop without sleep prints its body once and a note', () => {
     const lines = [...mockLines(mockProgram(['sh', '-c', 'while true; do echo spin; done']), T0)];
     assert.deepEqual(

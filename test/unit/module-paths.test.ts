@@ -1,5 +1,5 @@
 /**
- * The README's "Where things are" table holds: each row's symbol is defined
+ * The "Where things are" table of docs/architecture.md holds: each row's symbol is defined
  * in the file it names, and that file is reached from the row's
  * `functions/<name>.ts` in at most two static imports, along the very path
  * the row states. The imports are read with TypeScript's own parser
@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { codeSpans, readme, section, tableRows } from '../support/readme.ts';
+import { codeSpans, doc, section, tableRows } from '../support/readme.ts';
 import { definesSymbol, ROOT, reachableWithin, staticImports } from '../support/source-graph.ts';
 
 const MAX_HOPS = 2;
@@ -31,7 +31,9 @@ interface Claim {
 }
 
 function claims(): Claim[] {
-  const rows = tableRows(section(readme(), 'Where things are: at most two imports from a function'));
+  const rows = tableRows(
+    section(doc('docs/architecture.md'), 'Where things are: at most two imports from a function'),
+  );
   return rows.map(([what = '', path = '', symbol = '']) => ({
     what,
     path: codeSpans(path),
@@ -39,7 +41,7 @@ function claims(): Claim[] {
   }));
 }
 
-describe('README module map: at most two imports from functions/<name>.ts', () => {
+describe('docs/architecture.md module map: at most two imports from functions/<name>.ts', () => {
   const all = claims();
 
   it('names every required place', () => {

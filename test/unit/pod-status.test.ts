@@ -10,8 +10,8 @@ import {
   reportedStatusToWrite,
   running,
   terminatedStatus,
-} from '../../lib/pod/pod-status-builders.ts';
-import { shouldPollStatus } from '../../lib/pod/pod-status-syncer.ts';
+} from '../../lib/pod/status/pod-status-builders.ts';
+import { shouldPollStatus } from '../../lib/pod/status/pod-status-syncer.ts';
 import { type MockPodState, mockPodStatus } from '../../lib/provider/mock/mock-pod-status.ts';
 
 const started = new Date('2024-01-01T00:00:00Z');

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { KnownPod } from '../../lib/pod/known-pods.ts';
+import type { KnownPod } from '../../lib/pod/known/known-pods.ts';
 import { podSpecHash } from '../../lib/pod/pod-hash.ts';
-import { TERMINATED_MARK } from '../../lib/pod/pod-status-builders.ts';
+import { TERMINATED_MARK } from '../../lib/pod/status/pod-status-builders.ts';
 import {
   type DecideContext,
   decideFromRecords,
   decideGone,
   decideSync,
   type SyncState,
-} from '../../lib/pod/pod-sync-decision.ts';
+} from '../../lib/pod/sync/pod-sync-decision.ts';
 
 const NOW = Date.parse('2024-05-01T12:00:00Z');
 const ctx: DecideContext = { nodes: ['vk-a', 'vk-b'], now: NOW };

@@ -6,7 +6,7 @@ import {
   ProviderWakeups,
   REOPEN_MS,
   WAKE_SETTLE_MS,
-} from '../../lib/pod/provider-wakeups.ts';
+} from '../../lib/pod/status/provider-wakeups.ts';
 import type { ProviderChange } from '../../lib/provider/provider.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 

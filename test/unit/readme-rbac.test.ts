@@ -1,18 +1,18 @@
 /**
- * The README's RBAC table lists exactly the rules of infra/rbac.yaml: one
+ * The RBAC table of docs/deploy.md lists exactly the rules of infra/rbac.yaml: one
  * row per rule of each ClusterRole and Role, with the same resources, API
  * group, resource names, namespace and verbs. A rule added to the manifest
- * fails this test until the README has its row (the message gives it).
+ * fails this test until the document has its row (the message gives it).
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadAll } from 'js-yaml';
-import { readme, section, tableRows } from '../support/readme.ts';
+import { doc, section, tableRows } from '../support/readme.ts';
 import { ROOT } from '../support/source-graph.ts';
 
-/** One rule, in the terms of a README row. */
+/** One rule, in the terms of a table row. */
 interface Grant {
   resources: string[];
   group: string;
@@ -24,7 +24,7 @@ interface Grant {
 
 const sorted = (values: readonly string[]) => [...values].sort();
 
-/** A grant as the README row that states it, e.g. ``leases (coordination.k8s.io) in `kube-node-lease` (Role) | get, update``. */
+/** A grant as the table row that states it, e.g. ``leases (coordination.k8s.io) in `kube-node-lease` (Role) | get, update``. */
 function asRow(g: Grant): string {
   return [
     g.resources.join(', '),
@@ -75,7 +75,7 @@ function manifestGrants(): Grant[] {
 }
 
 /**
- * The README's row: `resources[ (group)][ named names][ in namespace[ only] (Role)] | verbs | why`,
+ * A table row: `resources[ (group)][ named names][ in namespace[ only] (Role)] | verbs | why`,
  * code spans allowed anywhere.
  */
 const ROW = new RegExp(
@@ -87,14 +87,14 @@ const ROW = new RegExp(
   ].join(''),
 );
 
-function readmeGrants(): Grant[] {
-  const rows = tableRows(section(readme(), 'RBAC: what the virtual kubelet may do'));
+function documentedGrants(): Grant[] {
+  const rows = tableRows(section(doc('docs/deploy.md'), 'RBAC: what the virtual kubelet may do'));
   assert.ok(rows.length > 0, 'the RBAC section has a table');
   return rows.map(([resource = '', verbs = '']) => {
     const match = ROW.exec(resource.replaceAll('`', ''));
     assert.ok(
       match?.groups,
-      `README RBAC row "${resource}" does not read as: resources (group) named names in namespace (Role)`,
+      `docs/deploy.md RBAC row "${resource}" does not read as: resources (group) named names in namespace (Role)`,
     );
     const { groups } = match;
     const list = (text: string | undefined) => (text ? text.split(', ') : []);
@@ -108,7 +108,7 @@ function readmeGrants(): Grant[] {
   });
 }
 
-describe('README RBAC table (infra/rbac.yaml)', () => {
+describe('docs/deploy.md RBAC table (infra/rbac.yaml)', () => {
   it('reads the manifest: rules of the ClusterRole and of both Roles', () => {
     const grants = manifestGrants();
     assert.ok(grants.some((g) => g.namespace === undefined && g.resources.includes('nodes')));
@@ -118,7 +118,7 @@ describe('README RBAC table (infra/rbac.yaml)', () => {
 
   it('has one row per rule of the manifest, with the same resources, group, names, namespace and verbs', () => {
     const manifest = manifestGrants();
-    const documented = readmeGrants();
+    const documented = documentedGrants();
     const wanted = manifest.map(key);
     const have = documented.map(key);
     const missing = manifest.filter((g) => !have.includes(key(g))).map(asRow);

@@ -1,15 +1,15 @@
 /**
  * Every environment variable the configuration reads (lib/config and each
- * provider's settings module) has its row in one of the README's
- * configuration tables (first cell, as a code span), and every row names a
+ * provider's settings module) has its row in one of the configuration
+ * tables of docs/ (first cell, as a code span), and every row names a
  * variable the code reads. A variable added to the code fails this test
- * until the README documents it.
+ * until the documents have it.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { readme } from '../support/readme.ts';
+import { doc } from '../support/readme.ts';
 import { ROOT } from '../support/source-graph.ts';
 
 const VARIABLE = /\bSVK_[A-Z0-9]+(?:_[A-Z0-9]+)*\b/g;
@@ -47,20 +47,26 @@ function tsFilesUnder(dir: string): string[] {
     .map((f) => join(dir, f));
 }
 
-/** Variables that head a README table row: `| \`SVK_...\` | ...`. */
-function variablesInReadmeTables(): Set<string> {
+/** The documents that hold the configuration tables: the functions' own, and each provider's. */
+const CONFIGURATION_DOCS = ['docs/configuration.md', 'docs/providers/ecs-fargate.md'];
+
+/** Variables that head a configuration table row: `| \`SVK_...\` | ...`. */
+function variablesInTables(): Set<string> {
   const found = new Set<string>();
-  for (const row of readme().matchAll(/^\| `(SVK_[A-Z0-9_]+)` \|/gm)) found.add(row[1] ?? '');
+  for (const row of CONFIGURATION_DOCS.map(doc)
+    .join('\n')
+    .matchAll(/^\| `(SVK_[A-Z0-9_]+)` \|/gm))
+    found.add(row[1] ?? '');
   return found;
 }
 
-describe('the README configuration tables', () => {
+describe('the configuration tables of docs/', () => {
   const code = variablesIn(configSources());
   // What the rest of the code reads besides the functions' configuration (npm start, the status command).
   const read = variablesIn(['lib', 'functions', 'scripts'].flatMap(tsFilesUnder));
-  const documented = variablesInReadmeTables();
+  const documented = variablesInTables();
 
-  it('finds the variables of the code and of the README', () => {
+  it('finds the variables of the code and of the documents', () => {
     assert.ok(code.has('SVK_PROVIDER') && code.has('SVK_TABLE_NAME'), [...code].join(', '));
     assert.ok(documented.has('SVK_PROVIDER'), [...documented].join(', '));
   });
@@ -69,7 +75,7 @@ describe('the README configuration tables', () => {
     assert.deepEqual(
       [...code].filter((v) => !documented.has(v)).sort(),
       [],
-      'add a row for each to a configuration table in README.md',
+      "add a row for each to a configuration table: docs/configuration.md, or the provider's document",
     );
   });
 
@@ -77,7 +83,7 @@ describe('the README configuration tables', () => {
     assert.deepEqual(
       [...documented].filter((v) => !read.has(v)).sort(),
       [],
-      'remove each row from README.md, or read the variable',
+      'remove each row from docs/, or read the variable',
     );
   });
 });

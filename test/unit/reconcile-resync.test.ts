@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { KnownPod } from '../../lib/pod/known-pods.ts';
+import type { KnownPod } from '../../lib/pod/known/known-pods.ts';
 import { eventLikelyInFlight } from '../../lib/reconcile/reconcile-all.ts';
 
 describe('reconciler resync grace', () => {

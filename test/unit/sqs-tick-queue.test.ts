@@ -76,7 +76,7 @@ describe('the tick queue on SQS', () => {
   it('sends the message the SDK client sends, to the queue URL, signed for sqs', async () => {
     const sqs = await fakeSqs();
     const queue = createSqsTickQueue({ queueUrl: sqs.queueUrl, region: 'eu-west-1', credentials });
-    await queue.send(42, 'next');
+    await queue.send({ slot: 42, sender: 'next', group: TICK_MESSAGE_GROUP });
     const sdk = new SQSClient({ region: 'eu-west-1', credentials, maxAttempts: 1 });
     await sdk.send(
       new SendMessageCommand({
@@ -103,7 +103,10 @@ describe('the tick queue on SQS', () => {
   it('refuses an answer whose MD5 is not that of the body it sent', async () => {
     const sqs = await fakeSqs({ corrupt: true });
     const queue = createSqsTickQueue({ queueUrl: sqs.queueUrl, region: 'eu-west-1', credentials });
-    await assert.rejects(queue.send(1, 'restart'), InvalidChecksumError);
+    await assert.rejects(
+      queue.send({ slot: 1, sender: 'restart', group: TICK_MESSAGE_GROUP }),
+      InvalidChecksumError,
+    );
   });
 
   it("reads the queue's depth: empty only when no message waits, is delayed or in flight", async () => {

@@ -9,9 +9,18 @@ import { describe, it } from 'node:test';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { CoreApi } from '../../lib/kube/core-api.ts';
 import { KubeApiError } from '../../lib/kube/kube-errors.ts';
-import { mergeStatus } from '../../lib/pod/pod-status-builders.ts';
-import { OLDER_READING, providerStatusOver, writeProviderStatus } from '../../lib/pod/pod-status-writes.ts';
-import { isOlderReading, READ_AT_CONDITION, stampReadAt, statusReadAt } from '../../lib/pod/status-order.ts';
+import { mergeStatus } from '../../lib/pod/status/pod-status-builders.ts';
+import {
+  OLDER_READING,
+  providerStatusOver,
+  writeProviderStatus,
+} from '../../lib/pod/status/pod-status-writes.ts';
+import {
+  isOlderReading,
+  READ_AT_CONDITION,
+  stampReadAt,
+  statusReadAt,
+} from '../../lib/pod/status/status-order.ts';
 
 const T = Date.parse('2026-11-23T08:24:48.512Z');
 const pending: V1PodStatus = {

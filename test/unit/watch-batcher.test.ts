@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PodEventDetail } from '../../lib/events/pod-event.ts';
 import type { EventPublisher } from '../../lib/events/publisher.ts';
-import { WatchBatcher } from '../../lib/pod/watch-batcher.ts';
+import { WatchBatcher } from '../../lib/pod/watch/watch-batcher.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 
 const FLUSH_MS = 200;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { hintResource, hintsOf } from '../../lib/events/pod-event.ts';
-import { hintsFor, syncProjection, type WatchedPod, WatchHints } from '../../lib/pod/watch-hints.ts';
+import { hintsFor, syncProjection, type WatchedPod, WatchHints } from '../../lib/pod/watch/watch-hints.ts';
 
 /** A pod as a watch delivers it: JSON, dates as strings. */
 function watched(

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { WatchBookmark } from '../../lib/pod/watch-bookmark.ts';
-import { type ClusterProbe, isResourceVersionAhead, resumePoint } from '../../lib/pod/watch-resume.ts';
+import type { WatchBookmark } from '../../lib/pod/watch/watch-bookmark.ts';
+import { type ClusterProbe, isResourceVersionAhead, resumePoint } from '../../lib/pod/watch/watch-resume.ts';
 
 function probe(uid: string, current: string): ClusterProbe & { rvReads: number } {
   const p = {

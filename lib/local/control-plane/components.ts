@@ -3,7 +3,6 @@
  * `flags.ts` and the paths and ports of one start; building them starts nothing.
  */
 import { join } from 'node:path';
-import type { ControlPlanePorts } from '../control-plane.ts';
 import type { Credentials } from './credentials.ts';
 import { apiServerFlags, controllerManagerFlags, etcdFlags, schedulerFlags } from './flags.ts';
 import { Component } from './process.ts';
@@ -14,7 +13,22 @@ export interface ComponentSettings {
   binDir: string;
   etcdBinary: string;
   apiServerArgs?: readonly string[] | undefined;
+  /** Where every component listens. */
+  address: string;
+  /** A command each binary runs under (`ip netns exec <name>`), if any. */
+  launcher?: readonly string[] | undefined;
   log: (line: string) => void;
+}
+
+/** The loopback port of each component, chosen free at start. */
+export interface ControlPlanePorts {
+  etcdClient: number;
+  etcdPeer: number;
+  apiServer: number;
+  /** 0 when the controller-manager is not started. */
+  controllerManager: number;
+  /** 0 when the scheduler is not started. */
+  scheduler: number;
 }
 
 /**
@@ -37,16 +51,19 @@ export function components(
   ports: ControlPlanePorts,
   credentials: Credentials,
 ): Components {
-  const { dir, log } = settings;
+  const { dir, log, address } = settings;
+  const launcher = settings.launcher ?? [];
   const certDir = join(dir, 'certs');
   const { ca, serving, kubeletClient, serviceAccount, identities } = credentials;
   const bin = (name: string) => join(settings.binDir, name);
   const etcdArgs = etcdFlags({
+    address,
     dataDir: join(dir, 'etcd'),
     clientPort: ports.etcdClient,
     peerPort: ports.etcdPeer,
   });
   const apiServerArgs = apiServerFlags({
+    address,
     port: ports.apiServer,
     etcdClientPort: ports.etcdClient,
     certDir,
@@ -58,6 +75,7 @@ export function components(
     ...(settings.apiServerArgs ? { extraArgs: settings.apiServerArgs } : {}),
   });
   const controllerManagerArgs = controllerManagerFlags({
+    address,
     port: ports.controllerManager,
     kubeconfig: identities.kubeconfigs.controllerManager,
     certDir,
@@ -66,19 +84,21 @@ export function components(
     serviceAccountPrivateKey: serviceAccount.privateKey,
   });
   const schedulerArgs = schedulerFlags({
+    address,
     port: ports.scheduler,
     kubeconfig: identities.kubeconfigs.scheduler,
     certDir,
     serving,
   });
   return {
-    etcd: new Component({ name: 'etcd', binary: settings.etcdBinary, args: etcdArgs, dir, log }),
+    etcd: new Component({ name: 'etcd', binary: settings.etcdBinary, args: etcdArgs, dir, log, launcher }),
     apiserver: new Component({
       name: 'kube-apiserver',
       binary: bin('kube-apiserver'),
       args: apiServerArgs,
       dir,
       log,
+      launcher,
       stopGraceMs: APISERVER_STOP_GRACE_MS,
     }),
     controllerManager: new Component({
@@ -87,6 +107,7 @@ export function components(
       args: controllerManagerArgs,
       dir,
       log,
+      launcher,
     }),
     scheduler: new Component({
       name: 'kube-scheduler',
@@ -94,6 +115,7 @@ export function components(
       args: schedulerArgs,
       dir,
       log,
+      launcher,
     }),
   };
 }

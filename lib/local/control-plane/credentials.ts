@@ -44,14 +44,19 @@ const SERVING_ALT_NAMES = [
   'DNS:kubernetes.default.svc.cluster.local',
 ];
 
-/** Writes the CA and certificates into `dir/certs`, the token file and kubeconfigs into `dir`. */
-export async function writeCredentials(dir: string, server: string): Promise<Credentials> {
+/**
+ * Writes the CA and certificates into `dir/certs`, the token file and
+ * kubeconfigs into `dir`, for an API server at `address:port` (the serving
+ * certificate names that address besides loopback).
+ */
+export async function writeCredentials(dir: string, address: string, port: number): Promise<Credentials> {
+  const server = `https://${address}:${port}`;
   const certDir = join(dir, 'certs');
   const ca = await CertificateAuthority.create(certDir);
   const serving = await ca.issue('serving', {
     commonName: 'svk-local-kube',
     usage: 'server',
-    altNames: SERVING_ALT_NAMES,
+    altNames: [...new Set([`IP:${address}`, ...SERVING_ALT_NAMES])],
   });
   const kubeletClient = await ca.issue('apiserver-kubelet-client', {
     commonName: 'kube-apiserver-kubelet-client',

@@ -1,7 +1,8 @@
 /**
  * The command lines of etcd, kube-apiserver, kube-controller-manager and
  * kube-scheduler v1.20, as pure functions of the paths and ports they use.
- * Every listener is on 127.0.0.1.
+ * Every listener is on one address: 127.0.0.1 unless `address` says
+ * otherwise (a control plane in a network namespace of its own).
  */
 import type { CertificateFiles, ServiceAccountKeys } from './pki.ts';
 
@@ -9,8 +10,14 @@ import type { CertificateFiles, ServiceAccountKeys } from './pki.ts';
 export const SERVICE_CIDR = '10.0.0.0/24';
 export const SERVICE_IP = '10.0.0.1';
 export const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
+export const LOOPBACK = '127.0.0.1';
 
-export interface EtcdFlagInputs {
+/** Where the components listen; default {@link LOOPBACK}. */
+interface Listening {
+  address?: string;
+}
+
+export interface EtcdFlagInputs extends Listening {
   dataDir: string;
   clientPort: number;
   peerPort: number;
@@ -18,8 +25,9 @@ export interface EtcdFlagInputs {
 
 /** A single-member etcd cluster named `svk`, plain HTTP on loopback, logging to stderr. */
 export function etcdFlags(inputs: EtcdFlagInputs): string[] {
-  const peer = `http://127.0.0.1:${inputs.peerPort}`;
-  const client = `http://127.0.0.1:${inputs.clientPort}`;
+  const address = inputs.address ?? LOOPBACK;
+  const peer = `http://${address}:${inputs.peerPort}`;
+  const client = `http://${address}:${inputs.clientPort}`;
   return [
     '--name=svk',
     `--data-dir=${inputs.dataDir}`,
@@ -34,7 +42,7 @@ export function etcdFlags(inputs: EtcdFlagInputs): string[] {
   ];
 }
 
-export interface ApiServerFlagInputs {
+export interface ApiServerFlagInputs extends Listening {
   port: number;
   etcdClientPort: number;
   /** Where it may write self-signed certificates it needs; ours are given explicitly. */
@@ -52,12 +60,13 @@ export interface ApiServerFlagInputs {
 
 /** TLS only, token authentication, `Node,RBAC` authorization, service-account tokens signed by our key. */
 export function apiServerFlags(inputs: ApiServerFlagInputs): string[] {
+  const address = inputs.address ?? LOOPBACK;
   return [
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
+    `--bind-address=${address}`,
+    `--advertise-address=${address}`,
     `--secure-port=${inputs.port}`,
     '--insecure-port=0',
-    `--etcd-servers=http://127.0.0.1:${inputs.etcdClientPort}`,
+    `--etcd-servers=http://${address}:${inputs.etcdClientPort}`,
     `--cert-dir=${inputs.certDir}`,
     `--tls-cert-file=${inputs.serving.cert}`,
     `--tls-private-key-file=${inputs.serving.key}`,
@@ -80,7 +89,7 @@ export function apiServerFlags(inputs: ApiServerFlagInputs): string[] {
   ];
 }
 
-export interface ControllerManagerFlagInputs {
+export interface ControllerManagerFlagInputs extends Listening {
   port: number;
   kubeconfig: string;
   certDir: string;
@@ -110,7 +119,7 @@ export function controllerManagerFlags(inputs: ControllerManagerFlagInputs): str
   ];
 }
 
-export interface SchedulerFlagInputs {
+export interface SchedulerFlagInputs extends Listening {
   port: number;
   kubeconfig: string;
   certDir: string;
@@ -128,9 +137,11 @@ export function schedulerFlags(inputs: SchedulerFlagInputs): string[] {
 }
 
 /** /healthz over TLS on `port` with our serving certificate; the insecure port off. */
-function secureServingFlags(inputs: { port: number; certDir: string; serving: CertificateFiles }): string[] {
+function secureServingFlags(
+  inputs: Listening & { port: number; certDir: string; serving: CertificateFiles },
+): string[] {
   return [
-    '--bind-address=127.0.0.1',
+    `--bind-address=${inputs.address ?? LOOPBACK}`,
     `--secure-port=${inputs.port}`,
     '--port=0',
     `--tls-cert-file=${inputs.serving.cert}`,

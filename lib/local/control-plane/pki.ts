@@ -143,6 +143,33 @@ export class CertificateAuthority {
   }
 }
 
+/**
+ * A new EC P-256 key and a PKCS#10 certificate signing request for it (the
+ * subject and subjectAltName of `request`), as `<name>.key` and `<name>.csr`
+ * in `dir`: for a signer other than a CA of ours (a cluster's CSR API).
+ */
+export async function newCertificateRequest(
+  name: string,
+  request: Pick<CertificateRequest, 'commonName' | 'organizations' | 'altNames'>,
+  dir: string,
+): Promise<{ key: string; csr: string }> {
+  const files = { key: join(dir, `${name}.key`), csr: join(dir, `${name}.csr`) };
+  const san = request.altNames?.length ? ['-addext', `subjectAltName=${request.altNames.join(',')}`] : [];
+  await openssl([
+    'req',
+    '-new',
+    ...NEW_EC_KEY,
+    '-subj',
+    subject(request),
+    ...san,
+    '-keyout',
+    files.key,
+    '-out',
+    files.csr,
+  ]);
+  return files;
+}
+
 /** Writes `sa.key` and `sa.pub` in `dir`: the key pair that signs and verifies service-account tokens. */
 export function writeServiceAccountKeys(dir: string): ServiceAccountKeys {
   const keys = { privateKey: join(dir, 'sa.key'), publicKey: join(dir, 'sa.pub') };
@@ -170,7 +197,7 @@ function extensionLines(request: CertificateRequest): string[] {
   ];
 }
 
-function subject(request: CertificateRequest): string {
+function subject(request: Pick<CertificateRequest, 'commonName' | 'organizations'>): string {
   const parts = [`CN=${request.commonName}`, ...(request.organizations ?? []).map((o) => `O=${o}`)];
   for (const part of parts) {
     if (part.includes('/')) throw new TypeError(`certificate subject ${part}: "/" is not allowed`);

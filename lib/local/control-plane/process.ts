@@ -33,6 +33,8 @@ export interface ComponentOptions {
   log: (line: string) => void;
   /** How long SIGTERM may take before SIGKILL; default {@link STOP_GRACE_MS}. */
   stopGraceMs?: number;
+  /** A command that runs the binary, in the same process (`ip netns exec <name>`: it execs it). */
+  launcher?: readonly string[];
 }
 
 /** One child process with its log file and pid file; restartable. */
@@ -68,9 +70,10 @@ export class Component {
     this.stopRequested = false;
     this.exitStatus = undefined;
     const out = openSync(this.logPath, 'a');
-    const [command, args] = existsSync(SETPRIV)
-      ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', this.options.binary, ...this.options.args]]
-      : [this.options.binary, this.options.args];
+    const line = [...(this.options.launcher ?? []), this.options.binary, ...this.options.args];
+    const [command = '', ...args] = existsSync(SETPRIV)
+      ? [SETPRIV, '--pdeathsig', 'SIGKILL', '--', ...line]
+      : line;
     // Own process group: a terminal's Ctrl-C goes to the runner, which stops us in order.
     const child = spawn(command, args, { stdio: ['ignore', out, out], detached: true });
     closeSync(out);

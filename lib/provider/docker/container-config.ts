@@ -45,7 +45,7 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
     Image: settings.infraImage,
     Hostname: plan.hostname,
     // Docker Engine sets it in the UTS namespace and writes the kubelet's `<pod IP> <fqdn> <hostname>`
-    // line in /etc/hosts from Hostname and Domainname; Podman 4.3 drops it (README, "Docker provider").
+    // line in /etc/hosts from Hostname and Domainname; Podman 4.3 drops it (docs/providers/docker.md).
     ...(plan.domainname ? { Domainname: plan.domainname } : {}),
     Env: [planEnv(plan)],
     Labels: { ...identityLabels(plan), [LABELS.role]: 'infra' },

@@ -1,9 +1,9 @@
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { awsClientOptions } from '../../aws/client-options.ts';
-import type { Config } from '../../config/config.ts';
+import type { NodeSettings } from '../../config/node-settings.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { CoreApi } from '../../kube/core-api.ts';
-import type { ProviderContext, Providers } from '../registry.ts';
+import type { ProviderContext, Providers } from '../provider-factory.ts';
 import { DockerNodeProvider } from './docker-node.ts';
 import { DockerPodProvider } from './docker-pods.ts';
 import { createEngineClient, type SecretReader } from './engine-client.ts';
@@ -31,8 +31,8 @@ export type DockerProviderContext = Pick<
   'clock' | 'log' | 'region' | 'kubeletVersion' | 'kube'
 > & {
   config: {
-    node: Pick<Config['node'], 'capacity' | 'operatingSystem' | 'internalIp'>;
-    pods: Pick<Config['pods'], 'maxParallel'>;
+    node: Pick<NodeSettings, 'capacity' | 'operatingSystem' | 'internalIp'>;
+    pods: { maxParallel: number };
   };
 };
 

@@ -16,7 +16,7 @@ import { hostnameProblem } from './pod-hostname.ts';
  * terminationMessagePath/Policy (no termination message is read),
  * enableServiceLinks; and fields that only qualify a refused one
  * (fsGroupChangePolicy, seLinuxChangePolicy, overhead) or an operation the
- * provider never performs (resizePolicy). README, "Docker provider", lists
+ * provider never performs (resizePolicy). docs/providers/docker.md lists
  * every field of the pod spec and what becomes of it.
  *
  * A subdomain is honoured (pod-hostname.ts) but for an FQDN too long to be

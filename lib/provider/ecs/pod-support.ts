@@ -10,7 +10,7 @@ import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
  * (nodeSelector, affinity, tolerations, priority...) and the API server's
  * defaults that change nothing here (dnsPolicy ClusterFirst: a task uses the
  * VPC's resolver; terminationMessagePath/Policy; enableServiceLinks) are
- * accepted; README, "ECS Fargate provider", lists what each field becomes.
+ * accepted; docs/providers/ecs-fargate.md lists what each field becomes.
  */
 
 /** The annotation AppArmor profiles were asked for with before Kubernetes 1.30, per container. */

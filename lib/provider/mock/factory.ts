@@ -1,4 +1,4 @@
-import type { ProviderContext, Providers } from '../registry.ts';
+import type { ProviderContext, Providers } from '../provider-factory.ts';
 import { MockNodeProvider } from './mock-node.ts';
 import { DynamoDbMockNodeStore } from './mock-node-store.ts';
 import { MockPodProvider } from './mock-pods.ts';

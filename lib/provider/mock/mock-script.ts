@@ -208,6 +208,8 @@ function* loop(
   state: { at: number; exited: boolean },
   from: number,
 ): Generator<MockLine> {
+  // A body that prints nothing prints nothing on any pass: it would be iterated without end for a line.
+  if (!printsAnything(body)) return;
   const period = fixedDuration(body);
   if (period === 0) {
     yield* run(body, state, from);
@@ -225,6 +227,11 @@ function* loop(
     // A body whose duration depends on a nested loop never comes back here; one that takes no time is handled above.
     if (state.at === before) return;
   }
+}
+
+/** Whether `steps` hold an echo, in a nested loop too. */
+function printsAnything(steps: readonly MockStep[]): boolean {
+  return steps.some((s) => s.kind === 'echo' || (s.kind === 'loop' && printsAnything(s.body)));
 }
 
 /** The time one pass of `steps` takes, or undefined when it exits or holds a loop (no fixed length). */

@@ -6,8 +6,8 @@ import { shell } from '../../harness/harness-pods.ts';
 import type { PipelineHarness } from '../../harness/pipeline-harness.ts';
 import type { PodRef } from '../../harness/provider-setup.ts';
 import { waitFor } from '../../support/kube.ts';
-import { type ConformanceContext, scenario } from '../conformance-suite.ts';
 import { containerStatus, isRunningAndReady, ms, refOf } from './pod-facts.ts';
+import { type ConformanceContext, scenario } from './scenario.ts';
 
 const MINUTE = 60_000;
 /** A process that ignores SIGTERM, so that only the end of the grace period (or a force delete) stops it. */

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { shell } from '../../harness/harness-pods.ts';
 import type { PipelineHarness } from '../../harness/pipeline-harness.ts';
 import { waitFor } from '../../support/kube.ts';
-import { type ConformanceContext, scenario } from '../conformance-suite.ts';
 import { containerStatus, isRunningAndReady, refOf } from './pod-facts.ts';
+import { type ConformanceContext, scenario } from './scenario.ts';
 
 const MINUTE = 60_000;
 

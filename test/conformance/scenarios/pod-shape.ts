@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { shell } from '../../harness/harness-pods.ts';
 import type { PipelineHarness } from '../../harness/pipeline-harness.ts';
-import { type ConformanceContext, scenario } from '../conformance-suite.ts';
 import {
   condition,
   containerStatus,
@@ -11,6 +10,7 @@ import {
   ms,
   refOf,
 } from './pod-facts.ts';
+import { type ConformanceContext, scenario } from './scenario.ts';
 
 const MINUTE = 60_000;
 
