@@ -1,29 +1,26 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { V1Pod } from '@kubernetes/client-node';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { isNotFound } from '../../kube/client.ts';
-import { type ContainerStreams, isContainerNotRunning } from '../../provider/container-streams.ts';
-import { isProviderNotFound } from '../../provider/provider.ts';
+import type { Logger } from '../../log/logger.ts';
 import {
   isKubeletApiEventError,
   type KubeletApiRequest,
   parseKubeletApiEvent,
 } from '../kubelet-api-request.ts';
-import { type KubeletApiResponse, statusResponse, textResponse } from '../responses.ts';
+import { type KubeletApiResponse, textResponse } from '../responses.ts';
 import { admitKubeletApiRequest, type KubeletApiDependencies } from '../serve.ts';
 import { AsyncQueue } from './async-queue.ts';
-import { type CommandChannels, type CommandOptions, commandOptions } from './command-channels.ts';
+import type { CommandChannels } from './command-channels.ts';
 import type { CommandOutcome } from './command-status.ts';
 import {
   type PortForwardTarget,
   refusePortForwardStream,
   spdyPortForward,
   websocketPortForward,
-  websocketPorts,
 } from './port-forward.ts';
 import { SpdySession, type SpdyStream } from './spdy/spdy-session.ts';
 import { SPDY_COMMAND_PROTOCOLS, spdyCommandChannels } from './spdy-command.ts';
+import { type CommandRequest, readStreamRequest, type StreamRequest } from './stream-request.ts';
 import {
   ChannelSocket,
   pickProtocol,
@@ -122,111 +119,60 @@ export class KubeletStreaming {
   ): Promise<void> {
     const admission = await admitKubeletApiRequest(request, deps);
     if ('refused' in admission) return refuse(socket, admission.refused);
-    const { node, context } = admission;
-    const [first = '', ...rest] = request.path.split('/').filter((s) => s.length > 0);
-    const log = deps.log.child(context);
-    if (first !== 'exec' && first !== 'attach' && first !== 'portForward') {
-      return refuse(socket, textResponse(404, '404 page not found'));
-    }
-    if (request.method !== 'GET' && request.method !== 'POST') {
-      return refuse(socket, textResponse(405, `${request.method} is not allowed on ${request.path}`));
-    }
-    const forward = first === 'portForward';
-    // /exec/{namespace}/{pod}[/{uid}]/{container}; /portForward/{namespace}/{pod}[/{uid}].
-    const [namespace, name, ...tail] = rest;
-    const uid = forward ? tail[0] : tail.length === 2 ? tail[0] : undefined;
-    const container = forward ? undefined : tail[tail.length - 1];
-    if (
-      !namespace ||
-      !name ||
-      (!forward && (!container || tail.length > 2)) ||
-      (forward && tail.length > 1)
-    ) {
-      return refuse(socket, textResponse(404, '404 page not found'));
-    }
-    const websocket = isWebSocket(req);
-    let options: CommandOptions | undefined;
-    let ports: number[] | undefined;
-    try {
-      if (!forward) options = commandOptions(request.query);
-      else if (websocket) ports = websocketPorts(request.query);
-    } catch (err) {
-      return refuse(socket, textResponse(400, err instanceof Error ? err.message : String(err)));
-    }
-    const command = [...(request.query.command ?? [])];
-    if (first === 'exec' && command.length === 0) {
-      return refuse(
-        socket,
-        textResponse(400, 'the command to execute is missing (query parameter "command")'),
-      );
-    }
-    const pod = await readPod(deps, namespace, name);
-    if (!pod || pod.spec?.nodeName !== node || (uid && pod.metadata?.uid !== uid)) {
-      return refuse(socket, textResponse(404, `pod ${namespace}/${name} does not exist on node ${node}`));
-    }
-    if (container && !hasContainer(pod, container)) {
-      return refuse(
-        socket,
-        textResponse(404, `container ${container} not found in pod ${namespace}/${name}`),
-      );
-    }
-    const streams = deps.podProvider.streams;
-    if (!streams) {
-      return refuse(
-        socket,
-        statusResponse(501, 'NotImplemented', `the provider of node ${node} does not serve ${first}`),
-      );
-    }
-    if (container) {
-      const refusal = await checkRunning(streams, pod, container);
-      if (refusal) return refuse(socket, refusal);
-    }
-    if (options && first === 'attach') {
-      // The terminal is the container's own (the kubelet takes it from the spec); stdin only if it has one.
-      const spec = containerSpec(pod, container ?? '');
-      options = { ...options, tty: spec?.tty === true, stdin: options.stdin && spec?.stdin === true };
-      if (options.tty) options.stderr = false;
-    }
+    const log = deps.log.child(admission.context);
+    const read = await readStreamRequest(request, admission.node, deps, isWebSocket(req));
+    if ('refused' in read) return refuse(socket, read.refused);
     const target: PortForwardTarget = {
-      pod,
-      streams,
+      pod: read.pod,
+      streams: read.streams,
       onError: (port, err) =>
         log.info({ port, err: String(err) }, 'kubelet API: a forwarded connection failed'),
     };
-    if (websocket) {
-      const supported = forward ? WEBSOCKET_PORT_FORWARD_PROTOCOLS : WEBSOCKET_COMMAND_PROTOCOLS;
-      const ws = await this.acceptWebSocket(req, socket, head, supported);
-      if (!ws) return;
-      const protocol = ws.protocol;
-      if (forward) {
-        const channels = new ChannelSocket(
-          ws,
-          protocol,
-          (ports ?? []).map((_, i) => i * 2),
-        );
-        await this.track(
-          log,
-          first,
-          async () => {
-            await websocketPortForward(channels, ports ?? [], target);
-            await channels.close();
-          },
-          () => ws.terminate(),
-        );
-        return;
-      }
-      const channels = await websocketCommandChannels(ws, protocol, options as CommandOptions);
-      await this.track(
-        log,
-        first,
-        () => this.run(first, streams, pod, container ?? '', command, channels),
-        () => ws.terminate(),
-      );
-      return;
-    }
+    if (isWebSocket(req)) return this.serveWebSocket(read, target, req, socket, head, log);
     if (!isSpdy(req)) {
-      return refuse(socket, textResponse(400, `${first} needs an upgrade to SPDY/3.1 or a WebSocket`));
+      return refuse(socket, textResponse(400, `${read.kind} needs an upgrade to SPDY/3.1 or a WebSocket`));
     }
+    return this.serveSpdy(read, target, req, socket, head, log);
+  }
+
+  private async serveWebSocket(
+    read: StreamRequest,
+    target: PortForwardTarget,
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    log: Logger,
+  ): Promise<void> {
+    const forward = read.kind === 'portForward';
+    const supported = forward ? WEBSOCKET_PORT_FORWARD_PROTOCOLS : WEBSOCKET_COMMAND_PROTOCOLS;
+    const ws = await this.acceptWebSocket(req, socket, head, supported);
+    if (!ws) return;
+    const end = () => ws.terminate();
+    if (read.kind === 'portForward') {
+      const channels = new ChannelSocket(
+        ws,
+        ws.protocol,
+        read.ports.map((_, i) => i * 2),
+      );
+      const body = async () => {
+        await websocketPortForward(channels, read.ports, target);
+        await channels.close();
+      };
+      return this.track(log, read.kind, body, end);
+    }
+    const channels = await websocketCommandChannels(ws, ws.protocol, read.options);
+    return this.track(log, read.kind, () => this.run(read, channels), end);
+  }
+
+  private async serveSpdy(
+    read: StreamRequest,
+    target: PortForwardTarget,
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    log: Logger,
+  ): Promise<void> {
+    const forward = read.kind === 'portForward';
     const supported = forward ? SPDY_PORT_FORWARD_PROTOCOLS : SPDY_COMMAND_PROTOCOLS;
     const offered = headerList(req.headers['x-stream-protocol-version']);
     if (offered.length === 0) {
@@ -234,14 +180,9 @@ export class KubeletStreaming {
     }
     const protocol = offered.find((p) => supported.includes(p));
     if (!protocol) {
-      return refuse(
-        socket,
-        textResponse(
-          403,
-          `unable to upgrade: unable to negotiate protocol: client supports [${offered.join(' ')}], server accepts [${supported.join(' ')}]`,
-        ),
-        supported.map((p) => ['X-Accepted-Stream-Protocol-Versions', p]),
-      );
+      const text = `unable to upgrade: unable to negotiate protocol: client supports [${offered.join(' ')}], server accepts [${supported.join(' ')}]`;
+      const accepted = supported.map((p): [string, string] => ['X-Accepted-Stream-Protocol-Versions', p]);
+      return refuse(socket, textResponse(403, text), accepted);
     }
     socket.write(
       `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: ${protocol}\r\n\r\n`,
@@ -258,48 +199,29 @@ export class KubeletStreaming {
     });
     session.signal.addEventListener('abort', () => opened.end(), { once: true });
     const drop = () => session.destroy(new Error('the kubelet API front stopped'));
-    if (forward) {
-      await this.track(
+    if (read.kind === 'portForward') {
+      return this.track(
         log,
-        first,
-        async () => {
-          await spdyPortForward(session, opened, target, this.creationTimeoutMs);
-        },
+        read.kind,
+        () => spdyPortForward(session, opened, target, this.creationTimeoutMs),
         drop,
       );
-      return;
     }
-    await this.track(
-      log,
-      first,
-      async () => {
-        let channels: CommandChannels;
-        try {
-          channels = await spdyCommandChannels(
-            session,
-            opened,
-            protocol,
-            options as CommandOptions,
-            this.creationTimeoutMs,
-          );
-        } catch (err) {
-          session.destroy(err instanceof Error ? err : new Error(String(err)));
-          throw err;
-        }
-        await this.run(first, streams, pod, container ?? '', command, channels);
-      },
-      drop,
-    );
+    const body = async () => {
+      let channels: CommandChannels;
+      try {
+        channels = await spdyCommandChannels(session, opened, protocol, read.options, this.creationTimeoutMs);
+      } catch (err) {
+        session.destroy(err instanceof Error ? err : new Error(String(err)));
+        throw err;
+      }
+      return this.run(read, channels);
+    };
+    return this.track(log, read.kind, body, drop);
   }
 
-  private async run(
-    kind: 'exec' | 'attach',
-    streams: ContainerStreams,
-    pod: V1Pod,
-    container: string,
-    command: string[],
-    channels: CommandChannels,
-  ): Promise<CommandOutcome> {
+  private async run(read: CommandRequest, channels: CommandChannels): Promise<CommandOutcome> {
+    const { kind, streams, pod, container, command } = read;
     let outcome: CommandOutcome;
     try {
       if (kind === 'exec') {
@@ -325,7 +247,7 @@ export class KubeletStreaming {
 
   /** Counts a session while it runs and logs its end. */
   private async track(
-    log: KubeletApiDependencies['log'],
+    log: Logger,
     kind: string,
     body: () => Promise<unknown>,
     end: () => void,
@@ -384,46 +306,6 @@ function idle(ws: WebSocket, ms: number): void {
   const raw = (ws as unknown as { _socket?: Duplex })._socket;
   if (raw && 'setTimeout' in raw && typeof raw.setTimeout === 'function')
     raw.setTimeout(ms, () => ws.terminate());
-}
-
-async function checkRunning(
-  streams: ContainerStreams,
-  pod: V1Pod,
-  container: string,
-): Promise<KubeletApiResponse | undefined> {
-  try {
-    await streams.checkRunning(pod, container, AbortSignal.timeout(30_000));
-    return undefined;
-  } catch (err) {
-    if (isProviderNotFound(err)) return textResponse(404, err.message);
-    if (isContainerNotRunning(err)) return textResponse(400, err.message);
-    throw err;
-  }
-}
-
-async function readPod(
-  deps: KubeletApiDependencies,
-  namespace: string,
-  name: string,
-): Promise<V1Pod | undefined> {
-  try {
-    return await deps.kube.core.readNamespacedPod({ namespace, name });
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
-
-function containerSpec(pod: V1Pod, name: string) {
-  const spec = pod.spec;
-  return [...(spec?.containers ?? []), ...(spec?.initContainers ?? [])].find((c) => c.name === name);
-}
-
-function hasContainer(pod: V1Pod, name: string): boolean {
-  return (
-    containerSpec(pod, name) !== undefined ||
-    (pod.spec?.ephemeralContainers ?? []).some((c) => c.name === name)
-  );
 }
 
 function headerList(value: string | string[] | undefined): string[] {

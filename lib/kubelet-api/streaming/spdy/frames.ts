@@ -116,7 +116,11 @@ function parseFrame(frame: Buffer): Frame {
   }
   const version = (first >>> 16) & 0x7fff;
   if (version !== SPDY_VERSION) throw new SpdyProtocolError(`SPDY version ${version} is not 3`);
-  const type = first & 0xffff;
+  return parseControl(first & 0xffff, flags, payload);
+}
+
+/** A control frame's payload, by type. */
+function parseControl(type: number, flags: number, payload: Buffer): Frame {
   const need = (n: number, what: string) => {
     if (payload.length < n)
       throw new SpdyProtocolError(`a ${what} frame of ${payload.length} bytes is too short`);
