@@ -9,6 +9,7 @@ import type { LockFence, LockStore } from '../lock/lock.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { EmfMetrics, type Metrics, noMetrics } from '../metrics/emf.ts';
 import { withNodeProviderMetrics, withPodProviderMetrics } from '../metrics/provider-metrics.ts';
+import { KubePodEventRecorder } from '../pod/sync/pod-events.ts';
 import type { NodeProvider, PodProvider } from '../provider/provider.ts';
 import type { Providers } from '../provider/provider-factory.ts';
 import { createProviders } from '../provider/registry.ts';

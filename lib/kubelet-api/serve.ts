@@ -46,30 +46,50 @@ export async function serveKubeletApi(
   deps: KubeletApiDependencies,
   signal: AbortSignal,
 ): Promise<KubeletApiResponse> {
+  const admission = await admitKubeletApiRequest(request, deps);
+  if ('refused' in admission) return admission.refused;
+  const { node, context } = admission;
+  const response = await route(request, node, deps, signal);
+  deps.log.info({ ...context, status: response.statusCode }, 'kubelet API request');
+  return response;
+}
+
+/** A request that passed authentication and authorization, or the answer that refuses it. */
+export type KubeletApiAdmission =
+  | { node: string; context: { user: string; node: string; method: string; path: string } }
+  | { refused: KubeletApiResponse };
+
+/**
+ * What every request goes through first, streaming upgrades included:
+ * authentication (client certificate or bearer token; never anonymous), the
+ * node from the Host, and a SubjectAccessReview of the kubelet's mapping.
+ */
+export async function admitKubeletApiRequest(
+  request: KubeletApiRequest,
+  deps: KubeletApiDependencies,
+): Promise<KubeletApiAdmission> {
   const authn = await authenticate(request, deps.clientCas, deps.reviews, deps.clock.now());
   if ('rejected' in authn) {
     deps.log.info(
       { path: request.path, host: request.host, reason: authn.rejected },
       'kubelet API: unauthorized',
     );
-    return textResponse(401, 'Unauthorized');
+    return { refused: textResponse(401, 'Unauthorized') };
   }
   const { identity } = authn;
   const node = nodeForHost(request.host, deps.nodes, deps.endpoint, request.port);
   if (!node) {
     const at = request.port ? `${request.host}:${request.port}` : request.host;
-    return textResponse(404, `no node of this deployment answers at ${at}`);
+    return { refused: textResponse(404, `no node of this deployment answers at ${at}`) };
   }
   const access = nodeAccess(request.method, request.path, node);
   const verdict = await deps.reviews.reviewAccess(identity, access);
   const context = { user: identity.user, node, method: request.method, path: request.path };
   if (!verdict.allowed) {
     deps.log.info({ ...context, reason: verdict.reason }, 'kubelet API: forbidden');
-    return textResponse(403, forbiddenMessage(identity, access));
+    return { refused: textResponse(403, forbiddenMessage(identity, access)) };
   }
-  const response = await route(request, node, deps, signal);
-  deps.log.info({ ...context, status: response.statusCode }, 'kubelet API request');
-  return response;
+  return { node, context };
 }
 
 async function route(

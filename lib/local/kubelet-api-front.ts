@@ -1,6 +1,7 @@
 import { randomUUID, X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { Context } from 'aws-lambda';
 import { isStreamingHandler } from '../response-streaming.ts';
@@ -40,7 +41,21 @@ export interface KubeletApiFrontOptions {
   /** The function's timeout: the longest one request may take. */
   timeoutMs?: number;
   functionName?: string;
+  /**
+   * Serves upgrade requests (exec, attach, port-forward), which API Gateway
+   * could not carry: handed the same proxy event as the handler, with the
+   * connection itself. Without it, they reach the handler like any request.
+   */
+  upgrade?: UpgradeHandler;
 }
+
+/** Serves one upgrade request, handed the proxy event the handler would get for it. */
+export type UpgradeHandler = (
+  event: unknown,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+) => Promise<void>;
 
 export interface KubeletApiFront {
   port: number;
@@ -66,6 +81,12 @@ export async function startKubeletApiFront(options: KubeletApiFrontOptions): Pro
         },
         (req, res) => void serve(req, res, options),
       );
+      const { upgrade } = options;
+      if (upgrade)
+        server.on(
+          'upgrade',
+          (req: IncomingMessage, socket: Duplex, head: Buffer) => void upgradeOne(req, socket, head, upgrade),
+        );
       servers.push(server);
       port = await listen(server, address, port);
     }
@@ -116,6 +137,24 @@ async function serve(
     if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
     res.end(res.headersSent ? undefined : JSON.stringify({ message: 'Internal server error' }));
     process.emitWarning(`kubelet API handler failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+async function upgradeOne(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  upgrade: UpgradeHandler,
+): Promise<void> {
+  // As for any request: a verified certificate goes to the handler, which also takes bearer tokens.
+  const tls = req.socket as TLSSocket;
+  const peer = tls.authorized ? tls.getPeerCertificate(true) : undefined;
+  const cert = peer?.raw ? new X509Certificate(peer.raw) : undefined;
+  try {
+    await upgrade(proxyEvent(req, cert), req, socket, head);
+  } catch (err) {
+    socket.destroy();
+    process.emitWarning(`kubelet API upgrade failed: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

@@ -1,8 +1,10 @@
 import { randomInt } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createKubeletApiHandler } from '../../functions/kubelet-api.ts';
+import type { KubeletStreamingOptions } from '../kubelet-api/streaming/kubelet-streaming.ts';
 import type { CertificateAuthority } from './control-plane/pki.ts';
 import { type KubeletApiFront, startKubeletApiFront } from './kubelet-api-front.ts';
+import { createKubeletStreaming } from './local-kubelet-streaming.ts';
 
 /**
  * The kubelet API of a local deployment: one front per node, all handing
@@ -72,6 +74,8 @@ export type LocalKubeletApiOptions = LocalKubeletApiTrust & {
   nodes: readonly string[];
   /** One address of this host for every node, each on its own port; by default each node's own loopback address. */
   address?: string;
+  /** Timeouts of exec, attach and port-forward connections (the kubelet's defaults otherwise). */
+  streaming?: KubeletStreamingOptions;
 };
 
 export interface LocalKubeletApi {
@@ -81,6 +85,8 @@ export interface LocalKubeletApi {
   ports: Record<string, number>;
   /** The first node's port: every node's on loopback. */
   port: number;
+  /** Exec, attach and port-forward connections open now. */
+  liveStreams(): number;
   stop(): Promise<void>;
 }
 
@@ -90,6 +96,8 @@ export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Pro
   const addresses = shared ? Object.fromEntries(nodes.map((n) => [n, shared])) : localNodeAddresses(nodes);
   const { serving, clientCa } = trust(options);
   const handler = createKubeletApiHandler(options.env);
+  // The upgrades the fronts take themselves (exec, attach, port-forward), served from the same environment.
+  const streaming = createKubeletStreaming(options.env, options.streaming);
   const fronts: KubeletApiFront[] = [];
   const ports: Record<string, number> = {};
   try {
@@ -99,6 +107,7 @@ export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Pro
       const port = shared ? 0 : (fronts[0]?.port ?? 0);
       const front = await startKubeletApiFront({
         handler,
+        upgrade: (event, req, socket, head) => streaming.handleUpgrade(event, req, socket, head),
         addresses: [address],
         port,
         clientCa,
@@ -108,6 +117,7 @@ export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Pro
       ports[node] = front.port;
     }
   } catch (err) {
+    streaming.close();
     await Promise.all(fronts.map((f) => f.stop()));
     throw err;
   }
@@ -118,7 +128,11 @@ export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Pro
     addresses,
     ports,
     port,
-    stop: () => Promise.all(fronts.map((f) => f.stop())).then(() => undefined),
+    liveStreams: () => streaming.live(),
+    stop: async () => {
+      streaming.close();
+      await Promise.all(fronts.map((f) => f.stop()));
+    },
   };
 }
 

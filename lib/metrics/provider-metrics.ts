@@ -31,7 +31,7 @@ export function withNodeProviderMetrics(provider: NodeProvider, metrics: Metrics
 }
 
 export function withPodProviderMetrics(provider: PodProvider, metrics: Metrics): PodProvider {
-  const { containerLogs, podStats, watchChanges } = provider;
+  const { containerLogs, podStats, watchChanges, streams } = provider;
   return {
     createPod: (pod, signal) => counted(metrics, 'createPod', signal, () => provider.createPod(pod, signal)),
     updatePod: (pod, signal) => counted(metrics, 'updatePod', signal, () => provider.updatePod(pod, signal)),
@@ -54,5 +54,7 @@ export function withPodProviderMetrics(provider: PodProvider, metrics: Metrics):
       : {}),
     // A stream that breaks is reopened and logged by its caller; it is not a failed call.
     ...(watchChanges ? { watchChanges: (node, signal) => watchChanges.call(provider, node, signal) } : {}),
+    // A session's failures are the client's to see (on its error stream), not a provider outage.
+    ...(streams ? { streams } : {}),
   };
 }

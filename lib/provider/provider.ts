@@ -1,4 +1,5 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { ContainerStreams } from './container-streams.ts';
 
 /**
  * The provider boundary: what a backend (the mock, a container runtime, a
@@ -180,6 +181,12 @@ export interface PodProvider {
    * caller's polling covers them.
    */
   watchChanges?(nodeName: string, signal: AbortSignal): AsyncIterable<ProviderChange>;
+  /**
+   * Optional: exec, attach and port-forward into the provider's pods (the
+   * kubelet API's streaming endpoints; see container-streams.ts). Without
+   * it those endpoints answer 501.
+   */
+  readonly streams?: ContainerStreams;
 }
 
 /**

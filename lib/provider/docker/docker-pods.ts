@@ -16,6 +16,7 @@ import {
 } from '../provider.ts';
 import { deletingConfig, type EngineSettings, infraConfig, volumeConfig } from './container-config.ts';
 import { containerLogs } from './container-logs.ts';
+import { DockerContainerStreams } from './docker-streams.ts';
 import { engineChanges } from './engine-changes.ts';
 import {
   isEngineNotFound,
@@ -47,6 +48,8 @@ import { TerminationMessages } from './termination-message.ts';
  * after a concurrent one finished is answered 304 (already running).
  */
 const INFRA_ATTEMPTS = 10;
+/** The port-forward relay image unless configured: busybox, which has `nc`. */
+export const DEFAULT_RELAY_IMAGE = 'docker.io/library/busybox:1.36';
 const INFRA_RETRY_MS = 20;
 const INFRA_RETRY_MAX_MS = 1_000;
 
@@ -65,6 +68,8 @@ export interface DockerPodProviderOptions {
     proberImage: string;
     /** The engine's socket on the engine host, mounted into the probers. */
     engineSocket: string;
+    /** The image of port-forward relays (busybox's `nc`); {@link DEFAULT_RELAY_IMAGE} by default. */
+    relayImage?: string;
   };
   /** Where the Events of probes and hooks are recorded; none when absent. */
   events?: ProviderEventRecorder;
@@ -93,6 +98,7 @@ export class DockerPodProvider implements PodProvider {
   private readonly deps: AdvanceDeps;
   private readonly cpu: CpuSamples = new Map();
   private readonly probers: NodeProbers;
+  readonly streams: DockerContainerStreams;
 
   constructor(private readonly options: DockerPodProviderOptions) {
     const { docker, clock, log, settings } = options;
@@ -118,6 +124,13 @@ export class DockerPodProvider implements PodProvider {
       settings,
       pullImage: (image, signal) => puller.ensure(image, signal),
       ...(options.events ? { events: options.events } : {}),
+    });
+    this.streams = new DockerContainerStreams({
+      docker,
+      state: this.state,
+      puller,
+      relayImage: settings.relayImage ?? DEFAULT_RELAY_IMAGE,
+      log,
     });
   }
 

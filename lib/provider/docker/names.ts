@@ -63,6 +63,11 @@ export function infraName(uid: string): string {
   return `svk_${uid}`;
 }
 
+/** The pod's port-forward relay: joins its network namespace while connections are forwarded (docker-streams.ts). */
+export function relayName(uid: string): string {
+  return `svk_${uid}_relay`;
+}
+
 export function deletingName(uid: string): string {
   return `svk_${uid}_deleting`;
 }
