@@ -28,7 +28,7 @@ import {
 import { engineKindOnce } from './engine-kind.ts';
 import { EngineState } from './engine-state.ts';
 import { ImagePuller, type RegistryAuth } from './image-puller.ts';
-import { infraName, LABELS, type PodIdentity } from './names.ts';
+import { describe, infraName, LABELS, podIdentity } from './names.ts';
 import type { Instance, ObservedPod } from './observed-pod.ts';
 import { type AdvanceDeps, advancePod, markedForDeletion, reportPod } from './pod-advance.ts';
 import { type PodPlan, podPlan } from './pod-plan.ts';
@@ -386,26 +386,4 @@ export class DockerPodProvider implements PodProvider {
       if (!isEngineNotFound(err) && !isNotRunning(err)) throw err;
     }
   }
-}
-
-/** The identity a pod needs to be created here. */
-function podIdentity(pod: V1Pod): PodIdentity {
-  const namespace = pod.metadata?.namespace;
-  const name = pod.metadata?.name;
-  const uid = pod.metadata?.uid;
-  const node = pod.spec?.nodeName;
-  if (!namespace || !name || !uid || !node) {
-    const missing = [
-      ...(namespace ? [] : ['metadata.namespace']),
-      ...(name ? [] : ['metadata.name']),
-      ...(uid ? [] : ['metadata.uid']),
-      ...(node ? [] : ['spec.nodeName']),
-    ];
-    throw new Error(`docker provider: pod ${namespace ?? '?'}/${name ?? '?'} lacks ${missing.join(', ')}`);
-  }
-  return { namespace, name, uid, node };
-}
-
-function describe(pod: { namespace: string; name: string; uid: string }): string {
-  return `${pod.namespace}/${pod.name} (uid ${pod.uid})`;
 }

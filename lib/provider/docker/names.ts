@@ -1,3 +1,5 @@
+import type { V1Pod } from '@kubernetes/client-node';
+
 /**
  * How a pod's objects are named and labelled on the engine. Names are
  * derived from the pod uid and the container name only, so that a create
@@ -48,6 +50,29 @@ export interface PodIdentity {
   name: string;
   uid: string;
   node: string;
+}
+
+/** The identity a pod needs to be created here. */
+export function podIdentity(pod: V1Pod): PodIdentity {
+  const namespace = pod.metadata?.namespace;
+  const name = pod.metadata?.name;
+  const uid = pod.metadata?.uid;
+  const node = pod.spec?.nodeName;
+  if (!namespace || !name || !uid || !node) {
+    const missing = [
+      ...(namespace ? [] : ['metadata.namespace']),
+      ...(name ? [] : ['metadata.name']),
+      ...(uid ? [] : ['metadata.uid']),
+      ...(node ? [] : ['spec.nodeName']),
+    ];
+    throw new Error(`docker provider: pod ${namespace ?? '?'}/${name ?? '?'} lacks ${missing.join(', ')}`);
+  }
+  return { namespace, name, uid, node };
+}
+
+/** A pod as messages name it. */
+export function describe(pod: { namespace: string; name: string; uid: string }): string {
+  return `${pod.namespace}/${pod.name} (uid ${pod.uid})`;
 }
 
 export function identityLabels(pod: PodIdentity): Record<string, string> {
