@@ -6,6 +6,9 @@ import type { EcsPodRecord } from '../../lib/provider/ecs/ecs-pod-record.ts';
 import { ecsPodStatus } from '../../lib/provider/ecs/ecs-pod-status.ts';
 import { observed } from '../../lib/provider/ecs/ecs-pod-transitions.ts';
 import { healthMapping, healthProblems } from '../../lib/provider/ecs/health-checks.ts';
+import { shellBehaviour } from '../support/ecs-sim/shell-behaviour.ts';
+import { healthStatus } from '../support/ecs-sim/sim-health.ts';
+import type { SimContainer } from '../support/ecs-sim/sim-types.ts';
 
 const T0 = Date.parse('2026-03-01T10:00:00Z');
 const ARN = 'arn:aws:ecs:eu-west-1:123456789012:task/pods/aaa';
@@ -113,6 +116,31 @@ describe('probes on Fargate', () => {
     assert.deepEqual(decideEcsPod(record('HEALTHY'), T0 + 1, 60_000), { kind: 'refresh', arn: ARN });
   });
 
+  it('date Ready from when DescribeTasks first read the readiness check HEALTHY, not from the start', () => {
+    const unknown = record('UNKNOWN', { readiness: true, liveness: false });
+    const snapshot = unknown.current.snapshot;
+    assert.ok(snapshot);
+    const read = {
+      ...snapshot,
+      containers: [{ name: 'app', lastStatus: 'RUNNING', healthStatus: 'HEALTHY' }],
+    };
+    const next = observed(unknown, read, T0 + 15_400);
+    assert.ok(next, 'the health changes the record though the version did not');
+    const status = ecsPodStatus({ ...next, version: 2 });
+    const ready = status.conditions?.find((c) => c.type === 'Ready');
+    assert.equal(ready?.status, 'True');
+    assert.equal(
+      ready?.lastTransitionTime?.getTime(),
+      T0 + 15_000,
+      'whole seconds, as the API server keeps them',
+    );
+    assert.equal(
+      observed({ ...next, version: 2 }, read, T0 + 30_000),
+      undefined,
+      'the same status read again changes nothing, its time included',
+    );
+  });
+
   it('stop the task when a liveness health check turns UNHEALTHY, read from DescribeTasks without a new version', () => {
     const healthy = record('HEALTHY');
     const read = {
@@ -133,6 +161,39 @@ describe('probes on Fargate', () => {
       decideEcsPod(record('UNHEALTHY', { readiness: true, liveness: false }), T0 + 1, 60_000).kind,
       'refresh',
       'a readiness check alone never stops the task',
+    );
+  });
+});
+
+describe("the ECS simulation's health checks (test/support/ecs-sim)", () => {
+  const simContainer = (script: string, command: string[]): SimContainer => ({
+    name: 'app',
+    image: 'busybox',
+    essential: true,
+    after: [],
+    stopTimeoutSeconds: 30,
+    run: shellBehaviour(['sh', '-c', script], {}),
+    healthCheck: { command: ['CMD', ...command], interval: 5, timeout: 5, retries: 3, startPeriod: 0 },
+    env: {},
+    lastStatus: 'RUNNING',
+    runtimeId: 'r',
+    startedAt: T0,
+  });
+
+  it("see the files the conformance harness's container script touches and removes", () => {
+    const ready = simContainer('sleep 12; touch /tmp/ready; sleep 3600', ['test', '-e', '/tmp/ready']);
+    assert.equal(healthStatus(ready, T0 + 10_000), 'UNKNOWN', 'two failures of three: not yet unhealthy');
+    assert.equal(healthStatus(ready, T0 + 15_000), 'HEALTHY', 'the file is there from 12 s');
+    const alive = simContainer('touch /tmp/alive; sleep 7; rm /tmp/alive; sleep 3600', [
+      'test',
+      '-e',
+      '/tmp/alive',
+    ]);
+    assert.equal(healthStatus(alive, T0 + 5_000), 'HEALTHY');
+    assert.equal(
+      healthStatus(alive, T0 + 20_000),
+      'UNHEALTHY',
+      'removed at 7 s: failures at 10, 15 and 20 s',
     );
   });
 });

@@ -145,6 +145,7 @@ const snapshotSchema = z.object({
       runtimeId: z.string().optional(),
       imageDigest: z.string().optional(),
       healthStatus: z.string().optional(),
+      healthAt: z.number().optional(),
       startedAt: z.number().optional(),
       finishedAt: z.number().optional(),
     }),

@@ -198,11 +198,14 @@ function conditions(
   );
   const unready = containers.filter((s) => !s.ready).map((s) => s.name);
   const ready = unready.length === 0;
+  // Readiness also changes when a readiness health check's status does (first read at healthAt).
+  const checked = new Map((record.current.snapshot?.containers ?? []).map((c) => [c.name, c.healthAt]));
   const since = Math.max(
     record.createdAt,
     ...containers.map(
       (s) => (s.state?.running?.startedAt ?? s.state?.terminated?.finishedAt)?.getTime() ?? 0,
     ),
+    ...record.containers.map((c) => (c.health?.readiness ? (checked.get(c.name) ?? 0) : 0)),
   );
   const terminal = phase === 'Succeeded' || phase === 'Failed';
   return [

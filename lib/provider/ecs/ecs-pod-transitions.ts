@@ -67,7 +67,7 @@ export function observed(
     const matches = task.arn ? task.arn === snapshot.arn : seq !== undefined && task.seq === seq;
     if (!matches || task.launchFailure) return undefined;
     if (!isNewer(snapshot, task.snapshot)) {
-      const health = withHealth(task.snapshot, snapshot);
+      const health = withHealth(task.snapshot, snapshot, now);
       return health ? { ...task, snapshot: health } : undefined;
     }
     return { ...task, arn: snapshot.arn, snapshot: mergeSnapshot(task.snapshot, snapshot, now) };

@@ -21,6 +21,8 @@ export interface ContainerSnapshot {
   imageDigest?: string;
   /** HEALTHY, UNHEALTHY or UNKNOWN, for a container with a health check: DescribeTasks only (events carry none). */
   healthStatus?: string;
+  /** Epoch ms when `healthStatus` was first read as it is: ECS says when a check passed no more than when a container started. */
+  healthAt?: number;
   /**
    * Epoch ms when this container was first seen running (or stopped), and
    * stopped: ECS reports no per-container times, so these are the `updatedAt`
@@ -113,10 +115,15 @@ function containerAddress(
 
 /**
  * `current` with the health statuses `read` (a DescribeTasks answer of the
- * same task and version) reports, or undefined when they are the same: a
- * health check's result changes the task without a new version.
+ * same task and version, read at `seenAt`) reports, or undefined when they
+ * are the same: a health check's result changes the task without a new
+ * version.
  */
-export function withHealth(current: TaskSnapshot | undefined, read: TaskSnapshot): TaskSnapshot | undefined {
+export function withHealth(
+  current: TaskSnapshot | undefined,
+  read: TaskSnapshot,
+  seenAt: number,
+): TaskSnapshot | undefined {
   if (!current || current.arn !== read.arn || read.version !== current.version) return undefined;
   const health = new Map(read.containers.map((c) => [c.name, c.healthStatus]));
   let changed = false;
@@ -124,7 +131,7 @@ export function withHealth(current: TaskSnapshot | undefined, read: TaskSnapshot
     const status = health.get(c.name);
     if (status === undefined || status === c.healthStatus) return c;
     changed = true;
-    return { ...c, healthStatus: status };
+    return { ...c, healthStatus: status, healthAt: seenAt };
   });
   return changed ? { ...current, containers } : undefined;
 }
@@ -160,7 +167,8 @@ export function mergeSnapshot(
       const finishedAt = old?.finishedAt ?? (c.lastStatus === 'STOPPED' ? at : undefined);
       // An event carries no health: the last one DescribeTasks read stands.
       const healthStatus = c.healthStatus ?? old?.healthStatus;
-      return compact({ ...c, startedAt, finishedAt, healthStatus });
+      const healthAt = healthStatus === old?.healthStatus ? old?.healthAt : healthStatus ? seenAt : undefined;
+      return compact({ ...c, startedAt, finishedAt, healthStatus, healthAt });
     }),
   };
 }
