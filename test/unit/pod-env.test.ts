@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { expandEnv } from '../../lib/kube/env-expansion.ts';
 import { parseQuantity } from '../../lib/kube/quantity.ts';
 import { fieldValue } from '../../lib/pod/env/downward-api.ts';
 import { EnvResolveError } from '../../lib/pod/env/env-reasons.ts';
 import type { EnvSources } from '../../lib/pod/env/env-sources.ts';
-import { expandEnv, isEnvVarName, resolvePodEnv } from '../../lib/pod/env/pod-env.ts';
+import { isEnvVarName, resolvePodEnv } from '../../lib/pod/env/pod-env.ts';
 
 /** ConfigMaps and Secrets as plain objects; `broken` names fail to read. */
 function sources(

@@ -1,4 +1,5 @@
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
+import { expandEnv } from '../../kube/env-expansion.ts';
 import { type DownwardApiOptions, fieldValue, resourceFieldValue } from './downward-api.ts';
 import { ENV_REASONS, EnvResolveError, type EnvWarning } from './env-reasons.ts';
 import { type EnvSources, lookupEnvObject, memoizeEnvSources } from './env-sources.ts';
@@ -75,43 +76,6 @@ export async function resolvePodEnv(
 /** Kubernetes' rule for variable names (IsEnvVarName). */
 export function isEnvVarName(name: string): boolean {
   return /^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(name);
-}
-
-/**
- * Kubernetes' `$(VAR)` expansion (third_party/forked/golang/expansion):
- * `$(NAME)` becomes the variable's value when defined and stays as written
- * otherwise; `$$` is a literal `$`; anything else is copied.
- */
-export function expandEnv(input: string, lookup: (name: string) => string | undefined): string {
-  let out = '';
-  let i = 0;
-  while (i < input.length) {
-    const c = input[i];
-    if (c !== '$' || i + 1 >= input.length) {
-      out += c;
-      i++;
-      continue;
-    }
-    const next = input[i + 1];
-    if (next === '$') {
-      out += '$';
-      i += 2;
-    } else if (next === '(') {
-      const close = input.indexOf(')', i + 2);
-      if (close < 0) {
-        out += '$(';
-        i += 2;
-      } else {
-        const name = input.slice(i + 2, close);
-        out += lookup(name) ?? `$(${name})`;
-        i = close + 1;
-      }
-    } else {
-      out += `$${next}`;
-      i += 2;
-    }
-  }
-  return out;
 }
 
 async function containerEnv(ctx: PodEnvContext, container: V1Container): Promise<V1EnvVar[]> {
