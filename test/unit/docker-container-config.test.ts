@@ -46,6 +46,25 @@ describe('docker provider: a container joins its pod', () => {
     assert.equal(infraConfig(plan, settings).Domainname, undefined, 'no subdomain, no domain');
   });
 
+  it("holds each medium: Memory emptyDir in the infra container, so its files outlive a container's restart", () => {
+    const identity = { namespace: 'n', name: 'counter', uid: 'u', node: 'vk' };
+    const spec = {
+      volumes: [
+        { name: 'count', emptyDir: { medium: 'Memory' } },
+        { name: 'disk', emptyDir: {} },
+      ],
+      containers: [{ name: 'app', image: 'busybox:1.36' }],
+    };
+    const infra = infraConfig(podPlan({ metadata: identity, spec }, identity, 'cluster.local'), {
+      network: 'bridge',
+      infraImage: 'pause',
+    });
+    const binds = infra.HostConfig?.Binds ?? [];
+    assert.equal(binds.length, 1, binds.join(', '));
+    assert.match(binds[0] ?? '', /:\/\.svk-memory-volumes\/count$/);
+    assert.equal(infraConfig(plan, { network: 'bridge', infraImage: 'pause' }).HostConfig?.Binds, undefined);
+  });
+
   it('tells Podman from Docker Engine by the components /version names', () => {
     assert.equal(engineKindOf({ Components: [{ Name: 'Podman Engine' }] }), 'podman');
     assert.equal(engineKindOf({ Components: [{ Name: 'Engine' }] }), 'docker');

@@ -58,9 +58,7 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
       IpcMode: 'shareable',
       RestartPolicy: { Name: 'no' },
       PortBindings: bindings,
-      ...(plan.volumes.some((v) => v.name === TERMINATION_VOLUME)
-        ? { Binds: [`${volumeName(plan.uid, TERMINATION_VOLUME)}:${TERMINATION_DIR}`] }
-        : {}),
+      ...(infraBinds(plan).length > 0 ? { Binds: infraBinds(plan) } : {}),
       ExtraHosts: plan.extraHosts,
       ...(plan.dns
         ? { Dns: plan.dns.nameservers, DnsSearch: plan.dns.searches, DnsOptions: plan.dns.options }
@@ -68,6 +66,23 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
     },
   };
 }
+
+/**
+ * The volumes the infra container holds for the pod's lifetime: the
+ * termination messages' volume, and each `medium: Memory` emptyDir. The
+ * engines mount a tmpfs volume while a container uses it and unmount it,
+ * contents and all, when the last one stops; held by the infra container,
+ * its files outlive a container's restart, as a kubelet's emptyDir does.
+ */
+function infraBinds(plan: PodPlan): string[] {
+  return plan.volumes.flatMap((v) => {
+    if (v.name === TERMINATION_VOLUME) return [`${volumeName(plan.uid, v.name)}:${TERMINATION_DIR}`];
+    return v.memory ? [`${volumeName(plan.uid, v.name)}:${MEMORY_VOLUMES_DIR}/${v.name}`] : [];
+  });
+}
+
+/** Where the infra container mounts the pod's memory-backed emptyDirs (never read). */
+const MEMORY_VOLUMES_DIR = '/.svk-memory-volumes';
 
 /**
  * One instance of an init or app container, joined to the infra container's

@@ -98,7 +98,7 @@ function containerStatus(view: ContainerView, input: StatusInput): V1ContainerSt
     image: plan.image,
     imageID: instance?.imageId ?? '',
     ...(instance ? { containerID: containerId(instance) } : {}),
-    ready: probing?.ready ?? false,
+    ready: probing?.ready ?? succeededInit(view),
     started: probing?.started ?? false,
     restartCount: view.restartCount,
     state: state(view, input),
@@ -114,6 +114,12 @@ function probingOf(view: ContainerView, input: StatusInput): InstanceProbing | u
   if (view.step.kind !== 'running') return undefined;
   if (view.role === 'init') return { postStartPending: false, started: true, ready: true };
   return instanceProbing(view.plan, view.step.instance.id, input.report);
+}
+
+/** The kubelet reports an init container that exited 0 ready (prober_manager.go UpdatePodStatus). */
+function succeededInit(view: ContainerView): boolean {
+  if (view.role !== 'init' || view.step.kind !== 'done') return false;
+  return !view.step.instance.startError && (view.step.instance.exitCode ?? 0) === 0;
 }
 
 /** The newest exited instance of a container whose next instance is due or backing off. */

@@ -94,8 +94,12 @@ function containerStatus(
     last?.lastStatus === 'STOPPED' ? { terminated: terminated(ctx, last, ctx.record.previous) } : {};
   const state = containerState(ctx, role, index, snap);
   const running = state.running !== undefined;
-  // A readiness probe is the container's health check: ready while ECS says HEALTHY (health-checks.ts).
-  const ready = running && (!ref.health?.readiness || snap?.healthStatus === 'HEALTHY');
+  // A readiness probe is the container's health check: ready while ECS says HEALTHY (health-checks.ts);
+  // an init container is ready once it exited 0, as the kubelet reports it.
+  const ready =
+    role === 'init'
+      ? state.terminated?.exitCode === 0
+      : running && (!ref.health?.readiness || snap?.healthStatus === 'HEALTHY');
   return {
     name: ref.name,
     image: ref.image,

@@ -70,11 +70,17 @@ async function initContainers(h: PipelineHarness): Promise<void> {
     [0, 'Completed', 0, 'Completed'],
   );
   assert.equal(condition(ordered, 'Initialized'), 'True');
+  assert.deepEqual(
+    ['first', 'second'].map((c) => initContainerStatus(ordered, c)?.ready),
+    [true, true],
+    'an init container that exited 0 is ready, as the kubelet reports it',
+  );
   // Times are whole seconds, so "no later than" is what order can show.
   assert.ok(ms(first?.finishedAt) <= ms(second?.startedAt), 'second started after first finished');
   assert.ok(ms(second?.finishedAt) <= ms(app?.startedAt), 'app started after second finished');
 
   assert.equal(initContainerStatus(blocked, 'check')?.state?.terminated?.exitCode, 1);
+  assert.equal(initContainerStatus(blocked, 'check')?.ready, false, 'a failed init container is not ready');
   const blockedApp = containerStatus(blocked, 'app');
   assert.equal(blockedApp?.state?.running, undefined, 'the app container never ran');
   assert.equal(blockedApp?.state?.terminated?.startedAt, undefined, 'the app container never started');
