@@ -18,8 +18,17 @@ export const SUBSET: readonly string[] = [
   '[k8s.io] Pods should get a host IP [NodeConformance] [Conformance]',
   // Image pulls that fail (a registry that does not exist).
   '[k8s.io] Container Runtime blackbox test when running a container with a new image should not be able to pull image from invalid registry [NodeConformance]',
-  // Init containers.
+  // Init containers: failing ones, and completed ones reported ready.
   '[k8s.io] InitContainer [NodeConformance] should not start app containers and fail the pod if init containers fail on a RestartNever pod [Conformance]',
+  '[k8s.io] InitContainer [NodeConformance] should invoke init containers on a RestartNever pod [Conformance]',
+  // Restarts under each policy, with a memory-backed emptyDir that outlives them.
+  '[k8s.io] Container Runtime blackbox test when starting a container that exits should run with the expected status [NodeConformance] [Conformance]',
+  // Probes, lifecycle hooks and termination messages (issue 26).
+  '[k8s.io] Probing container with readiness probe should not be ready before initial delay and never restart [NodeConformance] [Conformance]',
+  '[k8s.io] Container Lifecycle Hook when create a pod with lifecycle hook should execute poststart exec hook properly [NodeConformance] [Conformance]',
+  '[k8s.io] Container Runtime blackbox test on terminated container should report termination message [LinuxOnly] if TerminationMessagePath is set [NodeConformance]',
+  // exec over websockets through the API server (issue 28).
+  '[k8s.io] Pods should support remote command execution over websockets [NodeConformance] [Conformance]',
   // Security contexts: the user, no_new_privs (the nonewprivs image), a read-only root filesystem.
   '[k8s.io] Security Context When creating a container with runAsUser should run the container with uid 65534 [LinuxOnly] [NodeConformance] [Conformance]',
   '[k8s.io] Security Context when creating containers with AllowPrivilegeEscalation should not allow privilege escalation when false [LinuxOnly] [NodeConformance] [Conformance]',
