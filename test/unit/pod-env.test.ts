@@ -126,6 +126,8 @@ describe('env resolution', () => {
           valueFrom: { resourceFieldRef: { resource: 'limits.ephemeral-storage', divisor: '1Gi' } },
         },
         { name: 'MEM_REQ', valueFrom: { resourceFieldRef: { resource: 'requests.memory' } } },
+        // The API server stores a missing divisor as 0; the kubelet divides by 1.
+        { name: 'MEM_LIMIT', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '0' } } },
       ],
     });
     const { pod: resolved } = await resolvePodEnv(input, sources({}), {
@@ -137,6 +139,7 @@ describe('env resolution', () => {
       MEM_MI: '1024',
       STORAGE: '100',
       MEM_REQ: '0',
+      MEM_LIMIT: '1073741824',
     });
     assert.deepEqual(parseQuantity('0.1'), { num: 1n, den: 10n });
     assert.deepEqual(parseQuantity('1e3'), { num: 1000n, den: 1n });

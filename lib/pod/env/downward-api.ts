@@ -103,8 +103,10 @@ function resourceValue(
   const set = kind === 'limits' ? container.resources?.limits : container.resources?.requests;
   const raw = set?.[name] ?? (kind === 'limits' ? allocatable[name] : undefined) ?? '0';
   const value = parseQuantity(String(raw));
-  const by = parseQuantity(divisor === undefined || divisor === '' ? '1' : String(divisor));
-  if (!value || !by || by.num === 0n) {
+  // No divisor, or the API's default of 0, divides by 1 (the kubelet's ExtractContainerResourceValue).
+  const given = parseQuantity(divisor === undefined || divisor === '' ? '1' : String(divisor));
+  const by = given?.num === 0n ? { num: 1n, den: 1n } : given;
+  if (!value || !by) {
     throw new EnvResolveError(
       ENV_REASONS.createContainerConfigError,
       `env "${variable}": cannot compute ${resource} from "${raw}" / "${divisor ?? '1'}"`,
