@@ -115,17 +115,26 @@ export class DockerContainerStreams implements ContainerStreams {
       const said: Buffer[] = [];
       stderr.on('data', (d: Buffer) => said.push(d));
       stream.on('error', () => undefined);
+      // Podman may cut an exec's attach when its process exits at once (nc on a port nothing
+      // serves), before its stderr arrives: the exit code then tells what happened.
+      let broken: unknown;
       await relayEngine(
         engine,
         { stdin: stream, stdout: stream, stderr, tty: false },
         signal,
         async () => {},
-      );
+      ).catch((err: unknown) => {
+        broken = err;
+      });
       const code = await exitCode(exec, signal);
-      if (code !== 0 && !signal.aborted) {
-        const reason = Buffer.concat(said).toString('utf8').trim().replace(/^nc: /, '');
-        throw new Error(reason || `the relay to port ${port} exited with ${code}`);
+      if (signal.aborted) return;
+      if (code !== 0) {
+        // nc's own words; anything else on stderr is the engine's (Podman's attach error), not the reason.
+        const text = Buffer.concat(said).toString('utf8').trim();
+        if (text.startsWith('nc: ')) throw new Error(text.slice('nc: '.length));
+        throw new Error(`cannot connect to port ${port} in the pod: the relay's nc exited with ${code}`);
       }
+      if (broken) throw broken;
     } finally {
       await this.releaseRelay(observed.uid);
     }
