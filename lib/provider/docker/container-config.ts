@@ -42,6 +42,7 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
       { HostPort: String(p.hostPort), ...(p.hostIp ? { HostIp: p.hostIp } : {}) },
     ];
   }
+  const binds = infraBinds(plan);
   return {
     name: infraName(plan.uid),
     Image: settings.infraImage,
@@ -58,7 +59,7 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
       IpcMode: 'shareable',
       RestartPolicy: { Name: 'no' },
       PortBindings: bindings,
-      ...(infraBinds(plan).length > 0 ? { Binds: infraBinds(plan) } : {}),
+      ...(binds.length > 0 ? { Binds: binds } : {}),
       ExtraHosts: plan.extraHosts,
       ...(plan.dns
         ? { Dns: plan.dns.nameservers, DnsSearch: plan.dns.searches, DnsOptions: plan.dns.options }
