@@ -95,8 +95,10 @@ export function isProviderUnsupported(err: unknown): err is ProviderUnsupportedE
  * variable has its `value`, no container has `envFrom`, and a variable that
  * came from a reference keeps it in `valueFrom` beside the value (a
  * `secretKeyRef` value must be kept secret; a `fieldRef` value is specific to
- * this pod; see lib/pod/env/pod-env.ts). Returned objects must not be mutated by
- * callers.
+ * this pod; see lib/pod/env/pod-env.ts), the service-link variables
+ * included. `command` and `args` are as written: a provider expands their
+ * `$(VAR)` references from that env with container-command.ts where it
+ * builds what runs. Returned objects must not be mutated by callers.
  */
 export interface PodProvider {
   /**

@@ -65,6 +65,42 @@ describe('docker provider: a container joins its pod', () => {
     assert.equal(infraConfig(plan, { network: 'bridge', infraImage: 'pause' }).HostConfig?.Binds, undefined);
   });
 
+  it("runs command and args with $(VAR) expanded from the container's env, an unknown one as written", () => {
+    const identity = { namespace: 'n', name: 'job-1', uid: 'u' };
+    const env = [{ name: 'TEST_VAR', value: 'test-value' }];
+    const expanded = podPlan(
+      {
+        metadata: identity,
+        spec: {
+          containers: [
+            {
+              name: 'cmd',
+              image: 'busybox',
+              command: ['sh', '-c', 'TEST_VAR=wrong echo "$(TEST_VAR)"'],
+              env,
+            },
+            {
+              name: 'args',
+              image: 'busybox',
+              command: ['sh', '-c'],
+              args: ['echo $(TEST_VAR) $$(TEST_VAR) $(NOPE)'],
+              env,
+            },
+          ],
+        },
+      },
+      { ...identity, node: 'vk' },
+      'cluster.local',
+    );
+    const [cmd, args] = expanded.containers;
+    assert.ok(cmd && args);
+    const created = instanceConfig(expanded, cmd, 'app', 0, 'infra-id', 'podman');
+    assert.deepEqual(created.Entrypoint, ['sh', '-c', 'TEST_VAR=wrong echo "test-value"']);
+    assert.deepEqual(created.Cmd, []);
+    const withArgs = instanceConfig(expanded, args, 'app', 0, 'infra-id', 'podman');
+    assert.deepEqual(withArgs.Cmd, ['echo test-value $(TEST_VAR) $(NOPE)']);
+  });
+
   it('tells Podman from Docker Engine by the components /version names', () => {
     assert.equal(engineKindOf({ Components: [{ Name: 'Podman Engine' }] }), 'podman');
     assert.equal(engineKindOf({ Components: [{ Name: 'Engine' }] }), 'docker');

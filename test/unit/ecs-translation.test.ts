@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { EcsPodRecord } from '../../lib/provider/ecs/ecs-pod-record.ts';
 import type { SecretValue } from '../../lib/provider/ecs/env-partition.ts';
 import { type OverrideRule, podOverrides } from '../../lib/provider/ecs/override-allowlist.ts';
@@ -9,6 +9,7 @@ import {
   definitionHash,
   isTaskTranslationError,
   type TaskTranslation,
+  TaskTranslationError,
   type TranslationSettings,
   translatePod as translate,
 } from '../../lib/provider/ecs/task-translation.ts';
@@ -347,6 +348,79 @@ describe('pod → Fargate task', () => {
     );
     assert.ok(!JSON.stringify(t.definition).includes('hunter2'), 'no Secret value in the task definition');
     assert.ok(!JSON.stringify(t.containerOverrides).includes('hunter2'), 'no Secret value in the overrides');
+  });
+
+  it('$(VAR) in command and args is expanded as the kubelet does; a pod field makes the definition its own', () => {
+    const env = [
+      { name: 'GREETING', value: 'hello' },
+      { name: 'POD_NAME', value: 'report-7', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ];
+    const pod = apiPod('report-7', {
+      containers: [
+        {
+          name: 'app',
+          image: 'busybox',
+          command: ['sh', '-c', 'echo "$(GREETING) $$(GREETING)"'],
+          args: ['--name=$(POD_NAME)', '$(UNKNOWN)'],
+          env,
+        },
+      ],
+    });
+    const t = translatePod(pod, settings);
+    const c = t.definition.containerDefinitions?.[0];
+    assert.deepEqual(c?.entryPoint, ['sh', '-c', 'echo "hello $(GREETING)"']);
+    assert.deepEqual(c?.command, ['--name=report-7', '$(UNKNOWN)']);
+    const other = apiPod('report-8', {
+      containers: [
+        {
+          ...(pod.spec?.containers[0] as V1Container),
+          env: [env[0] as V1EnvVar, { ...(env[1] as V1EnvVar), value: 'report-8' }],
+        },
+      ],
+    });
+    assert.notEqual(
+      translatePod(other, settings).family,
+      t.family,
+      "the pod's own name is in its definition",
+    );
+  });
+
+  it("a command or args word that would carry a Secret's value is refused, naming the word", () => {
+    const pod = apiPod('login-1', {
+      containers: [
+        {
+          name: 'app',
+          image: 'shop/login:1',
+          command: ['login'],
+          args: ['--user=app', '--password=$(DB_PASSWORD)', '--url=$(DB_URL)'],
+          env: [
+            {
+              name: 'DB_PASSWORD',
+              value: 'hunter2-very-secret',
+              valueFrom: { secretKeyRef: { name: 'db', key: 'password' } },
+            },
+            {
+              // A literal that expanded the Secret carries its reference (pod-env.ts).
+              name: 'DB_URL',
+              value: 'postgres://app:hunter2-very-secret@db',
+              valueFrom: { secretKeyRef: { name: 'db', key: 'password' } },
+            },
+          ],
+        },
+      ],
+    });
+    assert.throws(
+      () => translatePod(pod, settings),
+      (err: unknown) => {
+        assert.ok(err instanceof TaskTranslationError);
+        assert.deepEqual(err.reasons, [
+          `spec.containers[app].args[1]: $(DB_PASSWORD) expands a Secret's value, which would be written into the task definition (read "$DB_PASSWORD" from the environment in a shell instead)`,
+          `spec.containers[app].args[2]: $(DB_URL) expands a Secret's value, which would be written into the task definition (read "$DB_URL" from the environment in a shell instead)`,
+        ]);
+        assert.ok(!err.message.includes('hunter2'), 'the refusal names no Secret value');
+        return true;
+      },
+    );
   });
 
   it('a pod larger than Fargate allows is refused, naming the limit', () => {

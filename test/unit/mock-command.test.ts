@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MockCommandError, mockRun } from '../../lib/provider/mock/mock-command.ts';
+import { podState } from '../../lib/provider/mock/mock-pod-spec.ts';
 
 const sh = (script: string, env: Record<string, string> = {}) => mockRun(['sh', '-c', script], [], env);
 
@@ -66,5 +67,27 @@ describe('mock command', () => {
   it('refuses a script it cannot parse, naming it', () => {
     assert.throws(() => sh("echo 'unterminated"), MockCommandError);
     assert.throws(() => sh('while true; do sleep 1'), /cannot read the script.*expected "done"/);
+  });
+
+  it("runs a container's command and args with $(VAR) expanded from its env, as the kubelet does", () => {
+    const state = podState({
+      metadata: { namespace: 'n', name: 'job', uid: 'u' },
+      spec: {
+        nodeName: 'vk',
+        containers: [
+          {
+            name: 'app',
+            image: 'busybox',
+            command: ['sh', '-c'],
+            args: ['sleep $(DELAY); exit $(CODE)'],
+            env: [
+              { name: 'DELAY', value: '7' },
+              { name: 'CODE', value: '3' },
+            ],
+          },
+        ],
+      },
+    });
+    assert.deepEqual(state.containers[0]?.run, { seconds: 7, exitCode: 3, ignoresTerm: false });
   });
 });

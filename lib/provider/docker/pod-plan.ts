@@ -1,5 +1,6 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { parseQuantity } from '../../kube/quantity.ts';
+import { containerArgv } from '../container-command.ts';
 import {
   type ContainerProbes,
   containerProbes,
@@ -49,9 +50,9 @@ export interface ContainerPlan {
   name: string;
   image: string;
   pullPolicy: PullPolicy;
-  /** Kubernetes `command`: replaces the image's entrypoint (and then its CMD too). */
+  /** Kubernetes `command`, `$(VAR)` expanded (container-command.ts): replaces the image's entrypoint (and then its CMD too). */
   command?: string[];
-  /** Kubernetes `args`: replaces the image's CMD. */
+  /** Kubernetes `args`, `$(VAR)` expanded: replaces the image's CMD. */
   args?: string[];
   workingDir?: string;
   /** `NAME=value`, resolved by the pipeline. */
@@ -148,12 +149,13 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
   const memoryLimit = quantity(c.resources?.limits?.memory);
   const cpuRequest = quantity(c.resources?.requests?.cpu);
   const probes = containerProbes(c);
+  const { command, args } = containerArgv(c);
   return {
     name: c.name,
     image: c.image ?? '',
     pullPolicy: pullPolicy(c.imagePullPolicy, c.image ?? ''),
-    ...(c.command ? { command: c.command } : {}),
-    ...(c.args ? { args: c.args } : {}),
+    ...(command ? { command } : {}),
+    ...(args ? { args } : {}),
     ...(c.workingDir ? { workingDir: c.workingDir } : {}),
     env: (c.env ?? []).map((e) => `${e.name}=${e.value ?? ''}`),
     tty: c.tty ?? false,

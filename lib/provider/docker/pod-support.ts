@@ -13,8 +13,10 @@ import { hostnameProblem } from './pod-hostname.ts';
  * Fields that are the scheduler's or the API server's business (nodeSelector,
  * affinity, tolerations, priority, serviceAccountName...) do not concern a
  * kubelet and are accepted. So are the API server's defaults that change
- * nothing here: dnsPolicy ClusterFirst (containers use the engine's DNS),
- * enableServiceLinks; and fields that only qualify a refused one
+ * nothing here: dnsPolicy ClusterFirst (containers use the engine's DNS);
+ * the pipeline's own business: enableServiceLinks (the service variables
+ * are in the env it hands over) and activeDeadlineSeconds (pod-status
+ * enforces it); and fields that only qualify a refused one
  * (fsGroupChangePolicy, seLinuxChangePolicy, overhead) or an operation the
  * provider never performs (resizePolicy). docs/providers/docker.md lists
  * every field of the pod spec and what becomes of it.
@@ -74,7 +76,6 @@ export function unsupportedFields(pod: V1Pod, clusterDomain: string): string[] {
     refuse('spec.resources', 'pod-level resources are not enforced; set them per container');
   if (spec.resourceClaims?.length)
     refuse('spec.resourceClaims', 'dynamic resource allocation is not supported');
-  if (spec.activeDeadlineSeconds !== undefined) refuse('spec.activeDeadlineSeconds', 'not supported');
   for (const gate of spec.readinessGates ?? [])
     if (!gate.conditionType) refuse('spec.readinessGates', 'a readiness gate needs its conditionType');
   for (const volume of spec.volumes ?? []) {

@@ -1,5 +1,6 @@
 import type { ContainerDefinition } from '@aws-sdk/client-ecs';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { containerArgv, expandCommandAndArgs } from '../container-command.ts';
 import { cpuUnits, memoryMiB } from './fargate-size.ts';
 import { healthMapping } from './health-checks.ts';
 
@@ -24,7 +25,9 @@ export interface ContainerContext {
 /**
  * One container as ECS runs it: the pod's `command` is the image's
  * ENTRYPOINT (ECS's `entryPoint`) and `args` its CMD (ECS's `command`), as
- * Kubernetes documents; an init container is not essential and each waits
+ * Kubernetes documents, both with `$(VAR)` expanded as the kubelet does
+ * (container-command.ts; a word that would carry a Secret's value is
+ * refused, {@link commandSecretProblems}); an init container is not essential and each waits
  * for the one before it to exit 0 (dependsOn SUCCESS), app containers wait
  * for the last one, and all app containers are essential (ECS stops the
  * task when one of them exits). CPU and memory requests become the
@@ -37,12 +40,13 @@ export function containerDefinition(c: V1Container, ctx: ContainerContext): Cont
   const credentials = ctx.registryCredentials[registryHost(c.image ?? '')];
   const mounts = (c.volumeMounts ?? []).filter((m) => isTaskVolume(pod, m.name));
   const health = role === 'app' ? healthMapping(c).check : undefined;
+  const { command, args } = containerArgv(c);
   return {
     name: c.name,
     image: c.image,
     essential: role === 'app',
-    ...(c.command ? { entryPoint: [...c.command] } : {}),
-    ...(c.args ? { command: [...c.args] } : {}),
+    ...(command ? { entryPoint: command } : {}),
+    ...(args ? { command: args } : {}),
     ...(c.workingDir ? { workingDirectory: c.workingDir } : {}),
     ...(ctx.environment.length > 0 ? { environment: ctx.environment } : {}),
     ...(ctx.secrets.length > 0 ? { secrets: ctx.secrets } : {}),
@@ -81,6 +85,35 @@ export function containerDefinition(c: V1Container, ctx: ContainerContext): Cont
       },
     },
   };
+}
+
+/**
+ * Why the container's `command` and `args` cannot go into a task
+ * definition: a word whose `$(VAR)` expansion takes a Secret's value
+ * (directly, through envFrom, or through another variable that expanded it)
+ * would write that value into the definition, which is readable by anyone
+ * who may describe it. The variable itself reaches the container as an SSM
+ * secret (env-partition.ts), so a shell can read it at run time instead
+ * (`sh -c 'tool --password "$PASSWORD"'`). A word with the pod's own fields
+ * (fieldRef) goes into the definition, which is then this pod's own.
+ */
+export function commandSecretProblems(path: string, c: V1Container): string[] {
+  const { command, args } = expandCommandAndArgs(c);
+  const problems: string[] = [];
+  for (const [field, words] of [
+    ['command', command],
+    ['args', args],
+  ] as const) {
+    (words ?? []).forEach((word, i) => {
+      const secret = word.uses.find((v) => v.valueFrom?.secretKeyRef);
+      if (secret) {
+        problems.push(
+          `${path}.${field}[${i}]: $(${secret.name}) expands a Secret's value, which would be written into the task definition (read "$${secret.name}" from the environment in a shell instead)`,
+        );
+      }
+    });
+  }
+  return problems;
 }
 
 /**

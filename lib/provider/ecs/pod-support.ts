@@ -10,8 +10,10 @@ import { healthProblems } from './health-checks.ts';
  * another pod. Fields that are the scheduler's or the API server's business
  * (nodeSelector, affinity, tolerations, priority...) and the API server's
  * defaults that change nothing here (dnsPolicy ClusterFirst: a task uses the
- * VPC's resolver; terminationMessagePath/Policy; enableServiceLinks) are
- * accepted; docs/providers/ecs-fargate.md lists what each field becomes.
+ * VPC's resolver; terminationMessagePath/Policy) and what the pipeline
+ * handles before or around the provider (enableServiceLinks: the service
+ * variables are in the env it hands over; activeDeadlineSeconds: pod-status
+ * enforces it) are accepted; docs/providers/ecs-fargate.md lists what each field becomes.
  */
 
 /** The annotation AppArmor profiles were asked for with before Kubernetes 1.30, per container. */
@@ -38,7 +40,6 @@ export function unsupportedFields(pod: V1Pod): string[] {
   if (spec.dnsConfig) refuse('dnsConfig', 'a Fargate task uses the VPC resolver');
   if (spec.dnsPolicy === 'None') refuse('dnsPolicy', 'None needs dnsConfig, which Fargate cannot honour');
   if ((spec.ephemeralContainers ?? []).length > 0) refuse('ephemeralContainers', 'not supported');
-  if (spec.activeDeadlineSeconds !== undefined) refuse('activeDeadlineSeconds', 'not supported');
   for (const gate of spec.readinessGates ?? [])
     if (!gate.conditionType) refuse('readinessGates', 'a readiness gate needs its conditionType');
   if (spec.runtimeClassName) refuse('runtimeClassName', 'Fargate has one runtime');

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ContainerOverride, RegisterTaskDefinitionCommandInput } from '@aws-sdk/client-ecs';
 import type { V1Pod } from '@kubernetes/client-node';
-import { containerDefinition, isTaskVolume } from './container-definition.ts';
+import { commandSecretProblems, containerDefinition, isTaskVolume } from './container-definition.ts';
 import { type PartitionedEnv, partitionEnv, type SecretValue } from './env-partition.ts';
 import { FARGATE_MAX_CPU_UNITS, FARGATE_MAX_MEMORY_MIB, fargateSize, podResources } from './fargate-size.ts';
 import { unsupportedFields } from './pod-support.ts';
@@ -61,7 +61,13 @@ export const MAX_OVERRIDES_CHARS = 8192;
  *   8 KiB of overrides.
  */
 export function translatePod(pod: V1Pod, settings: TranslationSettings): TaskTranslation {
-  const reasons = unsupportedFields(pod);
+  const reasons = [
+    ...unsupportedFields(pod),
+    ...(pod.spec?.initContainers ?? []).flatMap((c) =>
+      commandSecretProblems(`spec.initContainers[${c.name}]`, c),
+    ),
+    ...(pod.spec?.containers ?? []).flatMap((c) => commandSecretProblems(`spec.containers[${c.name}]`, c)),
+  ];
   if (reasons.length > 0) throw new TaskTranslationError(reasons);
   const need = podResources(pod);
   const size = fargateSize(need.cpuUnits, need.memoryMiB);

@@ -1,5 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.ts';
+import { containerArgv } from '../container-command.ts';
 import { limitBytes, logLine } from '../log-lines.ts';
 import type { ContainerLogOptions } from '../provider.ts';
 import { type MockPodState, mockPodStage } from './mock-pod-status.ts';
@@ -54,7 +55,9 @@ function logSource(state: MockPodState, pod: V1Pod, container: string, now: numb
   const { startedAt } = stage;
   const spec = pod.spec?.containers.find((c) => c.name === container);
   const image = state.containers.find((c) => c.name === container)?.image ?? spec?.image ?? '';
-  const program = mockProgram(spec?.command, spec?.args);
+  // The pod here is the API server's, env unresolved: only literal values expand.
+  const argv = spec ? containerArgv({ ...spec, env: spec.env?.filter((e) => e.value !== undefined) }) : {};
+  const program = mockProgram(argv.command, argv.args);
   const endsAt = stage.stage === 'finished' ? stage.finishedAt : plannedEnd(state, startedAt);
   const from = Math.max(startedAt, now - MOCK_LOG_RETENTION_MS);
   function* lines(): Generator<MockLine> {

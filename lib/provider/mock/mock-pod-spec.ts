@@ -1,4 +1,5 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { containerArgv } from '../container-command.ts';
 import { probeProblems } from '../container-probes.ts';
 import { ProviderUnsupportedError } from '../provider.ts';
 import { mockRun } from './mock-command.ts';
@@ -58,7 +59,8 @@ function mockContainer(c: V1Container, annotations: Readonly<Record<string, stri
         fallbackToLogs: c.terminationMessagePolicy === 'FallbackToLogsOnError',
       }
     : undefined;
-  const run = mockRun(c.command, c.args, env, termination);
+  const { command, args } = containerArgv(c);
+  const run = mockRun(command, args, env, termination);
   const probes = mockProbes(c, annotations);
   return { name: c.name, image: c.image ?? '', ...(run ? { run } : {}), ...(probes ? { probes } : {}) };
 }
