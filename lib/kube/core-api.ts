@@ -5,6 +5,7 @@ import type {
   CoreV1ApiDeleteNamespacedPodRequest,
   CoreV1ApiDeleteNodeRequest,
   CoreV1ApiListNamespacedPodRequest,
+  CoreV1ApiListNamespacedServiceRequest,
   CoreV1ApiListPodForAllNamespacesRequest,
   CoreV1ApiPatchNamespacedEventRequest,
   CoreV1ApiPatchNodeRequest,
@@ -22,6 +23,7 @@ import type {
   V1Pod,
   V1PodList,
   V1Secret,
+  V1ServiceList,
   V1Status,
 } from '@kubernetes/client-node';
 import type { KubeHttp } from './kube-http.ts';
@@ -101,6 +103,13 @@ export class CoreApi {
     options?: RequestOptions,
   ): Promise<V1PodList> {
     return this.calls.list('Pod', '/api/v1/pods', param, options);
+  }
+
+  listNamespacedService(
+    param: CoreV1ApiListNamespacedServiceRequest,
+    options?: RequestOptions,
+  ): Promise<V1ServiceList> {
+    return this.calls.list('Service', namespaced(param.namespace, 'services'), param, options);
   }
 
   createNamespacedEvent(

@@ -51,6 +51,7 @@ export const DATE_PATHS = {
   Namespace: [...meta(), 'status.conditions[].lastTransitionTime'],
   Secret: meta(),
   ConfigMap: meta(),
+  Service: [...meta(), 'status.conditions[].lastTransitionTime'],
   Event: [...meta(), 'firstTimestamp', 'lastTimestamp'],
   TokenReview: meta(),
   SubjectAccessReview: meta(),

@@ -102,6 +102,9 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
       { resource: 'events', namespace: ns, verb: 'patch' },
       { resource: 'configmaps', namespace: ns, verb: 'get' },
       { resource: 'secrets', namespace: ns, verb: 'get' },
+      // Service links: the Services of the pod's namespace, and `kubernetes` in `default`.
+      { resource: 'services', namespace: ns, verb: 'list' },
+      { resource: 'services', namespace: 'default', verb: 'list' },
       // The kubelet API's authentication and authorization (webhook mode).
       { group: 'authentication.k8s.io', resource: 'tokenreviews', verb: 'create' },
       { group: 'authorization.k8s.io', resource: 'subjectaccessreviews', verb: 'create' },
@@ -127,6 +130,9 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
       { resource: 'secrets', namespace: ns, verb: 'list' },
       { resource: 'secrets', namespace: ns, verb: 'update' },
       { resource: 'configmaps', verb: 'list' },
+      { resource: 'services', namespace: ns, verb: 'get' },
+      { resource: 'services', namespace: ns, verb: 'watch' },
+      { resource: 'services', namespace: ns, verb: 'create' },
       { resource: 'pods', namespace: ns, verb: 'create' },
       { resource: 'pods', namespace: ns, verb: 'update' },
       { resource: 'pods', namespace: ns, verb: 'patch' },

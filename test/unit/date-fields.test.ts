@@ -20,6 +20,7 @@ const MODELS: Record<DatedKind, string> = {
   Namespace: 'V1Namespace',
   Secret: 'V1Secret',
   ConfigMap: 'V1ConfigMap',
+  Service: 'V1Service',
   Event: 'CoreV1Event',
   TokenReview: 'V1TokenReview',
   SubjectAccessReview: 'V1SubjectAccessReview',

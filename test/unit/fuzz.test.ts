@@ -296,6 +296,22 @@ describe('env resolver, fuzzed', () => {
             return Object.hasOwn(configMaps, n) ? configMaps[n] : undefined;
           },
           secret: async (_ns, n) => (Object.hasOwn(secrets, n) ? secrets[n] : undefined),
+          services: async (ns, name) => {
+            if (unreadable && ns.startsWith('x')) throw new Error('API server unavailable');
+            const all = [
+              {
+                metadata: { namespace: 'default', name: 'kubernetes' },
+                spec: { clusterIP: '10.0.0.1', ports: [{ name: 'https', port: 443 }] },
+              },
+              {
+                metadata: { namespace: ns, name: 'db' },
+                spec: { clusterIP: '10.0.0.9', ports: [{ port: 5432 }] },
+              },
+            ];
+            return all.filter(
+              (s) => s.metadata.namespace === ns && (name === undefined || s.metadata.name === name),
+            );
+          },
         };
         try {
           const { pod: resolved } = await resolvePodEnv(input, sources);

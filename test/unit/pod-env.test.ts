@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1Service } from '@kubernetes/client-node';
 import { expandEnv } from '../../lib/kube/env-expansion.ts';
 import { parseQuantity } from '../../lib/kube/quantity.ts';
 import { fieldValue } from '../../lib/pod/env/downward-api.ts';
@@ -13,10 +13,18 @@ function sources(
   configMaps: Record<string, Record<string, string>>,
   secrets: Record<string, Record<string, string>> = {},
   broken: string[] = [],
+  services: V1Service[] = [],
 ): EnvSources & { reads: string[] } {
   const reads: string[] = [];
   return {
     reads,
+    services: async (ns, name) => {
+      reads.push(`services:${ns}${name === undefined ? '' : `/${name}`}`);
+      if (broken.includes(`services:${ns}`)) throw new Error('connection refused');
+      return services.filter(
+        (s) => s.metadata?.namespace === ns && (name === undefined || s.metadata?.name === name),
+      );
+    },
     configMap: async (ns, name) => {
       reads.push(`cm:${ns}/${name}`);
       if (broken.includes(name)) throw new Error('connection refused');
@@ -79,7 +87,7 @@ describe('env resolution', () => {
     assert.equal(resolved.spec?.containers[0]?.envFrom, undefined);
     assert.deepEqual(warnings, []);
     // Each object read once per resolution.
-    assert.deepEqual(src.reads, ['cm:ns/cfg', 'secret:ns/sec']);
+    assert.deepEqual(src.reads, ['services:ns', 'services:default/kubernetes', 'cm:ns/cfg', 'secret:ns/sec']);
     // The input is left alone.
     assert.equal(input.spec?.containers[0]?.envFrom?.length, 2);
   });
@@ -272,5 +280,139 @@ describe('env resolution', () => {
     assert.ok(!isEnvVarName('1A'));
     assert.ok(!isEnvVarName('A B'));
     assert.ok(!isEnvVarName(''));
+  });
+});
+
+/** The Services of a small cluster, as the API server lists them. */
+const SERVICES: V1Service[] = [
+  {
+    metadata: { namespace: 'default', name: 'kubernetes' },
+    spec: { clusterIP: '10.0.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP' }] },
+  },
+  {
+    metadata: { namespace: 'ns', name: 'fooservice' },
+    spec: { clusterIP: '10.0.0.17', ports: [{ port: 8765, protocol: 'TCP' }] },
+  },
+  {
+    metadata: { namespace: 'ns', name: 'redis-master' },
+    spec: {
+      clusterIP: '10.0.0.11',
+      ports: [
+        { name: 'client', port: 6379, protocol: 'TCP' },
+        { name: 'metrics', port: 9121, protocol: 'UDP' },
+      ],
+    },
+  },
+  // Headless and ExternalName Services have no cluster IP: no variables.
+  { metadata: { namespace: 'ns', name: 'headless' }, spec: { clusterIP: 'None', ports: [{ port: 80 }] } },
+  {
+    metadata: { namespace: 'ns', name: 'external' },
+    spec: { type: 'ExternalName', externalName: 'example.com' },
+  },
+  {
+    metadata: { namespace: 'other', name: 'elsewhere' },
+    spec: { clusterIP: '10.0.0.99', ports: [{ port: 80 }] },
+  },
+];
+
+describe('service links (enableServiceLinks)', () => {
+  it('gives every container the variables of each Service of its namespace and of kubernetes, as the kubelet names them', async () => {
+    const input = pod({ env: [{ name: 'OWN', value: 'x' }] });
+    const { pod: resolved } = await resolvePodEnv(input, sources({}, {}, [], SERVICES));
+    assert.deepEqual(envOf(resolved), {
+      OWN: 'x',
+      // The e2e spec "Pods should contain environment variables for services" checks these six.
+      FOOSERVICE_SERVICE_HOST: '10.0.0.17',
+      FOOSERVICE_SERVICE_PORT: '8765',
+      FOOSERVICE_PORT: 'tcp://10.0.0.17:8765',
+      FOOSERVICE_PORT_8765_TCP: 'tcp://10.0.0.17:8765',
+      FOOSERVICE_PORT_8765_TCP_PROTO: 'tcp',
+      FOOSERVICE_PORT_8765_TCP_PORT: '8765',
+      FOOSERVICE_PORT_8765_TCP_ADDR: '10.0.0.17',
+      KUBERNETES_SERVICE_HOST: '10.0.0.1',
+      KUBERNETES_SERVICE_PORT: '443',
+      KUBERNETES_SERVICE_PORT_HTTPS: '443',
+      KUBERNETES_PORT: 'tcp://10.0.0.1:443',
+      KUBERNETES_PORT_443_TCP: 'tcp://10.0.0.1:443',
+      KUBERNETES_PORT_443_TCP_PROTO: 'tcp',
+      KUBERNETES_PORT_443_TCP_PORT: '443',
+      KUBERNETES_PORT_443_TCP_ADDR: '10.0.0.1',
+      REDIS_MASTER_SERVICE_HOST: '10.0.0.11',
+      REDIS_MASTER_SERVICE_PORT: '6379',
+      REDIS_MASTER_SERVICE_PORT_CLIENT: '6379',
+      REDIS_MASTER_SERVICE_PORT_METRICS: '9121',
+      REDIS_MASTER_PORT: 'tcp://10.0.0.11:6379',
+      REDIS_MASTER_PORT_6379_TCP: 'tcp://10.0.0.11:6379',
+      REDIS_MASTER_PORT_6379_TCP_PROTO: 'tcp',
+      REDIS_MASTER_PORT_6379_TCP_PORT: '6379',
+      REDIS_MASTER_PORT_6379_TCP_ADDR: '10.0.0.11',
+      REDIS_MASTER_PORT_9121_UDP: 'udp://10.0.0.11:9121',
+      REDIS_MASTER_PORT_9121_UDP_PROTO: 'udp',
+      REDIS_MASTER_PORT_9121_UDP_PORT: '9121',
+      REDIS_MASTER_PORT_9121_UDP_ADDR: '10.0.0.11',
+    });
+    // The container's own variables first, then the links, Services by name: a stable pod for the provider.
+    const names = (resolved.spec?.containers[0]?.env ?? []).map((e) => e.name);
+    assert.deepEqual(names.slice(0, 3), ['OWN', 'FOOSERVICE_SERVICE_HOST', 'FOOSERVICE_SERVICE_PORT']);
+  });
+
+  it("lets the container's own variables win, and expands $(VAR) in env from the links", async () => {
+    const input = pod({
+      env: [
+        { name: 'FOOSERVICE_SERVICE_HOST', value: 'mine' },
+        { name: 'API', value: 'https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)' },
+        { name: 'FOO', value: '$(FOOSERVICE_SERVICE_HOST)' },
+      ],
+    });
+    const { pod: resolved } = await resolvePodEnv(input, sources({}, {}, [], SERVICES));
+    const env = envOf(resolved);
+    assert.equal(env.FOOSERVICE_SERVICE_HOST, 'mine');
+    assert.equal(env.API, 'https://10.0.0.1:443');
+    assert.equal(env.FOO, 'mine');
+    assert.equal(
+      resolved.spec?.containers[0]?.env?.filter((e) => e.name === 'FOOSERVICE_SERVICE_HOST').length,
+      1,
+    );
+  });
+
+  it('with enableServiceLinks false, only kubernetes; a Service of the namespace named kubernetes wins', async () => {
+    const src = sources({}, {}, [], SERVICES);
+    const { pod: off } = await resolvePodEnv(
+      pod({}, { spec: { enableServiceLinks: false, containers: [{ name: 'app' }] } }),
+      src,
+    );
+    assert.deepEqual(
+      Object.keys(envOf(off)).filter((k) => !k.startsWith('KUBERNETES_')),
+      [],
+    );
+    assert.equal(envOf(off).KUBERNETES_SERVICE_HOST, '10.0.0.1');
+    assert.deepEqual(src.reads, ['services:default/kubernetes']);
+
+    const shadow: V1Service = {
+      metadata: { namespace: 'ns', name: 'kubernetes' },
+      spec: { clusterIP: '10.0.0.50', ports: [{ port: 80 }] },
+    };
+    const { pod: shadowed } = await resolvePodEnv(pod({}), sources({}, {}, [], [...SERVICES, shadow]));
+    assert.equal(envOf(shadowed).KUBERNETES_SERVICE_HOST, '10.0.0.50');
+    assert.equal(envOf(shadowed).KUBERNETES_SERVICE_PORT_HTTPS, undefined);
+  });
+
+  it('reads the default namespace once for a pod that lives there', async () => {
+    const src = sources({}, {}, [], SERVICES);
+    const input = pod({});
+    input.metadata = { ...input.metadata, namespace: 'default' };
+    const { pod: resolved } = await resolvePodEnv(input, src);
+    assert.equal(envOf(resolved).KUBERNETES_SERVICE_HOST, '10.0.0.1');
+    assert.deepEqual(src.reads, ['services:default']);
+  });
+
+  it('fails the resolution (the pod stays Pending) when the Services cannot be listed', async () => {
+    await assert.rejects(
+      resolvePodEnv(pod({}), sources({}, {}, ['services:ns'], SERVICES)),
+      (err: unknown) =>
+        err instanceof EnvResolveError &&
+        err.reason === 'CreateContainerConfigError' &&
+        /failed to list services when setting up env vars: connection refused/.test(err.message),
+    );
   });
 });

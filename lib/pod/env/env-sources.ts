@@ -1,23 +1,27 @@
+import type { V1Service } from '@kubernetes/client-node';
 import { isNotFound } from '../../kube/client.ts';
 import type { CoreApi } from '../../kube/core-api.ts';
 import { errorMessage } from '../../util/error-message.ts';
 import { ENV_REASONS, EnvResolveError, type EnvWarning } from './env-reasons.ts';
 
 /**
- * The ConfigMaps and Secrets a pod's env refers to: where they are read from,
- * read once per resolution, and what a missing one means (optional: skipped
- * with a warning; mandatory: the resolution fails).
+ * The ConfigMaps and Secrets a pod's env refers to, and the Services its
+ * service links name: where they are read from, read once per resolution,
+ * and what a missing one means (optional: skipped with a warning; mandatory:
+ * the resolution fails).
  */
 
-/** Where referenced ConfigMaps and Secrets come from; plain objects in unit tests. */
+/** Where referenced ConfigMaps and Secrets, and linked Services, come from; plain objects in unit tests. */
 export interface EnvSources {
   /** The ConfigMap's data, or undefined when it does not exist. Rejects when it cannot be read. */
   configMap(namespace: string, name: string): Promise<Readonly<Record<string, string>> | undefined>;
   /** The Secret's data, decoded, or undefined when it does not exist. Rejects when it cannot be read. */
   secret(namespace: string, name: string): Promise<Readonly<Record<string, string>> | undefined>;
+  /** The Services of a namespace, or only the one named `name` (none when it does not exist). Rejects when they cannot be listed. */
+  services(namespace: string, name?: string): Promise<readonly V1Service[]>;
 }
 
-/** ConfigMaps and Secrets read from the API server by name (RBAC: get only). */
+/** ConfigMaps and Secrets read from the API server by name (RBAC: get only); Services listed (RBAC: list only). */
 export function kubeEnvSources(core: CoreApi): EnvSources {
   return {
     configMap: async (namespace, name) => {
@@ -39,6 +43,13 @@ export function kubeEnvSources(core: CoreApi): EnvSources {
         throw err;
       }
     },
+    services: async (namespace, name) => {
+      const list = await core.listNamespacedService({
+        namespace,
+        ...(name === undefined ? {} : { fieldSelector: `metadata.name=${name}` }),
+      });
+      return list.items;
+    },
   };
 }
 
@@ -46,6 +57,7 @@ export function kubeEnvSources(core: CoreApi): EnvSources {
 export function memoizeEnvSources(sources: EnvSources): EnvSources {
   const configMaps = new Map<string, ReturnType<EnvSources['configMap']>>();
   const secrets = new Map<string, ReturnType<EnvSources['secret']>>();
+  const services = new Map<string, ReturnType<EnvSources['services']>>();
   const once = <T>(cache: Map<string, Promise<T>>, key: string, load: () => Promise<T>) => {
     let hit = cache.get(key);
     if (!hit) {
@@ -57,6 +69,7 @@ export function memoizeEnvSources(sources: EnvSources): EnvSources {
   return {
     configMap: (ns, name) => once(configMaps, `${ns}/${name}`, () => sources.configMap(ns, name)),
     secret: (ns, name) => once(secrets, `${ns}/${name}`, () => sources.secret(ns, name)),
+    services: (ns, name) => once(services, `${ns}/${name ?? ''}`, () => sources.services(ns, name)),
   };
 }
 

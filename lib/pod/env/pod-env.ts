@@ -3,6 +3,7 @@ import { expandEnv } from '../../kube/env-expansion.ts';
 import { type DownwardApiOptions, fieldValue, resourceFieldValue } from './downward-api.ts';
 import { ENV_REASONS, EnvResolveError, type EnvWarning } from './env-reasons.ts';
 import { type EnvSources, lookupEnvObject, memoizeEnvSources } from './env-sources.ts';
+import { podServiceEnv } from './service-env.ts';
 
 /**
  * Env resolution before a pod goes to the provider, as the kubelet does it
@@ -20,14 +21,19 @@ import { type EnvSources, lookupEnvObject, memoizeEnvSources } from './env-sourc
  * - envFrom ConfigMaps and Secrets first, in order (later ones win), keys
  *   prefixed and skipped (with a warning) when not valid variable names;
  * - then env in order, overriding: literal values with `$(VAR)` expanded
- *   against the variables defined so far, ConfigMap/Secret keys, the
- *   downward API (fieldRef) and container resources (resourceFieldRef);
+ *   against the variables defined so far and then the service-link ones,
+ *   ConfigMap/Secret keys, the downward API (fieldRef) and container
+ *   resources (resourceFieldRef);
+ * - then the service-link variables (`<SVC>_SERVICE_HOST`..., service-env.ts)
+ *   the container does not define itself, in a stable order;
  * - an optional reference that is missing is skipped with a warning; a
- *   mandatory one fails the whole resolution ({@link EnvResolveError}).
+ *   mandatory one fails the whole resolution ({@link EnvResolveError}), as
+ *   does a failed list of the Services.
  *
- * Not done: service link variables (`<SVC>_SERVICE_HOST`...), which would need
- * list access to every Service. The Event reasons are virtual-kubelet's
- * (env-reasons.ts).
+ * `command` and `args` are left as written: each provider expands them from
+ * this env where it builds what runs (lib/provider/container-command.ts),
+ * as the kubelet does when it creates the container. The Event reasons are
+ * virtual-kubelet's (env-reasons.ts).
  */
 
 /** What every variable of one pod is resolved against, and where its warnings go. */
@@ -37,6 +43,8 @@ interface PodEnvContext {
   sources: EnvSources;
   options: DownwardApiOptions;
   warnings: EnvWarning[];
+  /** The service-link variables, the same for every container of the pod. */
+  serviceEnv: ReadonlyMap<string, string>;
 }
 
 export interface ResolvedEnv {
@@ -56,12 +64,14 @@ export async function resolvePodEnv(
   options: DownwardApiOptions = {},
 ): Promise<ResolvedEnv> {
   const copy = structuredClone(pod);
+  const memoized = memoizeEnvSources(sources);
   const ctx: PodEnvContext = {
     pod: copy,
     namespace: copy.metadata?.namespace ?? 'default',
-    sources: memoizeEnvSources(sources),
+    sources: memoized,
     options,
     warnings: [],
+    serviceEnv: await podServiceEnv(copy, memoized),
   };
   const spec = copy.spec;
   if (spec) {
@@ -116,6 +126,8 @@ async function containerEnv(ctx: PodEnvContext, container: V1Container): Promise
     const resolved = await envValue(ctx, container, variable, env);
     if (resolved !== undefined) env.set(variable.name, resolved);
   }
+  // The container's own variables win over the service links (kubelet: "skip the key ... so we don't have duplicate env vars").
+  for (const [name, value] of ctx.serviceEnv) if (!env.has(name)) env.set(name, { name, value });
   return [...env.values()];
 }
 
@@ -138,7 +150,7 @@ async function envValue(
     const value = expandEnv(variable.value, (ref) => {
       const found = defined.get(ref);
       if (found) used.push(found);
-      return found?.value;
+      return found ? found.value : ctx.serviceEnv.get(ref);
     });
     const valueFrom = inheritedSource(used);
     return valueFrom ? { name, value, valueFrom } : { name, value };
