@@ -2,6 +2,7 @@ import { after, before, describe } from 'node:test';
 import { PipelineHarness, type PipelineHarnessOptions } from '../harness/pipeline-harness.ts';
 import type { ProviderSetup } from '../harness/provider-setup.ts';
 import { testEnv } from '../support/env.ts';
+import { commandAndDeadlineScenarios } from './scenarios/command-and-deadline.ts';
 import { deletionScenarios } from './scenarios/deletion.ts';
 import { lifecycleScenarios } from './scenarios/lifecycle.ts';
 import { podShapeScenarios } from './scenarios/pod-shape.ts';
@@ -41,6 +42,7 @@ export function conformanceSuite(setup: ProviderSetup, options: Partial<Pipeline
     deletionScenarios(ctx);
     podShapeScenarios(ctx);
     probeScenarios(ctx);
+    commandAndDeadlineScenarios(ctx);
   });
   describe(`provider conformance: ${setup.name}, every function killed`, () => {
     restartScenario(ctx);

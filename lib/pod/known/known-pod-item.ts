@@ -55,6 +55,7 @@ export function fromItem(item: StoredItem): KnownPod {
     name,
     uid,
     appliedHash,
+    activeDeadlineSeconds,
     claim,
     statusHash,
     pushUntil,
@@ -79,6 +80,7 @@ export function fromItem(item: StoredItem): KnownPod {
     uid,
     version,
     ...(typeof appliedHash === 'string' ? { appliedHash } : {}),
+    ...(typeof activeDeadlineSeconds === 'number' ? { activeDeadlineSeconds } : {}),
     ...(claim
       ? { claim: { token: claim.token, owner: claim.owner, hash: claim.hash, until: claim.until } }
       : {}),

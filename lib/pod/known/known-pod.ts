@@ -21,6 +21,8 @@ export interface KnownPod {
   uid: string;
   /** Hash of the spec and metadata last applied in the provider (status and resourceVersion ignored); absent until applied. */
   appliedHash?: string;
+  /** The `activeDeadlineSeconds` of the spec last applied; absent when it has none (active-deadline.ts). */
+  activeDeadlineSeconds?: number;
   /** A pod-sync invocation is calling the provider for this pod (see {@link KnownPodClaim}). */
   claim?: KnownPodClaim;
   /** Hash of the pod status we last wrote to the API server. */

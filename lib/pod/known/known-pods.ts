@@ -86,24 +86,38 @@ export class KnownPodStore {
    * {@link recordStatus}); when that part fails (pod-status recorded another
    * status meanwhile), the claim is completed without it and the status hash
    * forgotten, so that the next poll writes the provider's status again.
+   * `activeDeadlineSeconds`: the applied spec's, recorded with its hash
+   * (removed when it has none) for pod-status's deadline (active-deadline.ts).
    * @throws KnownPodConflictError when the claim was taken over or the record forgotten.
    */
   async completeClaim(
     pod: KnownPod,
     token: string,
     appliedHash: string,
-    options: { status?: { seen: string | undefined; hash: string } } = {},
+    options: { status?: { seen: string | undefined; hash: string }; activeDeadlineSeconds?: number } = {},
   ): Promise<KnownPod> {
-    const names = { '#applied': 'appliedHash', '#claim': 'claim', '#push': 'pushUntil', ...VERSION };
-    const values = { ':applied': appliedHash, ':one': 1 };
-    const applied = 'SET #applied = :applied, #v = #v + :one';
+    const deadline = options.activeDeadlineSeconds;
+    const names = {
+      '#applied': 'appliedHash',
+      '#claim': 'claim',
+      '#push': 'pushUntil',
+      '#deadline': 'activeDeadlineSeconds',
+      ...VERSION,
+    };
+    const values = {
+      ':applied': appliedHash,
+      ':one': 1,
+      ...(deadline !== undefined ? { ':deadline': deadline } : {}),
+    };
+    const applied = `SET #applied = :applied, #v = #v + :one${deadline !== undefined ? ', #deadline = :deadline' : ''}`;
+    const noDeadline = deadline === undefined ? ', #deadline' : '';
     const status = options.status;
     if (status) {
       try {
         return await this.update(
           pod,
           {
-            expression: `${applied}, #status = :status REMOVE #claim, #push`,
+            expression: `${applied}, #status = :status REMOVE #claim, #push${noDeadline}`,
             names: { ...names, '#status': 'statusHash' },
             values: { ...values, ':status': status.hash },
           },
@@ -120,7 +134,7 @@ export class KnownPodStore {
     return this.update(
       pod,
       {
-        expression: `${applied} REMOVE #claim, #push${status ? ', #status' : ''}`,
+        expression: `${applied} REMOVE #claim, #push${status ? ', #status' : ''}${noDeadline}`,
         names: { ...names, ...(status ? { '#status': 'statusHash' } : {}) },
         values,
       },

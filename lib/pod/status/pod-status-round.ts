@@ -3,6 +3,7 @@ import { settledValues } from '../../lock/leader-loop.ts';
 import type { Logger } from '../../log/logger.ts';
 import { mapSettledLimit } from '../../util/map-limit.ts';
 import { KnownPodStore } from '../known/known-pods.ts';
+import { KubePodEventRecorder } from '../sync/pod-events.ts';
 import { DanglingPodCleaner, type DanglingResult } from './dangling.ts';
 import { type NodeStatusResult, PodStatusSyncer } from './pod-status-syncer.ts';
 
@@ -41,7 +42,10 @@ export class PodStatusRounds {
       maxParallel: config.pods.maxParallel,
       handOffMs: config.pods.forceDeleteHandOffMs,
     };
-    const syncer = new PodStatusSyncer(common);
+    const syncer = new PodStatusSyncer({
+      ...common,
+      events: new KubePodEventRecorder({ core: kube.core, clock, log }),
+    });
     const nodes = config.nodeNames;
     const started = clock.monotonic();
     const round: PodStatusRound = { round: ++this.#rounds, nodes: [], forceDeleted: 0 };

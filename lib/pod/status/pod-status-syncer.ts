@@ -3,7 +3,7 @@ import type { Clock } from '../../clock.ts';
 import type { CoreApi } from '../../kube/core-api.ts';
 import { podKey } from '../../kube/pod-key.ts';
 import type { Logger } from '../../log/logger.ts';
-import type { PodProvider } from '../../provider/provider.ts';
+import { isProviderNotFound, type PodProvider } from '../../provider/provider.ts';
 import { mapSettledLimit } from '../../util/map-limit.ts';
 import { forceDeleteDueAt } from '../known/known-pod-item.ts';
 import {
@@ -12,6 +12,17 @@ import {
   KnownPodConflictError,
   type KnownPodStore,
 } from '../known/known-pods.ts';
+import type { PodEventRecorder } from '../sync/pod-events.ts';
+import {
+  DEADLINE_KILLED_MARK,
+  DEADLINE_MARK,
+  DEADLINE_MESSAGE,
+  DEADLINE_REASON,
+  deadlineExceededStatus,
+  decideDeadline,
+  failedByDeadline,
+  podToKill,
+} from './active-deadline.ts';
 import {
   isTerminalPhase,
   LOST_MARK,
@@ -19,7 +30,12 @@ import {
   TERMINATED_MARK,
   terminatedStatus,
 } from './pod-status-builders.ts';
-import { forceDeletePod, writeRecordedStatus, writeReportedStatus } from './pod-status-writes.ts';
+import {
+  forceDeletePod,
+  writePodStatus,
+  writeRecordedStatus,
+  writeReportedStatus,
+} from './pod-status-writes.ts';
 
 /**
  * Pod status from the provider to the API server, polled (virtual-kubelet's
@@ -42,6 +58,8 @@ export interface PodStatusSyncerOptions {
    * for pod-sync. 0 or absent: force-deleted once its grace period is over.
    */
   handOffMs?: number;
+  /** Where the DeadlineExceeded Event goes (active-deadline.ts); none when absent. */
+  events?: PodEventRecorder;
 }
 
 /**
@@ -75,11 +93,13 @@ export interface NodeStatusResult {
   lost: number;
   /** Pods reported terminated because the provider finished deleting them. */
   terminated: number;
+  /** Pods failed and killed (or killed again) past their activeDeadlineSeconds. */
+  deadline: number;
   /** Pods whose step failed (logged); the next round tries again. */
   failed: number;
 }
 
-type PodOutcome = 'none' | 'unchanged' | 'written' | 'lost' | 'terminated' | 'gone';
+type PodOutcome = 'none' | 'unchanged' | 'written' | 'lost' | 'terminated' | 'gone' | 'deadline';
 
 /**
  * One status round: for every known pod of a node, writes the provider's
@@ -120,6 +140,7 @@ export class PodStatusSyncer {
       written: 0,
       lost: 0,
       terminated: 0,
+      deadline: 0,
       failed: 0,
     };
     const settled = await mapSettledLimit(records, maxParallel, (record) => {
@@ -133,6 +154,7 @@ export class PodStatusSyncer {
         if (s.value === 'written') result.written++;
         if (s.value === 'lost') result.lost++;
         if (s.value === 'terminated') result.terminated++;
+        if (s.value === 'deadline') result.deadline++;
         return;
       }
       result.failed++;
@@ -159,6 +181,13 @@ export class PodStatusSyncer {
       const readAtMs = clock.now();
       const got = await provider.getPod(record.namespace, record.name, signal);
       reported = got?.metadata?.uid === record.uid ? { pod: got, readAtMs } : undefined;
+    }
+    const deadline = decideDeadline(record, reported?.pod.status, clock.now());
+    if (deadline === 'done') return 'unchanged';
+    if (deadline === 'kill' && reported) return this.killAtDeadline(record, reported.pod, signal);
+    if (deadline === 'fail' && reported) {
+      const failed = await this.failAtDeadline(record, reported.pod, signal);
+      if (failed) return failed;
     }
     if (reported) {
       const written = await writeReportedStatus(this.options, record, reported.pod.status ?? {}, {
@@ -191,6 +220,67 @@ export class PodStatusSyncer {
         ? undefined
         : lostStatus(pod.status, now),
     );
+  }
+
+  /**
+   * Writes the DeadlineExceeded status if the pod, as read from the API
+   * server, is past its deadline (or finds it written by an earlier round),
+   * records DEADLINE_MARK, records the Event and kills the pod. Undefined
+   * when the API server's pod is not past it (finished, or a start time or
+   * deadline that says otherwise): its provider status is written as usual.
+   */
+  private async failAtDeadline(
+    record: KnownPod,
+    providerPod: V1Pod,
+    signal?: AbortSignal,
+  ): Promise<PodOutcome | undefined> {
+    const { core, clock, events, log } = this.options;
+    const now = clock.now();
+    let target: V1Pod | undefined;
+    const written = await writePodStatus(core, record, (pod) => {
+      if (failedByDeadline(pod)) {
+        target = pod;
+        return undefined;
+      }
+      const status = deadlineExceededStatus(pod, now, providerPod.status?.startTime);
+      target = status ? pod : undefined;
+      return status;
+    });
+    if (written === 'gone') return 'gone';
+    if (!target) return undefined;
+    // Recorded before the kill: a kill that fails is tried again next round, and nothing writes over the pod.
+    try {
+      await this.options.knownPods.recordStatus(record, record.statusHash, DEADLINE_MARK);
+    } catch (err) {
+      if (!(err instanceof KnownPodConflictError)) throw err;
+      // Another writer recorded a status meanwhile: the next round finds the pod Failed and marks it then.
+      return 'written';
+    }
+    if (written === 'written') {
+      log.info(
+        { ...this.logFields(record), activeDeadlineSeconds: target.spec?.activeDeadlineSeconds },
+        'pod past its active deadline: Failed, killing it',
+      );
+      await events?.record(target, 'Normal', DEADLINE_REASON, DEADLINE_MESSAGE);
+    }
+    return this.killAtDeadline({ ...record, statusHash: DEADLINE_MARK }, target, signal);
+  }
+
+  /** Tells the provider to stop the pod (gracefully, podToKill), then records DEADLINE_KILLED_MARK. */
+  private async killAtDeadline(record: KnownPod, pod: V1Pod, signal?: AbortSignal): Promise<PodOutcome> {
+    const { provider, knownPods, clock } = this.options;
+    try {
+      await provider.deletePod(podToKill(pod, clock.now()), signal);
+    } catch (err) {
+      if (!isProviderNotFound(err)) throw err;
+    }
+    try {
+      await knownPods.recordStatus(record, DEADLINE_MARK, DEADLINE_KILLED_MARK);
+    } catch (err) {
+      // Recorded otherwise meanwhile: the next round kills it again if the provider still has it.
+      if (!(err instanceof KnownPodConflictError)) throw err;
+    }
+    return 'deadline';
   }
 
   private async write(

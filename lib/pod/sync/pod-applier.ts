@@ -102,12 +102,11 @@ export class PodApplier {
       ),
       push ? this.pushStatus(pod, push.status, readAtMs, log) : false,
     ]);
-    await knownPods.completeClaim(
-      claimed,
-      token,
-      step.hash,
-      push && pushed ? { status: { seen: claimed.statusHash, hash: push.hash } } : {},
-    );
+    const deadline = pod.spec?.activeDeadlineSeconds;
+    await knownPods.completeClaim(claimed, token, step.hash, {
+      ...(push && pushed ? { status: { seen: claimed.statusHash, hash: push.hash } } : {}),
+      ...(deadline !== undefined ? { activeDeadlineSeconds: deadline } : {}),
+    });
     return create ? 'created' : 'updated';
   }
 

@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { shell } from '../../harness/harness-pods.ts';
+import type { PipelineHarness } from '../../harness/pipeline-harness.ts';
+import { waitFor } from '../../support/kube.ts';
+import { containerStatus, isRunningAndReady, ms, refOf } from './pod-facts.ts';
+import { type ConformanceContext, scenario } from './scenario.ts';
+
+const MINUTE = 60_000;
+
+/** What the kubelet does with a pod beyond its containers' own env: `$(VAR)` in command and args, service links, the active deadline. */
+export function commandAndDeadlineScenarios(ctx: ConformanceContext): void {
+  scenario(
+    ctx,
+    'command-expansion',
+    '$(VAR) in command and args is expanded from the env, service-link variables included',
+    3 * MINUTE,
+    commandExpansion,
+  );
+  scenario(
+    ctx,
+    'active-deadline',
+    'a pod past its activeDeadlineSeconds fails with DeadlineExceeded and its containers stop',
+    3 * MINUTE,
+    activeDeadline,
+  );
+}
+
+async function commandExpansion(h: PipelineHarness): Promise<void> {
+  const ns = await h.namespace('expansion');
+  const service = await h.admin.core.createNamespacedService({
+    namespace: ns,
+    body: { metadata: { name: 'fooservice' }, spec: { ports: [{ port: 8765, targetPort: 8080 }] } },
+  });
+  const ip = service.spec?.clusterIP;
+  assert.ok(ip, 'the API server gave the Service a cluster IP');
+  const master = await h.admin.core.readNamespacedService({ namespace: 'default', name: 'kubernetes' });
+  const checks = [
+    `test "$(TEST_VAR)" = test-value || exit 3`,
+    `test "$(FOOSERVICE_SERVICE_HOST):$(FOOSERVICE_SERVICE_PORT)" = "${ip}:8765" || exit 4`,
+    `test "$(KUBERNETES_SERVICE_HOST)" = "${master.spec?.clusterIP}" || exit 5`,
+    `test "$(COMPOSED)" = "${ip}-composed" || exit 6`,
+  ];
+  // An unexpanded $(SHELL_NAME) in command would not start; under sh an unexpanded $(X) in the
+  // script would be command substitution and print nothing. Each check exits with its own code.
+  await h.pods.create(ns, {
+    metadata: { name: 'expanded' },
+    spec: h.pods.spec({
+      restartPolicy: 'Never',
+      containers: [
+        {
+          name: 'main',
+          command: ['$(SHELL_NAME)', '-c'],
+          args: [checks.join('; ')],
+          env: [
+            { name: 'SHELL_NAME', value: 'sh' },
+            { name: 'TEST_VAR', value: 'test-value' },
+            { name: 'COMPOSED', value: '$(FOOSERVICE_SERVICE_HOST)-composed' },
+          ],
+        },
+      ],
+    }),
+  });
+  const done = await h.pods.waitFor(
+    ns,
+    'expanded',
+    (p) => ['Succeeded', 'Failed'].includes(p.status?.phase ?? ''),
+    {
+      timeoutMs: 2 * MINUTE,
+      what: 'pod expanded finished',
+    },
+  );
+  assert.equal(
+    containerStatus(done, 'main')?.state?.terminated?.exitCode,
+    0,
+    'exit 3: $(TEST_VAR) not expanded; 4: the Service link; 5: KUBERNETES_SERVICE_HOST; 6: env composed from a link',
+  );
+  assert.equal(done.status?.phase, 'Succeeded');
+}
+
+async function activeDeadline(h: PipelineHarness): Promise<void> {
+  const ns = await h.namespace('deadline');
+  await h.pods.create(ns, {
+    metadata: { name: 'bounded' },
+    spec: h.pods.spec({
+      activeDeadlineSeconds: 5,
+      terminationGracePeriodSeconds: 2,
+      containers: [shell('main', 'sleep 3600')],
+    }),
+  });
+  const running = await h.pods.waitFor(ns, 'bounded', isRunningAndReady, {
+    timeoutMs: 2 * MINUTE,
+    what: 'pod bounded Running',
+  });
+  const failed = await h.pods.waitForPhase(ns, 'bounded', 'Failed', 2 * MINUTE);
+  assert.equal(failed.status?.reason, 'DeadlineExceeded');
+  assert.equal(failed.status?.message, 'Pod was active on the node longer than the specified deadline');
+  const startTime = ms(running.status?.startTime);
+  assert.ok(Number.isFinite(startTime), 'the pod has a start time');
+  const terminated = containerStatus(failed, 'main')?.state?.terminated;
+  assert.ok(terminated, 'its container is reported terminated');
+  assert.ok(
+    ms(terminated.finishedAt) >= startTime + 5_000,
+    `failed ${ms(terminated.finishedAt) - startTime} ms after its start: not before its deadline`,
+  );
+  const ref = refOf(failed);
+  await waitFor(
+    async () => {
+      const history = await h.probe.history(ref);
+      const listed = (await h.probe.pods(h.node)).some((p) => p.uid === ref.uid && p.running);
+      return !history?.running && !listed;
+    },
+    {
+      timeoutMs: MINUTE + (h.provider.forcedStopSeconds ?? 0) * 1000,
+      intervalMs: 500,
+      what: 'the provider to stop the pod',
+    },
+  );
+  const after = await h.pods.read(ns, 'bounded');
+  assert.equal(after?.status?.phase, 'Failed', 'nothing writes over the Failed status');
+  assert.equal((await h.probe.history(ref))?.creates ?? 1, 1, 'never started again');
+}
