@@ -138,10 +138,7 @@ describe('activeDeadlineSeconds (the kubelet active_deadline.go)', () => {
     assert.equal(deadlineExceededStatus(runningPod(120), now), undefined, 'a longer deadline');
     assert.equal(deadlineExceededStatus(runningPod(undefined), now), undefined, 'no deadline any more');
     assert.equal(deadlineExceededStatus(runningPod(30, null), now), undefined, 'no start time');
-    assert.ok(
-      deadlineExceededStatus(runningPod(30, null), now, START),
-      "the provider's start time instead",
-    );
+    assert.ok(deadlineExceededStatus(runningPod(30, null), now, START), "the provider's start time instead");
   });
 
   it("kills with the pod's grace period from now, as a graceful delete", () => {
