@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { shell } from '../../harness/harness-pods.ts';
 import type { PipelineHarness } from '../../harness/pipeline-harness.ts';
 import { waitFor } from '../../support/kube.ts';
-import { containerStatus, ms, refOf } from './pod-facts.ts';
+import { containerStatus, isRunningAndReady, ms, refOf } from './pod-facts.ts';
 import { type ConformanceContext, scenario } from './scenario.ts';
 
 const MINUTE = 60_000;
@@ -19,7 +20,7 @@ export function commandAndDeadlineScenarios(ctx: ConformanceContext): void {
   scenario(
     ctx,
     'active-deadline',
-    'a pod past its activeDeadlineSeconds fails with DeadlineExceeded and its containers stop',
+    'a pod past its activeDeadlineSeconds fails with DeadlineExceeded and its containers stop; a deadline set on a running pod too',
     3 * MINUTE,
     activeDeadline,
   );
@@ -87,6 +88,24 @@ async function activeDeadline(h: PipelineHarness): Promise<void> {
       containers: [shell('main', 'sleep 3600')],
     }),
   });
+  // The e2e spec "Pods should allow activeDeadlineSeconds to be updated": a running pod gets a deadline.
+  await h.pods.create(ns, {
+    metadata: { name: 'updated' },
+    spec: h.pods.spec({ terminationGracePeriodSeconds: 2, containers: [shell('main', 'sleep 3600')] }),
+  });
+  const updated = (async () => {
+    await h.pods.waitFor(ns, 'updated', isRunningAndReady, {
+      timeoutMs: 2 * MINUTE,
+      what: 'pod updated Running',
+    });
+    await h.admin.core.patchNamespacedPod(
+      { namespace: ns, name: 'updated', body: { spec: { activeDeadlineSeconds: 5 } } },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+    );
+    return h.pods.waitForPhase(ns, 'updated', 'Failed', 2 * MINUTE);
+  })();
+  // Awaited below; an assertion failing first must not leave its rejection unhandled.
+  updated.catch(() => {});
   // Not waited for Running first: on a quick pipeline the pod may be Failed before a poll sees it Running.
   const failed = await h.pods.waitForPhase(ns, 'bounded', 'Failed', 2 * MINUTE);
   assert.equal(failed.status?.reason, 'DeadlineExceeded');
@@ -99,6 +118,11 @@ async function activeDeadline(h: PipelineHarness): Promise<void> {
   assert.ok(
     ms(terminated.finishedAt) >= startTime + 5_000,
     `failed ${ms(terminated.finishedAt) - startTime} ms after its start: not before its deadline`,
+  );
+  assert.equal(
+    (await updated).status?.reason,
+    'DeadlineExceeded',
+    'a deadline set on a running pod takes effect',
   );
   const ref = refOf(failed);
   await waitFor(
