@@ -35,6 +35,9 @@ export const SUBSET: readonly string[] = [
   '[k8s.io] Security Context When creating a pod with readOnlyRootFilesystem should run the container with readonly rootfs when readOnlyRootFilesystem=true [LinuxOnly] [NodeConformance]',
   // Environment: composed variables, ConfigMap, Secret and downward API references.
   '[k8s.io] Variable Expansion should allow composing env vars into new env vars [NodeConformance] [Conformance]',
+  // $(VAR) in args, and the service-link variables (issue 31).
+  "[k8s.io] Variable Expansion should allow substituting values in a container's args [NodeConformance] [Conformance]",
+  '[k8s.io] Pods should contain environment variables for services [NodeConformance] [Conformance]',
   '[sig-node] ConfigMap should be consumable via environment variable [NodeConformance] [Conformance]',
   '[sig-api-machinery] Secrets should be consumable from pods in env vars [NodeConformance] [Conformance]',
   '[sig-node] Downward API should provide pod UID as env vars [NodeConformance] [Conformance]',
