@@ -113,7 +113,9 @@ interface NodeState {
  * message holds an older epoch than the redelivery that ran meanwhile, and
  * its save is refused. While a continuous watcher (an older deployment's,
  * during a switch of cadence) holds the lock, the node is left to it until
- * it releases the lock or stops renewing it for its TTL. A cold start resumes from the bookmark only on the cluster and
+ * it releases the lock or stops renewing it for its TTL.
+ *
+ * A cold start resumes from the bookmark only on the cluster and
  * etcd history it was taken on (watch-resume.ts), else it relists; a warm
  * sandbox checks again for a resourceVersion ahead of the cluster (an etcd
  * restore) whenever a drain waited for the server's bookmark and got none,
