@@ -32,9 +32,9 @@ export function coldStartDependencies(
     name: 'coldStartDependencies',
     before: async (request) => {
       const coldStart = loading === undefined;
+      const traceHeader = env._X_AMZN_TRACE_ID;
       const deps = await once(request.context.functionName);
       request.context.deps = deps;
-      const traceHeader = env._X_AMZN_TRACE_ID;
       request.context.invocation = invocationOf(request.context, deps.clock, {
         coldStart,
         ...(traceHeader ? { traceHeader } : {}),

@@ -74,7 +74,7 @@ export interface Logger {
 
 /** Where lines go: anything with a synchronous-enough `write`, e.g. process.stdout or a Writable. */
 export interface LogDestination {
-  write(line: string): unknown;
+  write(line: string): void;
 }
 
 export interface LoggerOptions {
@@ -101,6 +101,6 @@ export function createLogger(options: LoggerOptions, destination: LogDestination
       redact: { paths: [...REDACTED_PATHS], censor: CENSOR },
       hooks: { streamWrite: scrubSecrets },
     },
-    destination as pino.DestinationStream,
+    destination,
   );
 }
