@@ -46,7 +46,7 @@ export interface Dependencies {
 export interface DependencyOverrides {
   clock?: Clock;
   log?: Logger;
-  /** Added to every log line of the default logger as `fn`. */
+  /** Added to every log line of the default logger as `function_name`. */
   functionName?: string;
   /** Cluster access already loaded; without it, the config's kubeconfig file, secret, parameter or EKS cluster. */
   kubeContext?: KubeContext;
@@ -100,7 +100,11 @@ export async function loadDependencies(
     overrides.log ??
     createLogger({
       level: config.logLevel,
-      base: overrides.functionName ? { fn: overrides.functionName } : {},
+      // Powertools' names (lib/log/lambda-fields.ts); the invocation's own fields come with invocationLog.
+      base: {
+        service: config.metrics.deployment,
+        ...(overrides.functionName ? { function_name: overrides.functionName } : {}),
+      },
     });
   const kube =
     overrides.kube ??

@@ -1,7 +1,7 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import { runWithDeadline, runWithTimeout } from '../deadline.ts';
 import type { EventPublisher } from '../events/publisher.ts';
-import type { Invocation } from '../invocation.ts';
+import { type Invocation, invocationLog } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TickChainRestartReason } from '../metrics/emf.ts';
 import { newestLeaseRenewal } from '../node/node-lease.ts';
@@ -95,7 +95,7 @@ export async function tick(
   options: TickOptions,
 ): Promise<TickRunResult> {
   const { clock, config } = deps;
-  const log = deps.log.child({ requestId: invocation.requestId });
+  const log = invocationLog(deps.log, invocation);
   const periodMs = config.node.leaseRenewIntervalMs;
   const result: TickRunResult = { trigger: trigger.kind, parts: {}, partMs: {} };
   let chainError: unknown;
