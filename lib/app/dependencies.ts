@@ -66,7 +66,12 @@ export const KUBELET_VERSION = 'v1.20.2-svk';
 
 function createMetrics(config: Config['metrics']): Metrics {
   return config.enabled
-    ? new EmfMetrics({ namespace: config.namespace, deployment: config.deployment, perNode: config.perNode })
+    ? new EmfMetrics({
+        namespace: config.namespace,
+        deployment: config.deployment,
+        service: config.service,
+        perNode: config.perNode,
+      })
     : noMetrics;
 }
 

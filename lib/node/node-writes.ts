@@ -7,16 +7,20 @@ import { FIELD_MANAGER, metadataPatch, registrationNode } from './node-object.ts
 
 const mergePatchOptions = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-/** Creates the Node with the settings' labels and taints; one created meanwhile by another actor is read and used. */
+/**
+ * Creates the Node with the settings' labels and taints (and `kubernetes.io/arch`,
+ * the provider's architecture, when known); one created meanwhile by another actor is read and used.
+ */
 export async function registerNode(
   kube: KubeClients,
   name: string,
   settings: NodeSettings,
   log: Logger,
+  architecture?: string,
 ): Promise<V1Node> {
   try {
     const node = await kube.core.createNode({
-      body: registrationNode(name, settings),
+      body: registrationNode(name, settings, architecture),
       fieldManager: FIELD_MANAGER,
     });
     log.info({ uid: node.metadata?.uid }, 'registered node');
@@ -37,11 +41,12 @@ export async function syncNodeMetadata(
   settings: NodeSettings,
   current: V1Node,
   log: Logger,
+  architecture?: string,
 ): Promise<V1Node> {
   const name = current.metadata?.name ?? '';
   let node = current;
   for (let attempt = 1; ; attempt++) {
-    const body = metadataPatch(name, settings, node);
+    const body = metadataPatch(name, settings, node, architecture);
     if (!body) return node;
     try {
       node = await kube.core.patchNode({ name, body, fieldManager: FIELD_MANAGER }, mergePatchOptions);

@@ -13,6 +13,7 @@ import {
 import { lambdaHandler } from '../../lib/handler/lambda-handler.ts';
 import type { Invocation } from '../../lib/invocation.ts';
 import { createLambdaContext, scheduledEvent } from '../../lib/local/lambda-context.ts';
+import { EmfMetrics } from '../../lib/metrics/emf.ts';
 
 // Nothing here reaches a server: building the dependencies opens no connection,
 // and these handlers run without the release gate (which reads DynamoDB; the
@@ -74,6 +75,28 @@ describe('lambdaHandler', () => {
       ['r1', 'r2'],
     );
     assert.equal(calls[0]?.event['detail-type'], 'Scheduled Event');
+  });
+
+  it('reports ColdStart (value 1, by function) on the first invocation of the environment only', async () => {
+    const lines: string[] = [];
+    const metrics = new EmfMetrics({ deployment: 'svk-unit', write: (line) => lines.push(line) });
+    const handler = lambdaHandler(
+      {
+        env,
+        dependencies: (config, overrides) => loadDependencies(config, { ...overrides, metrics }),
+        event: parseScheduledEvent,
+        gate: false,
+      },
+      async () => 'done',
+    );
+    await handler(scheduledEvent(), context('cold'));
+    await handler(scheduledEvent(), context('warm-1'));
+    await handler(scheduledEvent(), context('warm-2'));
+    const docs = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(
+      docs.map((d) => [d.ColdStart, d.function_name, d.service, d.Deployment]),
+      [[1, 'unit', 'serverless-virtual-kubelet', 'svk-unit']],
+    );
   });
 
   it('rejects an event its parser refuses before the entry point runs', async () => {
