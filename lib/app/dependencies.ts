@@ -66,7 +66,12 @@ export const KUBELET_VERSION = 'v1.20.2-svk';
 
 function createMetrics(config: Config['metrics']): Metrics {
   return config.enabled
-    ? new EmfMetrics({ namespace: config.namespace, deployment: config.deployment, perNode: config.perNode })
+    ? new EmfMetrics({
+        namespace: config.namespace,
+        deployment: config.deployment,
+        service: config.service,
+        perNode: config.perNode,
+      })
     : noMetrics;
 }
 
@@ -101,8 +106,9 @@ export async function loadDependencies(
     createLogger({
       level: config.logLevel,
       // Powertools' names (lib/log/lambda-fields.ts); the invocation's own fields come with invocationLog.
+      // `service` is the metrics' `service` dimension, so logs and metrics are found by one name.
       base: {
-        service: config.metrics.deployment,
+        service: config.metrics.service,
         ...(overrides.functionName ? { function_name: overrides.functionName } : {}),
       },
     });

@@ -13,6 +13,7 @@ import {
 import { lambdaHandler } from '../../lib/handler/lambda-handler.ts';
 import { type Invocation, invocationLog } from '../../lib/invocation.ts';
 import { createLambdaContext, scheduledEvent } from '../../lib/local/lambda-context.ts';
+import { EmfMetrics } from '../../lib/metrics/emf.ts';
 
 // Nothing here reaches a server: building the dependencies opens no connection,
 // and these handlers run without the release gate (which reads DynamoDB; the
@@ -76,6 +77,28 @@ describe('lambdaHandler', () => {
     assert.equal(calls[0]?.event['detail-type'], 'Scheduled Event');
   });
 
+  it('reports ColdStart (value 1, by function) on the first invocation of the environment only', async () => {
+    const lines: string[] = [];
+    const metrics = new EmfMetrics({ deployment: 'svk-unit', write: (line) => lines.push(line) });
+    const handler = lambdaHandler(
+      {
+        env,
+        dependencies: (config, overrides) => loadDependencies(config, { ...overrides, metrics }),
+        event: parseScheduledEvent,
+        gate: false,
+      },
+      async () => 'done',
+    );
+    await handler(scheduledEvent(), context('cold'));
+    await handler(scheduledEvent(), context('warm-1'));
+    await handler(scheduledEvent(), context('warm-2'));
+    const docs = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(
+      docs.map((d) => [d.ColdStart, d.function_name, d.service, d.Deployment]),
+      [[1, 'unit', 'serverless-virtual-kubelet', 'svk-unit']],
+    );
+  });
+
   it('rejects an event its parser refuses before the entry point runs', async () => {
     const { calls, handler } = recordingHandler(env);
     await assert.rejects(handler({ source: 'someone.else' }, context('bad')), InvalidEventError);
@@ -93,7 +116,7 @@ describe('lambdaHandler', () => {
     const handlerEnv: Record<string, string> = {
       ...env,
       SVK_LOG_LEVEL: 'info',
-      SVK_DEPLOYMENT_NAME: 'svk-unit',
+      SVK_SERVICE_NAME: 'svk-unit',
       _X_AMZN_TRACE_ID: 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=557abcec3ee5a047;Sampled=1',
     };
     const handler = lambdaHandler(
