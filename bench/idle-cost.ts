@@ -157,7 +157,7 @@ class LogCounter {
   install(): void {
     process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
       const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-      const fn = /"fn":"([^"]+)"/.exec(text)?.[1] ?? currentInvocation()?.functionName ?? 'bench';
+      const fn = /"function_name":"([^"]+)"/.exec(text)?.[1] ?? currentInvocation()?.functionName ?? 'bench';
       bump(this.bytes, fn, Buffer.byteLength(text));
       const callback = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
       callback?.();

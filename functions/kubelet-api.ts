@@ -5,6 +5,7 @@ import { loadDependencies } from '../lib/app/dependencies.ts';
 import { loadConfig } from '../lib/config/load-config.ts';
 import { coldStartDependencies } from '../lib/handler/cold-start.ts';
 import { type FunctionContext, invocationScope } from '../lib/handler/function-context.ts';
+import { invocationLog } from '../lib/invocation.ts';
 import {
   kubeletApi,
   kubeletApiDependencies,
@@ -27,11 +28,11 @@ export function createKubeletApiHandler(env: Record<string, string | undefined> 
   return middy<unknown, StreamedResponse, Error, FunctionContext>({
     executionMode: executionModeStreamifyResponse,
   })
-    .use(coldStartDependencies((functionName) => loadDependencies(loadConfig(env), { functionName })))
+    .use(coldStartDependencies((functionName) => loadDependencies(loadConfig(env), { functionName }), env))
     .handler((event, context) => {
       const { deps, invocation } = invocationScope(context);
       api ??= kubeletApiDependencies(deps);
-      return kubeletApi(event, api, invocation.signal);
+      return kubeletApi(event, { ...api, log: invocationLog(api.log, invocation) }, invocation.signal);
     });
 }
 

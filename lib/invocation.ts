@@ -1,5 +1,7 @@
 import type { Context } from 'aws-lambda';
 import type { Clock } from './clock.ts';
+import { type LambdaLogFields, lambdaLogFields } from './log/lambda-fields.ts';
+import type { Logger } from './log/logger.ts';
 
 /** The same registered symbol the local runtime (lib/local) hangs its abort signal on. */
 const INVOCATION_SIGNAL = Symbol.for('serverless-virtual-kubelet.invocationSignal');
@@ -15,10 +17,23 @@ export interface Invocation {
    * the invocation. Loops check it before each write.
    */
   signal: AbortSignal;
+  /**
+   * The Lambda fields of its log lines (lib/log/lambda-fields.ts); absent
+   * when an invocation is made up without a Lambda context (tests, benches).
+   */
+  logFields?: LambdaLogFields;
 }
 
-/** Reads the invocation's id, deadline and abort signal from a Lambda context. */
-export function invocationOf(context: Context, clock: Clock): Invocation {
+/** How this invocation came about, beside its Lambda context. */
+export interface InvocationStart {
+  /** Whether this invocation built the function's dependencies. */
+  coldStart: boolean;
+  /** The runtime's X-Ray trace header of this invocation (`_X_AMZN_TRACE_ID`), if any. */
+  traceHeader?: string;
+}
+
+/** Reads the invocation's id, deadline, abort signal and log fields from a Lambda context. */
+export function invocationOf(context: Context, clock: Clock, start: InvocationStart): Invocation {
   const remaining = Math.max(0, Math.floor(context.getRemainingTimeInMillis()));
   const timeout = AbortSignal.timeout(remaining);
   const local: unknown = (context as Context & Record<symbol, unknown>)[INVOCATION_SIGNAL];
@@ -27,5 +42,11 @@ export function invocationOf(context: Context, clock: Clock): Invocation {
     functionName: context.functionName,
     deadline: clock.monotonic() + remaining,
     signal: local instanceof AbortSignal ? AbortSignal.any([local, timeout]) : timeout,
+    logFields: lambdaLogFields(context, start.coldStart, start.traceHeader),
   };
+}
+
+/** `log` with the invocation's fields on every line: at least its request id, under Powertools' name. */
+export function invocationLog(log: Logger, invocation: Invocation): Logger {
+  return log.child({ ...(invocation.logFields ?? { function_request_id: invocation.requestId }) });
 }

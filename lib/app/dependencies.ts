@@ -46,7 +46,7 @@ export interface Dependencies {
 export interface DependencyOverrides {
   clock?: Clock;
   log?: Logger;
-  /** Added to every log line of the default logger as `fn`. */
+  /** Added to every log line of the default logger as `function_name`. */
   functionName?: string;
   /** Cluster access already loaded; without it, the config's kubeconfig file, secret, parameter or EKS cluster. */
   kubeContext?: KubeContext;
@@ -66,7 +66,12 @@ export const KUBELET_VERSION = 'v1.20.2-svk';
 
 function createMetrics(config: Config['metrics']): Metrics {
   return config.enabled
-    ? new EmfMetrics({ namespace: config.namespace, deployment: config.deployment, perNode: config.perNode })
+    ? new EmfMetrics({
+        namespace: config.namespace,
+        deployment: config.deployment,
+        service: config.service,
+        perNode: config.perNode,
+      })
     : noMetrics;
 }
 
@@ -100,7 +105,12 @@ export async function loadDependencies(
     overrides.log ??
     createLogger({
       level: config.logLevel,
-      base: overrides.functionName ? { fn: overrides.functionName } : {},
+      // Powertools' names (lib/log/lambda-fields.ts); the invocation's own fields come with invocationLog.
+      // `service` is the metrics' `service` dimension, so logs and metrics are found by one name.
+      base: {
+        service: config.metrics.service,
+        ...(overrides.functionName ? { function_name: overrides.functionName } : {}),
+      },
     });
   const kube =
     overrides.kube ??

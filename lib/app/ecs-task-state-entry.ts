@@ -1,4 +1,4 @@
-import type { Invocation } from '../invocation.ts';
+import { type Invocation, invocationLog } from '../invocation.ts';
 import { podKey } from '../kube/pod-key.ts';
 import type { Logger } from '../log/logger.ts';
 import { KnownPodStore } from '../pod/known/known-pods.ts';
@@ -69,11 +69,7 @@ export async function ecsTaskState(
   invocation: Invocation,
   detail: TaskStateDetail,
 ): Promise<TaskStateResult> {
-  const log = deps.log.child({
-    requestId: invocation.requestId,
-    task: detail.taskArn,
-    version: detail.version,
-  });
+  const log = invocationLog(deps.log, invocation).child({ task: detail.taskArn, version: detail.version });
   const parts = ecsParts(deps);
   const applied = await applyTaskStateEvent(parts, detail, deps.clock.now(), invocation.signal);
   // The status written below is the pod as this application left it.

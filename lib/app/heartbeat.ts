@@ -1,7 +1,7 @@
 import type { NodeSettings } from '../config/node-settings.ts';
 import { runWithTimeout } from '../deadline.ts';
 import { releaseRefusal } from '../handler/release-gate.ts';
-import type { Invocation } from '../invocation.ts';
+import { type Invocation, invocationLog } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import { type HeartbeatOptions, type HeartbeatResult, runHeartbeat } from '../node/heartbeat-loop.ts';
 import { NodeController } from '../node/node-controller.ts';
@@ -174,7 +174,7 @@ export async function heartbeat(
   hooks: Pick<HeartbeatOptions, 'onRound'> = {},
 ): Promise<HeartbeatResult | ReleaseRefused> {
   const { config, clock } = deps;
-  const log = deps.log.child({ requestId: invocation.requestId });
+  const log = invocationLog(deps.log, invocation);
   const nodes = new HeartbeatNodes(deps, log);
   const controllers = await nodes.open(log);
   const { timing } = nodes;

@@ -1,4 +1,4 @@
-import type { Invocation } from '../invocation.ts';
+import { type Invocation, invocationLog } from '../invocation.ts';
 import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
 import { POD_STATUS_LOCK } from '../lock/lock-names.ts';
 import { type PodStatusRound, PodStatusRounds } from '../pod/status/pod-status-round.ts';
@@ -35,7 +35,7 @@ export async function podStatus(
   hooks: PodStatusHooks = {},
 ): Promise<PodStatusResult> {
   const { config, clock } = deps;
-  const log = deps.log.child({ requestId: invocation.requestId });
+  const log = invocationLog(deps.log, invocation);
   const rounds = new PodStatusRounds(deps);
   const wakeups = new ProviderWakeups({
     provider: deps.podProvider,

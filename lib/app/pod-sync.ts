@@ -1,5 +1,5 @@
 import { hintsOf, type PodEventDetail, type PodEventHint, parsePodEvent } from '../events/pod-event.ts';
-import type { Invocation } from '../invocation.ts';
+import { type Invocation, invocationLog } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import { kubeEnvSources } from '../pod/env/env-sources.ts';
 import { KnownPodStore } from '../pod/known/known-pods.ts';
@@ -42,7 +42,7 @@ export async function podSync(
   detail: PodSyncInput,
 ): Promise<SyncResult> {
   const { clock, metrics } = deps;
-  const log = deps.log.child({ requestId: invocation.requestId });
+  const log = invocationLog(deps.log, invocation);
   const started = clock.monotonic();
   metrics.eventsConsumed(1);
   const reconciler = createPodReconciler(deps, {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EventPublisher } from '../events/publisher.ts';
-import type { Invocation } from '../invocation.ts';
+import { type Invocation, invocationLog } from '../invocation.ts';
 import { LockManager } from '../lock/lock.ts';
 import { KnownPodStore } from '../pod/known/known-pods.ts';
 import { type PodWatchResult, runPodWatch } from '../pod/watch/pod-watch.ts';
@@ -20,7 +20,7 @@ export function podWatch(
   invocation: Invocation,
 ): Promise<PodWatchResult> {
   const { config, clock, kube, table } = deps;
-  const log = deps.log.child({ requestId: invocation.requestId });
+  const log = invocationLog(deps.log, invocation);
   const locks = new LockManager({
     store: deps.lockStore,
     // Unique per invocation, also when a warm sandbox runs several at once.

@@ -1,4 +1,4 @@
-import type { Invocation } from '../invocation.ts';
+import { type Invocation, invocationLog } from '../invocation.ts';
 import { type LeaderLoopResult, runAsLeader } from '../lock/leader-loop.ts';
 import { LockLostError } from '../lock/lock.ts';
 import { RECONCILE_LOCK } from '../lock/lock-names.ts';
@@ -32,7 +32,7 @@ export async function reconcile(
   hooks: ReconcileHooks = {},
 ): Promise<ReconcileResult> {
   const { config } = deps;
-  const log = deps.log.child({ requestId: invocation.requestId });
+  const log = invocationLog(deps.log, invocation);
   const leader = new ReconcileLeader({
     deps,
     log,

@@ -15,6 +15,8 @@ export type CancellationReasons = Array<{ Code?: string; Message?: string }>;
 export class AwsServiceError extends Error {
   readonly $metadata: { httpStatusCode: number; attempts: number };
   readonly CancellationReasons?: CancellationReasons;
+  /** DynamoDB's item as it stood when a condition failed, when the request asked for it (ReturnValuesOnConditionCheckFailure). */
+  readonly Item?: Record<string, unknown>;
   /** An awsQuery-compatible service's (SQS's) code and fault, from `x-amzn-query-error`. */
   readonly Code?: string;
   readonly Type?: string;
@@ -24,12 +26,17 @@ export class AwsServiceError extends Error {
     message: string,
     status: number,
     attempts: number,
-    details: { reasons?: CancellationReasons; queryError?: { code: string; type?: string } } = {},
+    details: {
+      reasons?: CancellationReasons;
+      item?: Record<string, unknown>;
+      queryError?: { code: string; type?: string };
+    } = {},
   ) {
     super(message);
     this.name = type;
     this.$metadata = { httpStatusCode: status, attempts };
     if (details.reasons) this.CancellationReasons = details.reasons;
+    if (details.item) this.Item = details.item;
     if (details.queryError) {
       this.Code = details.queryError.code;
       if (details.queryError.type) this.Type = details.queryError.type;
@@ -71,10 +78,15 @@ export function serviceError(
   const reasons = Array.isArray(data.CancellationReasons)
     ? (data.CancellationReasons as CancellationReasons)
     : undefined;
+  const item =
+    typeof data.Item === 'object' && data.Item !== null && !Array.isArray(data.Item)
+      ? (data.Item as Record<string, unknown>)
+      : undefined;
   const query = options.queryCompatible ? header(answer.headers, 'x-amzn-query-error') : undefined;
   const [code, fault] = query ? query.split(';') : [];
   return new AwsServiceError(type, message, answer.status, attempts, {
     ...(reasons ? { reasons } : {}),
+    ...(item ? { item } : {}),
     ...(code ? { queryError: { code, ...(fault ? { type: fault } : {}) } } : {}),
   });
 }

@@ -111,6 +111,8 @@ export interface Config {
     namespace: string;
     /** Value of the Deployment dimension. */
     deployment: string;
+    /** Value of every metric's `service` dimension and every log line's `service` field. */
+    service: string;
     /** LeaseRenewalLag also per node (one custom metric per node). */
     perNode: boolean;
   };

@@ -234,6 +234,10 @@ export const ENV_VARIABLES = {
     trimmed(z.regex(/^[A-Za-z0-9._-]{1,255}$/, 'must be letters, digits, . _ -')),
     'serverless-virtual-kubelet',
   ),
+  SVK_SERVICE_NAME: z._default(
+    trimmed(z.regex(/^[A-Za-z0-9._-]{1,255}$/, 'must be letters, digits, . _ -')),
+    'serverless-virtual-kubelet',
+  ),
   SVK_LOG_LEVEL: z._default(
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       message: 'must be one of fatal, error, warn, info, debug, trace, silent',

@@ -141,6 +141,7 @@ function services(
       enabled: e.SVK_METRICS === 'emf',
       namespace: e.SVK_METRICS_NAMESPACE,
       deployment: e.SVK_DEPLOYMENT_NAME,
+      service: e.SVK_SERVICE_NAME,
       perNode: e.SVK_METRICS_NODE_DIMENSION,
     },
     nodeConfig: {

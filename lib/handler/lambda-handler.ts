@@ -56,8 +56,9 @@ export function lambdaHandler<TEvent, TResult>(
 ): middy.MiddyfiedHandler<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>> {
   const handler = middy<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>>()
     .use(
-      coldStartDependencies((functionName) =>
-        options.dependencies(loadConfig(options.env), { functionName }),
+      coldStartDependencies(
+        (functionName) => options.dependencies(loadConfig(options.env), { functionName }),
+        options.env,
       ),
     )
     .use(validEvent(options.event));

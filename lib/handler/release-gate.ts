@@ -1,7 +1,7 @@
 import type middy from '@middy/core';
 import type { Dependencies } from '../app/dependencies.ts';
 import { runWithDeadline } from '../deadline.ts';
-import type { Invocation } from '../invocation.ts';
+import { type Invocation, invocationLog } from '../invocation.ts';
 import { type ReleaseRefused, releaseGateOf } from '../release/gate.ts';
 import { type FunctionContext, invocationScope } from './function-context.ts';
 
@@ -30,12 +30,10 @@ export async function releaseRefusal(
     releaseGateOf(deps, options).check(invocation.functionName),
   );
   if (decision.act) return undefined;
-  deps.log
-    .child({ requestId: invocation.requestId })
-    .warn(
-      { release: deps.config.release, reason: decision.reason },
-      'release may not act under the reconciler status: doing nothing',
-    );
+  invocationLog(deps.log, invocation).warn(
+    { release: deps.config.release, reason: decision.reason },
+    'release may not act under the reconciler status: doing nothing',
+  );
   return { refused: true, release: deps.config.release, reason: decision.reason };
 }
 

@@ -1,4 +1,5 @@
 import type middy from '@middy/core';
+import { invocationLog } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import { type FunctionContext, invocationScope } from './function-context.ts';
 
@@ -22,7 +23,7 @@ export function validEvent<TEvent>(
     name: 'validEvent',
     before: (request) => {
       const { deps, invocation } = invocationScope(request.context);
-      const log = deps.log.child({ requestId: invocation.requestId });
+      const log = invocationLog(deps.log, invocation);
       request.context.trigger = { event: parse(request.event, log) };
     },
   };

@@ -1,10 +1,11 @@
 /**
  * The only place that builds Kubernetes clients: our own small client over
- * node:https (kube-http.ts), with client-node's call shapes and answers
- * (core-api.ts, group-apis.ts, date-fields.ts), so that no function imports
- * `@kubernetes/client-node` at run time (its types only: they are erased at
- * build). Importing client-node costs a function about 115 ms of CPU at cold
- * start, and its serializer walks a type map on every answer.
+ * node:https (kube-http.ts), with client-node's call shapes, and its answers
+ * read by client-node's ObjectSerializer (core-api.ts, group-apis.ts,
+ * typed-calls.ts), so that no function imports `@kubernetes/client-node`
+ * with itself (its types only: they are erased at build): importing all of
+ * client-node costs a function about 115 ms of CPU at cold start, and the
+ * serializer is loaded by a dynamic import at the first answer.
  */
 import { CoreApi } from './core-api.ts';
 import { AuthenticationApi, AuthorizationApi, CoordinationApi } from './group-apis.ts';

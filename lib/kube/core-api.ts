@@ -41,7 +41,7 @@ function namespaced(namespace: string, resource: string, name?: string): string 
  * signatures (its request types, erased at build), so a call site reads the
  * same: `core.readNode({ name })`, `core.patchNode({ name, body },
  * setHeaderOptions('Content-Type', PatchStrategy.MergePatch))`. Answers come
- * back as client-node's did, date-time fields as Dates (date-fields.ts); an
+ * back as client-node's do, read by its ObjectSerializer (typed-calls.ts); an
  * answer outside 2xx rejects with a KubeApiError. Other calls (tests, tools)
  * use client-node itself (tooling-clients.ts).
  */

@@ -12,6 +12,8 @@ import {
   LockLostError,
   type LockRecord,
   type LockStore,
+  type LockTurn,
+  type LockTurnOutcome,
 } from './lock.ts';
 
 /** Lock records live at pk `lock#<name>`, sk `lock`. */
@@ -82,6 +84,56 @@ export class DynamoDbLockStore implements LockStore, LockFence {
 
   replaceIfHeld(owner: string, epoch: number, next: LockRecord): Promise<void> {
     return this.conditional(() => this.table.put(toItem(next), { condition: heldCondition(owner, epoch) }));
+  }
+
+  /**
+   * One UpdateItem: the epoch raised by one (from 0 when there is no record)
+   * on the condition that the record has no owner or `turn.owner` is it
+   * (turnEpoch in lock.ts), returning the record as written, or, when the
+   * condition fails, the record as it stood, from the same request.
+   */
+  async advance(turn: LockTurn): Promise<LockTurnOutcome> {
+    const { name, owner, rvn, ttlMs, updatedAt } = turn;
+    try {
+      const item = await this.table.update(
+        lockKey(name),
+        {
+          expression:
+            'SET #name = :name, #owner = :owner, #rvn = :rvn, #ttlMs = :ttlMs, #updatedAt = :updatedAt, ' +
+            '#epoch = if_not_exists(#epoch, :zero) + :one',
+          names: {
+            '#name': 'name',
+            '#owner': 'owner',
+            '#rvn': 'rvn',
+            '#ttlMs': 'ttlMs',
+            '#updatedAt': 'updatedAt',
+            '#epoch': 'epoch',
+          },
+          values: {
+            ':name': name,
+            ':owner': owner,
+            ':rvn': rvn,
+            ':ttlMs': ttlMs,
+            ':updatedAt': updatedAt,
+            ':zero': 0,
+            ':one': 1,
+          },
+        },
+        {
+          condition: {
+            expression: 'attribute_not_exists(#owner) OR #owner = :owner',
+            names: { '#owner': 'owner' },
+            values: { ':owner': owner },
+          },
+          returnItemOnConditionFailure: true,
+        },
+      );
+      return { taken: fromItem(item) };
+    } catch (err) {
+      if (isConditionFailed(err) && err.item) return { heldBy: fromItem(err.item) };
+      if (isConditionFailed(err)) throw new LockConflictError(err.message);
+      throw err;
+    }
   }
 
   /** One transaction: the condition check on the lock record first, then `ops`. */

@@ -21,3 +21,11 @@ export function podWatchLockName(node: string): string {
 export function deploymentLockNames(nodeNames: readonly string[]): string[] {
   return [HEARTBEAT_LOCK, POD_STATUS_LOCK, RECONCILE_LOCK, ...nodeNames.map(podWatchLockName)];
 }
+
+/**
+ * The owner the tick chain takes its locks as: one owner for the whole
+ * chain, whose ticks never overlap (one SQS FIFO message group), so that
+ * each tick takes its turn without waiting for the previous tick's TTL
+ * (LockManager.advance), whichever sandbox runs it.
+ */
+export const TICK_CHAIN_OWNER = 'tick-chain';

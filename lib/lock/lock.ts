@@ -49,6 +49,24 @@ export class LockConflictError extends Error {
   override readonly name = 'LockConflictError';
 }
 
+/** A turn's record: everything but the epoch, which the store sets (see {@link turnEpoch}). */
+export type LockTurn = Omit<LockRecord, 'epoch' | 'owner'> & { owner: string };
+
+/** What a turn found: the lock taken (the record as written), or held by another owner (the record as it stood). */
+export type LockTurnOutcome = { taken: LockRecord } | { heldBy: LockRecord };
+
+/**
+ * The rule of a turn ({@link LockManager.advance}): the epoch `owner` takes
+ * the lock at, given the record as it stands: the next one when the lock is
+ * free, released, or `owner`'s already, whatever its TTL; undefined while
+ * another owner holds it.
+ */
+export function turnEpoch(current: LockRecord | undefined, owner: string): number | undefined {
+  if (!current) return 1;
+  if (current.owner === undefined || current.owner === owner) return current.epoch + 1;
+  return undefined;
+}
+
 /**
  * Storage for lock records. Implementations own only the calls; every write is
  * conditional and throws LockConflictError when its condition fails.
@@ -61,6 +79,12 @@ export interface LockStore {
   replaceIfVersion(expectedRvn: string, next: LockRecord): Promise<void>;
   /** Replaces the record when `owner` still holds it at `epoch`. */
   replaceIfHeld(owner: string, epoch: number, next: LockRecord): Promise<void>;
+  /**
+   * Writes `turn` at the epoch {@link turnEpoch} gives, in one conditional
+   * write that also reads: the record as written, or, when another owner
+   * holds the lock, the record as it stood (nothing written).
+   */
+  advance(turn: LockTurn): Promise<LockTurnOutcome>;
 }
 
 /**
@@ -135,18 +159,40 @@ export class LockManager {
     if (current.owner === this.owner) {
       return this.write(name, current.epoch, (next) => this.store.replaceIfVersion(current.rvn, next));
     }
-    const seen = this.observed.get(name);
-    if (!seen || seen.rvn !== current.rvn) {
-      this.observed.set(name, { rvn: current.rvn, since: now });
-      return undefined;
+    return this.takeOverIfStale(name, current, now);
+  }
+
+  /**
+   * A turn of an owner whose turns never overlap, such as the tick chain
+   * (one SQS FIFO message group): takes the lock at the next epoch whenever
+   * it is free, released or this owner's already, whatever its TTL
+   * ({@link turnEpoch}), in one conditional write. So a later turn always
+   * fences out an earlier one still running (a tick that outlived its
+   * message), and a new sandbox of the same owner never waits for a TTL.
+   * While another owner holds the lock, the takeover of {@link tryAcquire}:
+   * undefined until this manager has watched the record unchanged for that
+   * holder's whole TTL.
+   */
+  async advance(name: string): Promise<LockHandle | undefined> {
+    const started = this.clock.monotonic();
+    const { epoch: _epoch, ...record } = this.record(name, 0);
+    const turn = { ...record, owner: this.owner };
+    let outcome: LockTurnOutcome;
+    try {
+      outcome = await this.store.advance(turn);
+    } catch (err) {
+      if (err instanceof LockConflictError) return undefined;
+      throw err;
     }
-    if (now - seen.since < current.ttlMs) return undefined;
-    return this.write(
+    if ('heldBy' in outcome) return this.takeOverIfStale(name, outcome.heldBy, this.clock.monotonic());
+    this.observed.delete(name);
+    return {
       name,
-      current.epoch + 1,
-      (next) => this.store.replaceIfVersion(current.rvn, next),
-      current.owner,
-    );
+      owner: this.owner,
+      epoch: outcome.taken.epoch,
+      rvn: turn.rvn,
+      validUntil: started + this.ttlMs,
+    };
   }
 
   /**
@@ -202,6 +248,26 @@ export class LockManager {
   /** True while the handle's TTL, counted from its last renewal, has not run out. */
   isValid(handle: LockHandle): boolean {
     return this.clock.monotonic() < handle.validUntil;
+  }
+
+  /**
+   * Another owner holds `current`: undefined until this manager has watched
+   * that version unchanged for its whole TTL (counted from `now`, when first
+   * seen), then a takeover at the next epoch.
+   */
+  private takeOverIfStale(name: string, current: LockRecord, now: number): Promise<LockHandle | undefined> {
+    const seen = this.observed.get(name);
+    if (!seen || seen.rvn !== current.rvn) {
+      this.observed.set(name, { rvn: current.rvn, since: now });
+      return Promise.resolve(undefined);
+    }
+    if (now - seen.since < current.ttlMs) return Promise.resolve(undefined);
+    return this.write(
+      name,
+      current.epoch + 1,
+      (next) => this.store.replaceIfVersion(current.rvn, next),
+      current.owner,
+    );
   }
 
   private async write(

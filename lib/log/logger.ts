@@ -1,36 +1,51 @@
+import { pino } from 'pino';
 import { errorFields } from './error-fields.ts';
-import { redact, scrubSecrets } from './redact.ts';
+import { CENSOR, REDACTED_PATHS, scrubSecrets } from './redact.ts';
 
 export { scrubSecrets };
 
 /**
- * The functions' logger: JSON lines on stdout (or `destination`), which
- * CloudWatch Logs Insights parses field by field, written as pino wrote
- * them with the options this project used: `{"level":"info","time":"<ISO
- * 8601>",<base and child fields>,<the call's fields>,"msg":"..."}`, the level
- * as its name, errors under `err` in a few short fields (error-fields.ts).
- * Our own, in about a hundred lines, because pino and its dependencies cost
- * a cold start about 15 ms of CPU to import (docs/benchmarks.md, "Cold start")
- * for features we do not use (transports, asynchronous streams, custom
- * levels). Per-invocation fields (request id, function, node, pod key) are
- * bound with `child` by the handler, never through global state, because
+ * The functions' logger: pino, writing JSON lines to stdout (or
+ * `destination`), which CloudWatch Logs Insights parses field by field:
+ * `{"level":"INFO","time":"<ISO 8601>",<base and child fields>,<the call's
+ * fields>,"msg":"..."}`. The level is printed as Powertools for AWS Lambda
+ * prints it (upper case; `fatal` as its `CRITICAL`), and the Lambda fields
+ * carry Powertools' names (lib/log/lambda-fields.ts), so that the queries
+ * and dashboards written for Powertools' logs read ours. Errors go under
+ * `err` in a few short fields (error-fields.ts).
+ *
+ * Per-invocation fields are bound with `child` by the entry points
+ * (invocationLog in lib/invocation.ts), never through global state, because
  * the local runtime runs invocations concurrently in one process. Secrets
- * are removed twice (lib/log/redact.ts): by key, and from the finished line.
- * Lines are written synchronously, as pino's default destination does, so
- * that none is lost when Lambda freezes the process after an invocation.
+ * are removed twice (lib/log/redact.ts): by key with pino's `redact`, and
+ * from the finished line by the `streamWrite` hook. Lines go to
+ * `process.stdout` unless told otherwise: synchronous for files and pipes on
+ * Linux, so no line is lost when Lambda freezes the process after an
+ * invocation, and a test or bench that wraps `process.stdout.write` sees
+ * every line.
  */
 
 export type LevelName = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
-/** pino's level numbers; `silent` writes nothing. */
-const LEVELS: Record<LevelName | 'silent', number> = {
-  trace: 10,
-  debug: 20,
-  info: 30,
-  warn: 40,
-  error: 50,
-  fatal: 60,
-  silent: Number.POSITIVE_INFINITY,
+/** The levels SVK_LOG_LEVEL takes; `silent` writes nothing. */
+const LEVEL_NAMES: ReadonlySet<string> = new Set([
+  'fatal',
+  'error',
+  'warn',
+  'info',
+  'debug',
+  'trace',
+  'silent',
+]);
+
+/** How Powertools prints each level: its own name in upper case, its `critical` for our `fatal`. */
+const PRINTED_LEVEL: Record<string, string> = {
+  fatal: 'CRITICAL',
+  error: 'ERROR',
+  warn: 'WARN',
+  info: 'INFO',
+  debug: 'DEBUG',
+  trace: 'TRACE',
 };
 
 /**
@@ -43,6 +58,7 @@ export interface LogFn {
   (fields: object, message?: string): void;
 }
 
+/** What the rest of the code uses of pino's logger. */
 export interface Logger {
   readonly level: string;
   fatal: LogFn;
@@ -58,7 +74,7 @@ export interface Logger {
 
 /** Where lines go: anything with a synchronous-enough `write`, e.g. process.stdout or a Writable. */
 export interface LogDestination {
-  write(line: string): unknown;
+  write(line: string): void;
 }
 
 export interface LoggerOptions {
@@ -67,87 +83,24 @@ export interface LoggerOptions {
   base?: Record<string, unknown>;
 }
 
-function levelOf(name: string): number {
-  if (!Object.hasOwn(LEVELS, name)) throw new Error(`unknown log level "${name}"`);
-  return LEVELS[name as keyof typeof LEVELS];
-}
-
-/** The fields of a line whose serializers run: `err` as error-fields.ts writes an error. */
-function serialized(fields: Record<string, unknown>): Record<string, unknown> {
-  return Object.hasOwn(fields, 'err') ? { ...fields, err: errorFields(fields.err) } : fields;
-}
-
-/** JSON of `value`; a circular reference or a bigint does not lose the line. */
-function stringify(value: unknown): string {
-  try {
-    return JSON.stringify(value);
-  } catch {
-    const seen = new WeakSet<object>();
-    return JSON.stringify(value, (_key, v: unknown) => {
-      if (typeof v === 'bigint') return v.toString();
-      if (typeof v === 'object' && v !== null) {
-        if (seen.has(v)) return '[Circular]';
-        seen.add(v);
-      }
-      return v;
-    });
-  }
-}
-
-class JsonLogger implements Logger {
-  readonly #threshold: number;
-  readonly #bindings: Record<string, unknown>;
-  readonly #destination: LogDestination;
-  readonly fatal: LogFn = (a: object | string, b?: string) => this.#log('fatal', a, b);
-  readonly error: LogFn = (a: object | string, b?: string) => this.#log('error', a, b);
-  readonly warn: LogFn = (a: object | string, b?: string) => this.#log('warn', a, b);
-  readonly info: LogFn = (a: object | string, b?: string) => this.#log('info', a, b);
-  readonly debug: LogFn = (a: object | string, b?: string) => this.#log('debug', a, b);
-  readonly trace: LogFn = (a: object | string, b?: string) => this.#log('trace', a, b);
-
-  constructor(
-    readonly level: string,
-    bindings: Record<string, unknown>,
-    destination: LogDestination,
-  ) {
-    this.#threshold = levelOf(level);
-    this.#bindings = bindings;
-    this.#destination = destination;
-  }
-
-  child(bindings: Record<string, unknown>): Logger {
-    return new JsonLogger(this.level, { ...this.#bindings, ...serialized(bindings) }, this.#destination);
-  }
-
-  isLevelEnabled(level: string): boolean {
-    return levelOf(level) >= this.#threshold;
-  }
-
-  #log(level: LevelName, first: object | string, message?: string): void {
-    if (LEVELS[level] < this.#threshold) return;
-    let fields: Record<string, unknown> = {};
-    let msg = message;
-    if (typeof first === 'string') msg = first;
-    else if (first instanceof Error) {
-      fields = { err: first };
-      msg ??= first.message;
-    } else fields = first as Record<string, unknown>;
-    const line = {
-      level,
-      time: new Date().toISOString(),
-      ...this.#bindings,
-      ...serialized(fields),
-      ...(msg !== undefined ? { msg } : {}),
-    };
-    this.#destination.write(`${scrubSecrets(stringify(redact(line)))}\n`);
-  }
-}
-
 /**
  * Creates the root logger. `options.level` is one of fatal, error, warn,
  * info, debug, trace, silent (the config validates SVK_LOG_LEVEL).
  * @throws Error for any other level.
  */
 export function createLogger(options: LoggerOptions, destination: LogDestination = process.stdout): Logger {
-  return new JsonLogger(options.level, serialized(options.base ?? {}), destination);
+  if (!LEVEL_NAMES.has(options.level)) throw new Error(`unknown log level "${options.level}"`);
+  return pino(
+    {
+      level: options.level,
+      base: options.base ?? null,
+      messageKey: 'msg',
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: PRINTED_LEVEL[label] ?? label.toUpperCase() }) },
+      serializers: { err: errorFields },
+      redact: { paths: [...REDACTED_PATHS], censor: CENSOR },
+      hooks: { streamWrite: scrubSecrets },
+    },
+    destination,
+  );
 }

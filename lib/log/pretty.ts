@@ -1,10 +1,15 @@
 /**
  * One readable line per JSON log line, for `npm start`'s terminal: the
  * functions keep logging exactly what CloudWatch receives, and this only
- * changes how it is shown. pino-pretty would do more; this needs no package.
+ * changes how it is shown: scripts/start.ts pipes the functions' stdout
+ * through it, so no pino transport (a worker thread) runs. pino-pretty
+ * would do more; this needs no package.
  */
 
-const SHOWN_APART = new Set(['time', 'level', 'fn', 'requestId', 'node', 'pod', 'msg']);
+const SHOWN_APART = new Set(['time', 'level', 'function_name', 'function_request_id', 'node', 'pod', 'msg']);
+
+/** The same on every line of a local run, or noise in a terminal: left to the JSON. */
+const LEFT_OUT = new Set(['service', 'function_arn', 'function_memory_size', 'xray_trace_id', 'cold_start']);
 
 function value(v: unknown): string {
   if (typeof v === 'string') return /[\s"=]/.test(v) ? JSON.stringify(v) : v;
@@ -35,14 +40,14 @@ export function formatLogLine(line: string): string {
   const head = [
     time,
     level,
-    typeof entry.fn === 'string' ? entry.fn : '',
-    typeof entry.requestId === 'string' ? entry.requestId.slice(0, 8) : '',
+    typeof entry.function_name === 'string' ? entry.function_name : '',
+    typeof entry.function_request_id === 'string' ? entry.function_request_id.slice(0, 8) : '',
     entry.node !== undefined ? `node=${value(entry.node)}` : '',
     entry.pod !== undefined ? `pod=${value(entry.pod)}` : '',
     typeof entry.msg === 'string' ? entry.msg : '',
   ];
   const rest = Object.entries(entry)
-    .filter(([k]) => !SHOWN_APART.has(k))
+    .filter(([k]) => !SHOWN_APART.has(k) && !LEFT_OUT.has(k))
     .map(([k, v]) => `${k}=${value(v)}`);
   return [...head, ...rest].filter((part) => part !== '').join(' ');
 }

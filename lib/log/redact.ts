@@ -1,8 +1,9 @@
 /**
  * Removing secrets from what is logged, twice: by key, at the paths below
- * (pino's redact syntax: `a.b`, `*` for any key, `[*]` for any element),
+ * (pino's `redact` option: `a.b`, `*` for any key, `[*]` for any element),
  * and, as a last resort, from the finished line (credentials quoted inside
- * strings). lib/log/logger.ts applies both to every line.
+ * strings, which no path reaches: pino's `streamWrite` hook). lib/log/logger.ts
+ * applies both to every line.
  */
 
 /**
@@ -11,7 +12,7 @@
  * HTTP headers of requests and errors (client-node's and the AWS SDK's
  * errors carry the request or response headers).
  */
-export const REDACTED_PATHS = [
+export const REDACTED_PATHS: readonly string[] = [
   'token',
   'password',
   'secret',
@@ -56,41 +57,4 @@ export function scrubSecrets(text: string): string {
   let out = text;
   for (const pattern of SECRET_PATTERNS) out = out.replace(pattern, '$1[redacted]');
   return out;
-}
-
-/** A path as segments, `*` standing for any key or element: `*.users[*].user.token` → `*`, `users`, `*`, `user`, `token`. */
-export function parsePath(path: string): string[] {
-  return path
-    .replace(/\[\*\]/g, '.*')
-    .split('.')
-    .filter((segment) => segment !== '');
-}
-
-const PARSED_PATHS = REDACTED_PATHS.map(parsePath);
-
-/**
- * `value` with every path of `paths` that exists in it replaced by the
- * censor. Nothing is changed in place: the objects and arrays along a
- * replaced path are copied, everything else is shared.
- */
-export function redact(value: unknown, paths: ReadonlyArray<readonly string[]> = PARSED_PATHS): unknown {
-  let out = value;
-  for (const path of paths) out = redactPath(out, path, 0);
-  return out;
-}
-
-function redactPath(value: unknown, path: readonly string[], depth: number): unknown {
-  const segment = path[depth];
-  if (segment === undefined || typeof value !== 'object' || value === null) return value;
-  const container = value as Record<string, unknown>;
-  const keys = segment === '*' ? Object.keys(container) : Object.hasOwn(container, segment) ? [segment] : [];
-  let copy: Record<string, unknown> | unknown[] | undefined;
-  for (const key of keys) {
-    const before = container[key];
-    const after = depth === path.length - 1 ? CENSOR : redactPath(before, path, depth + 1);
-    if (after === before) continue;
-    copy ??= Array.isArray(value) ? [...value] : { ...container };
-    (copy as Record<string, unknown>)[key] = after;
-  }
-  return copy ?? value;
 }

@@ -5,14 +5,16 @@
  * Insights can query it (e.g. `filter LeaseRenewalLag > 15000`).
  *
  * Namespace `ServerlessVirtualKubelet` (SVK_METRICS_NAMESPACE); every metric
- * has the dimension `Deployment` (SVK_DEPLOYMENT_NAME, `<service>-<stage>` in
- * serverless.yml), plus the dimensions listed in {@link METRICS}.
+ * has the dimensions `Deployment` (SVK_DEPLOYMENT_NAME, `<service>-<stage>` in
+ * serverless.yml) and `service` (SVK_SERVICE_NAME, `<service>`: the name
+ * Powertools for AWS Lambda gives the dimension every metric of a service
+ * carries), plus the dimensions listed in {@link METRICS}.
  */
 
 /** The EMF units this module uses. */
 export type MetricUnit = 'Milliseconds' | 'Count';
 
-/** Every metric emitted, its unit and its extra dimensions (beside `Deployment`). */
+/** Every metric emitted, its unit and its extra dimensions (beside `Deployment` and `service`). */
 export const METRICS = {
   /**
    * Per node and heartbeat tick: time since the lease's previous renewal
@@ -46,11 +48,20 @@ export const METRICS = {
   TickChainRestarts: { unit: 'Count', dimensions: [] },
   /** Messages of the tick queue that were not tick messages, dropped (their message ids are logged). */
   TickMessagesRejected: { unit: 'Count', dimensions: [] },
+  /**
+   * Value 1 on the first invocation of an execution environment (a cold
+   * start), by function (Powertools' ColdStart metric and `function_name`
+   * dimension); nothing on a warm invocation, so Sum is the cold starts.
+   */
+  ColdStart: { unit: 'Count', dimensions: ['function_name'] },
 } as const satisfies Record<string, { unit: MetricUnit; dimensions: readonly string[] }>;
 
 export type MetricName = keyof typeof METRICS;
 
 export const DEFAULT_METRICS_NAMESPACE = 'ServerlessVirtualKubelet';
+
+/** The `service` dimension's value when none is given (serverless.yml's service). */
+export const DEFAULT_SERVICE_NAME = 'serverless-virtual-kubelet';
 
 /**
  * What the functions report. Implementations never throw and never block:
@@ -70,6 +81,8 @@ export interface Metrics {
   degradedHeartbeat(nodes: number): void;
   tickChainRestarted(reason: TickChainRestartReason): void;
   tickMessagesRejected(count: number): void;
+  /** This invocation of `functionName` is its execution environment's first. */
+  coldStart(functionName: string): void;
 }
 
 /** Why the keeper started the tick chain again (lib/tick/tick-entry.ts). */
@@ -86,15 +99,18 @@ export const noMetrics: Metrics = {
   degradedHeartbeat: () => {},
   tickChainRestarted: () => {},
   tickMessagesRejected: () => {},
+  coldStart: () => {},
 };
 
 export interface EmfMetricsOptions {
   namespace?: string;
   /** Value of the `Deployment` dimension. */
   deployment: string;
+  /** Value of the `service` dimension; default {@link DEFAULT_SERVICE_NAME}. */
+  service?: string;
   /**
    * Whether LeaseRenewalLag also gets a per-node metric (dimension set
-   * Deployment+Node) beside the per-deployment one. Each node is then one
+   * Deployment+service+Node) beside the per-deployment one. Each node is then one
    * more custom metric, billed monthly; without it, Node stays a property
    * of the line, still queryable in Logs Insights.
    */
@@ -127,7 +143,7 @@ export function emfDocument(options: {
   timestamp: number;
   name: MetricName;
   value: number;
-  /** Values of `Deployment` and the metric's own dimensions. */
+  /** Values of `Deployment`, `service` and the metric's own dimensions. */
   dimensions: Record<string, string>;
   /** Dimension sets; default: one set of every key of `dimensions`. */
   dimensionSets?: string[][];
@@ -155,6 +171,7 @@ export function emfDocument(options: {
 export class EmfMetrics implements Metrics {
   readonly #namespace: string;
   readonly #deployment: string;
+  readonly #service: string;
   readonly #perNode: boolean;
   readonly #now: () => number;
   readonly #write: (line: string) => void;
@@ -162,6 +179,7 @@ export class EmfMetrics implements Metrics {
   constructor(options: EmfMetricsOptions) {
     this.#namespace = options.namespace ?? DEFAULT_METRICS_NAMESPACE;
     this.#deployment = options.deployment;
+    this.#service = options.service ?? DEFAULT_SERVICE_NAME;
     this.#perNode = options.perNode ?? true;
     this.#now = options.now ?? Date.now;
     this.#write = options.write ?? ((line) => process.stdout.write(line));
@@ -170,11 +188,11 @@ export class EmfMetrics implements Metrics {
   leaseRenewalLag(node: string, lagMs: number): void {
     if (this.#perNode) {
       this.#emit('LeaseRenewalLag', Math.round(lagMs), { Node: node }, [
-        ['Deployment', 'Node'],
-        ['Deployment'],
+        ['Deployment', 'service', 'Node'],
+        ['Deployment', 'service'],
       ]);
     } else {
-      this.#emit('LeaseRenewalLag', Math.round(lagMs), {}, [['Deployment']], { Node: node });
+      this.#emit('LeaseRenewalLag', Math.round(lagMs), {}, undefined, { Node: node });
     }
   }
 
@@ -210,6 +228,10 @@ export class EmfMetrics implements Metrics {
     if (count > 0) this.#emit('TickMessagesRejected', count, {});
   }
 
+  coldStart(functionName: string): void {
+    this.#emit('ColdStart', 1, { function_name: functionName });
+  }
+
   #emit(
     name: MetricName,
     value: number,
@@ -223,7 +245,7 @@ export class EmfMetrics implements Metrics {
         timestamp: this.#now(),
         name,
         value,
-        dimensions: { Deployment: this.#deployment, ...dimensions },
+        dimensions: { Deployment: this.#deployment, service: this.#service, ...dimensions },
         ...(dimensionSets ? { dimensionSets } : {}),
         ...(properties ? { properties } : {}),
       });

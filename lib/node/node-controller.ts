@@ -351,12 +351,12 @@ export class NodeController {
 
   private async syncMetadata(): Promise<void> {
     if (this.current) {
-      this.current = await syncNodeMetadata(this.options.kube, this.settings, this.current, this.options.log);
+      this.current = await syncNodeMetadata(this.options, this.settings, this.current, this.report);
     }
   }
 
   private async register(): Promise<void> {
-    this.current = await registerNode(this.options.kube, this.name, this.settings, this.options.log);
+    this.current = await registerNode(this.options, this.name, this.settings, this.report);
     this.options.lease.setNodeUid(this.current.metadata?.uid);
   }
 

@@ -17,12 +17,22 @@ interface Applied {
   taints: Array<{ key: string; effect: string }>;
 }
 
-/** Labels every virtual node carries, before the configured ones. */
-export function nodeLabels(name: string, settings: NodeSettings): Record<string, string> {
+/**
+ * Labels every virtual node carries, before the configured ones.
+ * `architecture` is the provider's `nodeInfo.architecture`, as a real kubelet
+ * labels its node `kubernetes.io/arch` with the architecture it reports;
+ * without a provider report yet, the label waits for one.
+ */
+export function nodeLabels(
+  name: string,
+  settings: NodeSettings,
+  architecture?: string,
+): Record<string, string> {
   return {
     type: 'virtual-kubelet',
     'kubernetes.io/role': 'agent',
     'kubernetes.io/os': settings.operatingSystem,
+    ...(architecture ? { 'kubernetes.io/arch': architecture } : {}),
     'kubernetes.io/hostname': name,
     ...settings.labels,
   };
@@ -33,14 +43,14 @@ export function nodeLabels(name: string, settings: NodeSettings): Record<string,
  * by server-side apply, so that our field manager owns exactly the conditions
  * we report and dropping one removes it.
  */
-export function registrationNode(name: string, settings: NodeSettings): V1Node {
+export function registrationNode(name: string, settings: NodeSettings, architecture?: string): V1Node {
   return {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: {
       name,
-      labels: nodeLabels(name, settings),
-      annotations: { [APPLIED_ANNOTATION]: appliedRecord(name, settings) },
+      labels: nodeLabels(name, settings, architecture),
+      annotations: { [APPLIED_ANNOTATION]: appliedRecord(name, settings, architecture) },
     },
     spec: { taints: settings.taints.map(toV1Taint) },
   };
@@ -50,9 +60,9 @@ function toV1Taint(t: Taint): V1Taint {
   return { key: t.key, effect: t.effect, ...(t.value === undefined ? {} : { value: t.value }) };
 }
 
-function appliedRecord(name: string, settings: NodeSettings): string {
+function appliedRecord(name: string, settings: NodeSettings, architecture?: string): string {
   const applied: Applied = {
-    labels: Object.keys(nodeLabels(name, settings)).sort(),
+    labels: Object.keys(nodeLabels(name, settings, architecture)).sort(),
     taints: settings.taints.map((t) => ({ key: t.key, effect: t.effect })),
   };
   return JSON.stringify(applied);
@@ -82,9 +92,14 @@ function readApplied(node: V1Node): Applied {
  * so the patch carries the Node's resourceVersion: a concurrent change makes
  * it fail with a conflict instead of losing the other writer's taint.
  */
-export function metadataPatch(name: string, settings: NodeSettings, current: V1Node): object | undefined {
+export function metadataPatch(
+  name: string,
+  settings: NodeSettings,
+  current: V1Node,
+  architecture?: string,
+): object | undefined {
   const applied = readApplied(current);
-  const labels = nodeLabels(name, settings);
+  const labels = nodeLabels(name, settings, architecture);
   const have = current.metadata?.labels ?? {};
   const labelPatch: Record<string, string | null> = {};
   for (const [key, value] of Object.entries(labels)) if (have[key] !== value) labelPatch[key] = value;
@@ -101,7 +116,7 @@ export function metadataPatch(name: string, settings: NodeSettings, current: V1N
         (c) => c.key === t.key && c.effect === t.effect && (c.value ?? '') === (t.value ?? ''),
       ),
     );
-  const record = appliedRecord(name, settings);
+  const record = appliedRecord(name, settings, architecture);
   const sameRecord = current.metadata?.annotations?.[APPLIED_ANNOTATION] === record;
   if (Object.keys(labelPatch).length === 0 && sameTaints && sameRecord) return undefined;
   return {

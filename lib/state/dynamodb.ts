@@ -69,6 +69,8 @@ export abstract class RefusedWriteError extends Error {
 /** A write's condition did not hold (for a transaction, the operations whose `reasons` say so). */
 export class ConditionFailedError extends RefusedWriteError {
   override readonly name = 'ConditionFailedError';
+  /** The item as it stood, when the write asked for it (`update`'s `returnItemOnConditionFailure`). */
+  item?: StoredItem;
 }
 
 /**
@@ -147,12 +149,14 @@ export class StateTable {
   /**
    * Applies an update expression (creating the item when it does not exist,
    * unless the condition requires it) and returns the item as written.
+   * @param options.returnItemOnConditionFailure the failure carries the item
+   *   as it stood (in the same request: no read after it).
    * @throws ConditionFailedError when `condition` does not hold.
    */
   async update(
     key: ItemKey,
     update: Expression,
-    options: { condition?: Expression } = {},
+    options: { condition?: Expression; returnItemOnConditionFailure?: boolean } = {},
   ): Promise<StoredItem> {
     const output = await this.write('update', keyOf(key), 'UpdateItem', {
       TableName: this.tableName,
@@ -160,6 +164,7 @@ export class StateTable {
       UpdateExpression: update.expression,
       ...conditionOf([update, options.condition], options.condition),
       ReturnValues: 'ALL_NEW',
+      ...(options.returnItemOnConditionFailure ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } : {}),
     });
     const item = itemOf(output.Attributes);
     if (!item || !isStoredItem(item)) throw new Error(`update of ${describe(key)} returned no item`);
@@ -281,7 +286,10 @@ function itemOf(raw: unknown): Record<string, unknown> | undefined {
 export function translate(err: unknown, what: string): unknown {
   if (!(err instanceof Error)) return err;
   if (err.name === 'ConditionalCheckFailedException') {
-    return new ConditionFailedError(`${what}: condition not met`, [], { cause: err });
+    const failed = new ConditionFailedError(`${what}: condition not met`, [], { cause: err });
+    const item = 'Item' in err ? itemOf(err.Item) : undefined;
+    if (item && isStoredItem(item)) failed.item = item;
+    return failed;
   }
   if (err.name === 'TransactionConflictException') {
     return new TransactionConflictError(`${what}: conflicts with a concurrent transaction`, [], {

@@ -1,7 +1,7 @@
 import type { Dependencies } from '../app/dependencies.ts';
 import { runWithDeadline, runWithTimeout } from '../deadline.ts';
 import type { EventPublisher } from '../events/publisher.ts';
-import type { Invocation } from '../invocation.ts';
+import { type Invocation, invocationLog } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TickChainRestartReason } from '../metrics/emf.ts';
 import { newestLeaseRenewal } from '../node/node-lease.ts';
@@ -9,7 +9,7 @@ import { errorMessage } from '../util/error-message.ts';
 import { type TickGate, tickGate } from './tick-gate.ts';
 import { type PartContext, type PartWork, TickParts, type TickWork } from './tick-parts.ts';
 import type { TickQueue } from './tick-queue.ts';
-import { restartGroup, slotAt, successorSlot, TICK_MESSAGE_GROUP, tickFence } from './tick-slot.ts';
+import { restartGroup, slotAt, successorSlot, TICK_MESSAGE_GROUP } from './tick-slot.ts';
 import type { RejectedTick, TickTrigger } from './tick-trigger.ts';
 
 /** Margin between the end of a tick's work and its invocation's deadline, for the successor and the logs. */
@@ -80,7 +80,7 @@ const sandboxes = new WeakMap<Dependencies, TickWork>();
  * the next slot, as a chain tick's: it may have been the chain's only
  * message. A duplicate successor is dropped by its deduplication id, or
  * merges with the live chain within a period (tick-slot.ts). Such a tick
- * renews the leases only, as it carries no slot to fence writes with.
+ * renews the leases only, and leaves the rest to the chain's ticks.
  *
  * The keeper (the once-a-minute schedule) starts the chain again when the
  * queue holds no message, or when the nodes' leases went unrenewed for
@@ -95,7 +95,7 @@ export async function tick(
   options: TickOptions,
 ): Promise<TickRunResult> {
   const { clock, config } = deps;
-  const log = deps.log.child({ requestId: invocation.requestId });
+  const log = invocationLog(deps.log, invocation);
   const periodMs = config.node.leaseRenewIntervalMs;
   const result: TickRunResult = { trigger: trigger.kind, parts: {}, partMs: {} };
   let chainError: unknown;
@@ -191,9 +191,8 @@ async function runParts(
       Math.max(0, Math.floor(invocation.deadline - TICK_DEADLINE_MARGIN_MS - clock.monotonic())),
     ),
   ]);
-  const fence = trigger.kind === 'chain' ? tickFence(trigger.slot, trigger.receiveCount) : undefined;
-  const context = { stop, halt: invocation.signal, log, ...(fence === undefined ? {} : { fence }) };
-  // Without a slot (the keeper, a rejected message) nothing can be fenced: the leases only.
+  const context = { stop, halt: invocation.signal, log };
+  // Not a tick of the chain (the keeper, a rejected message): the leases only.
   const names = trigger.kind === 'chain' ? config.tick.parts : (['heartbeat'] as const);
   // The leases are renewed while the gate (DynamoDB) is asked, never behind it.
   const gating = tickGate(deps, invocation, log);

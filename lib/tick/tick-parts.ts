@@ -20,8 +20,6 @@ export interface PartContext {
   halt: AbortSignal;
   /** The invocation's logger. */
   log: Logger;
-  /** The tick's fencing token (tick-slot.ts); absent in the keeper, which runs the heartbeat only. */
-  fence?: number;
 }
 
 /** One part's work in this tick. */
@@ -36,8 +34,13 @@ export interface TickWork {
   work(gate: TickGate, names: readonly TickPartName[]): PartWork[];
 }
 
-/** The reconcile lock is renewed every tick: its TTL spans this many tick periods. */
-export const RECONCILE_LOCK_TICKS = 3;
+/**
+ * The TTL of the locks the chain takes spans this many tick periods: the
+ * reconcile lock, renewed every tick or two, and the nodes' watch locks,
+ * taken anew every tick. Another owner takes one over after watching it
+ * unchanged this long.
+ */
+export const CHAIN_LOCK_TICKS = 3;
 
 /**
  * The parts a tick runs (SVK_TICK_PARTS), built once per cold start and kept
@@ -53,14 +56,13 @@ export class TickParts implements TickWork {
   constructor(deps: Dependencies, publisher: EventPublisher) {
     const { parts } = deps.config.tick;
     const periodMs = deps.config.node.leaseRenewIntervalMs;
+    const lockTtlMs = Math.max(deps.config.lock.ttlMs, CHAIN_LOCK_TICKS * periodMs);
     this.#heartbeat = parts.includes('heartbeat') ? new HeartbeatTick(deps) : undefined;
-    this.#podWatch = parts.includes('pod-watch') ? new PodWatchTick(deps, publisher) : undefined;
-    this.#podStatus = parts.includes('pod-status') ? new PodStatusRounds(deps) : undefined;
-    this.#reconcile = parts.includes('reconcile')
-      ? new ReconcileTick(deps, {
-          lockTtlMs: Math.max(deps.config.lock.ttlMs, RECONCILE_LOCK_TICKS * periodMs),
-        })
+    this.#podWatch = parts.includes('pod-watch')
+      ? new PodWatchTick(deps, publisher, { lockTtlMs })
       : undefined;
+    this.#podStatus = parts.includes('pod-status') ? new PodStatusRounds(deps) : undefined;
+    this.#reconcile = parts.includes('reconcile') ? new ReconcileTick(deps, { lockTtlMs }) : undefined;
   }
 
   /**
@@ -90,7 +92,7 @@ export class TickParts implements TickWork {
     if (podWatch && names.includes('pod-watch')) {
       work.push({
         name: 'pod-watch',
-        run: ({ stop, halt, log, fence }) => podWatch.run({ stop, halt, log, fence }),
+        run: ({ stop, halt, log }) => podWatch.run({ stop, halt, log }),
       });
     }
     if (podStatus && names.includes('pod-status')) {

@@ -64,13 +64,3 @@ export const TICK_MESSAGE_GROUP = 'tick';
 export function restartGroup(slot: number): string {
   return `restart-${slot}`;
 }
-
-/**
- * The fencing token of a tick: grows with the slot, and with each delivery of
- * the same message (a redelivery after a crash comes later than the
- * delivery it replaces). Writes that must not move back (a watch bookmark)
- * are conditioned on it.
- */
-export function tickFence(slot: number, receiveCount: number): number {
-  return slot * 1000 + Math.min(Math.max(receiveCount, 1), 999);
-}

@@ -57,7 +57,7 @@ describe('Events in a namespace being deleted', () => {
       (l) => JSON.parse(l) as { level: string; msg: string; err?: Record<string, unknown> },
     );
     assert.deepEqual(
-      entries.filter((e) => e.level !== 'debug'),
+      entries.filter((e) => e.level !== 'DEBUG'),
       [],
       'no warning for an expected refusal',
     );

@@ -87,4 +87,50 @@ describe('DynamoDB locks against DynamoDB Local', () => {
     });
     assert.equal(after.epoch, 2, 'release keeps the epoch growing');
   });
+
+  it("a turn is one conditional write: free, its own and released records advance the epoch; another owner's record comes back untouched", async () => {
+    const { table } = await freshTable();
+    const store = new DynamoDbLockStore(table);
+    const name = uniqueName('lock');
+    const turn = (owner: string, rvn: string) => ({
+      name,
+      owner,
+      rvn,
+      ttlMs: 30_000,
+      updatedAt: new Date().toISOString(),
+    });
+
+    const free = await store.advance(turn('tick-chain', 'r1'));
+    assert.deepEqual('taken' in free && [free.taken.owner, free.taken.epoch, free.taken.rvn], [
+      'tick-chain',
+      1,
+      'r1',
+    ]);
+    // The same owner again, its TTL still running: the next epoch, at once.
+    const own = await store.advance(turn('tick-chain', 'r2'));
+    assert.deepEqual('taken' in own && [own.taken.epoch, own.taken.rvn], [2, 'r2']);
+    assert.equal((await store.get(name))?.epoch, 2);
+
+    // Another owner (a continuous watcher) holds it: the answer carries its record, and nothing is written.
+    const watcher = new LockManager({ store, owner: 'watcher', ttlMs: 15_000 });
+    const current = await store.get(name);
+    assert.ok(current);
+    await store.replaceIfVersion(current.rvn, {
+      ...current,
+      owner: 'watcher',
+      epoch: 3,
+      rvn: 'w1',
+      ttlMs: 15_000,
+    });
+    const held = await store.advance(turn('tick-chain', 'r3'));
+    assert.ok('heldBy' in held, JSON.stringify(held));
+    assert.deepEqual([held.heldBy.owner, held.heldBy.epoch, held.heldBy.rvn], ['watcher', 3, 'w1']);
+    assert.equal((await store.get(name))?.rvn, 'w1', 'the record is untouched');
+
+    // Released by the watcher: the chain takes it at the next epoch.
+    await watcher.release({ name, owner: 'watcher', epoch: 3, rvn: 'w1', validUntil: 0 });
+    assert.equal((await store.get(name))?.owner, undefined);
+    const released = await store.advance(turn('tick-chain', 'r4'));
+    assert.deepEqual('taken' in released && [released.taken.owner, released.taken.epoch], ['tick-chain', 4]);
+  });
 });

@@ -1,8 +1,9 @@
 /**
  * What the functions write to stdout (CloudWatch Logs in AWS), read from real
  * cold-start invocations in child processes against the real control plane:
- * every line about a pod names the request, the function, the node and the
- * pod; the level comes from SVK_LOG_LEVEL; and neither the cluster token nor
+ * every line about a pod names the request, the function (with the Lambda
+ * fields under Powertools' names), the node and the pod; the level comes
+ * from SVK_LOG_LEVEL; and neither the cluster token nor
  * a Secret's value resolved into a pod's env ever appears, also when every
  * request fails with 401 and client-node's errors get logged.
  */
@@ -154,7 +155,7 @@ after(async () => {
 });
 
 describe('function logs', () => {
-  it('pod-sync: every line names request, function, node and pod; no token or Secret value', {
+  it('pod-sync: every line names request, function (Lambda fields, cold start), node and pod; no token or Secret value', {
     timeout: 60_000,
   }, async () => {
     const run = await invoke('pod-sync', 'functions/pod-sync.ts', podEvent(pod), {});
@@ -162,8 +163,12 @@ describe('function logs', () => {
     assert.match(run.result, /"status":"ok"/);
     assert.ok(run.lines.length > 0, 'pod-sync logged nothing at trace level');
     for (const line of run.lines) {
-      assert.equal(line.fn, 'pod-sync', JSON.stringify(line));
-      assert.equal(typeof line.requestId, 'string', JSON.stringify(line));
+      assert.equal(line.function_name, 'pod-sync', JSON.stringify(line));
+      assert.equal(typeof line.function_request_id, 'string', JSON.stringify(line));
+      assert.equal(line.cold_start, true, JSON.stringify(line));
+      assert.equal(line.function_arn, 'arn:aws:lambda:us-east-1:000000000000:function:pod-sync');
+      assert.equal(line.function_memory_size, 256, JSON.stringify(line));
+      assert.equal(line.service, 'serverless-virtual-kubelet', JSON.stringify(line));
       assert.equal(line.pod, `${ns}/web`, JSON.stringify(line));
       assert.equal(line.node, node, JSON.stringify(line));
       assert.equal(line.uid, pod.metadata?.uid, JSON.stringify(line));
@@ -175,7 +180,7 @@ describe('function logs', () => {
     const run = await invoke('pod-sync', 'functions/pod-sync.ts', podEvent(pod), { SVK_LOG_LEVEL: 'warn' });
     assert.equal(run.code, 0, run.raw);
     assert.deepEqual(
-      run.lines.filter((l) => l.level !== 'warn' && l.level !== 'error' && l.level !== 'fatal'),
+      run.lines.filter((l) => l.level !== 'WARN' && l.level !== 'ERROR' && l.level !== 'CRITICAL'),
       [],
     );
   });
@@ -202,8 +207,8 @@ describe('function logs', () => {
     assert.ok(failures.length > 0, `the heartbeat logged no failed request:\n${beat.raw}`);
     assert.match(JSON.stringify(failures), /401|Unauthorized/i);
     for (const line of beat.lines) {
-      assert.equal(line.fn, 'heartbeat', JSON.stringify(line));
-      assert.equal(typeof line.requestId, 'string', JSON.stringify(line));
+      assert.equal(line.function_name, 'heartbeat', JSON.stringify(line));
+      assert.equal(typeof line.function_request_id, 'string', JSON.stringify(line));
     }
     assert.ok(
       beat.lines.some((l) => l.node === node),

@@ -39,8 +39,13 @@ const CLIENT_NODE_MARKERS = [
   'HTTP protocol is not allowed when skipTLSVerify is not set or false',
 ];
 
-/** Packaged as an ECS Fargate deployment, so that the template carries the provider's IAM and event rule with real values. */
-const ECS_PARAMS = {
+/**
+ * The fully configured package: an ECS Fargate deployment (the provider's IAM
+ * and event rule with real values), reaching an EKS cluster, with alarms
+ * notifying a topic, the kubelet API (created only with its domain,
+ * infra/kubelet-api.yml) and X-Ray tracing.
+ */
+const FULL_PARAMS = {
   provider: 'ecs-fargate',
   ecsCluster: 'pods',
   ecsSubnets: 'subnet-0123456789abcdef0',
@@ -48,7 +53,78 @@ const ECS_PARAMS = {
   ecsTaskRoleArn: 'arn:aws:iam::123456789012:role/svk-pods',
   ecsLogGroup: '/svk/ci/pods',
   ecsPodTaskRoleArns: 'arn:aws:iam::123456789012:role/payments-api',
+  eksClusterName: 'svk-ci',
+  alarmTopicArn: 'arn:aws:sns:us-east-1:123456789012:svk-alarms',
+  kubeletApiDomain: 'nodes.example.com',
+  kubeletApiCertificateArn: KUBELET_API_CERTIFICATE,
+  kubeletApiTruststoreUri: 's3://example-truststore/cluster-ca.pem',
+  tracing: 'true',
 };
+
+const XRAY_POLICY = { 'Fn::Sub': `arn:$\{AWS::Partition}:iam::aws:policy/AWSXRayDaemonWriteAccess` };
+
+interface Template {
+  Resources: Record<string, Resource>;
+  Conditions?: Record<string, unknown>;
+  Outputs?: Record<string, unknown>;
+}
+
+/**
+ * `serverless package` into `out`, offline: no AWS credentials, and none of
+ * the deploying shell's SVK_* variables (the parameters' defaults read them).
+ */
+async function serverlessPackage(
+  stage: string,
+  out: string,
+  params: Record<string, string>,
+): Promise<Template> {
+  const env = { ...process.env };
+  for (const name of Object.keys(env)) {
+    if (
+      name.startsWith('SVK_') ||
+      ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'].includes(name)
+    )
+      delete env[name];
+  }
+  await promisify(execFile)(
+    join(root, 'node_modules/.bin/serverless'),
+    [
+      'package',
+      '--stage',
+      stage,
+      '--package',
+      out,
+      ...Object.entries(params).map(([k, v]) => `--param=${k}=${v}`),
+    ],
+    {
+      cwd: root,
+      env: { ...env, AWS_SHARED_CREDENTIALS_FILE: '/nonexistent', AWS_CONFIG_FILE: '/nonexistent' },
+      // Bundling every function takes about a minute on a quiet 2-core machine, several when it is busy.
+      timeout: 600_000,
+    },
+  );
+  return JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
+}
+
+/**
+ * cfn-lint's findings on a template, but W3005 (the DependsOn osls adds from
+ * each function to its role, which the role's GetAtt already implies); null
+ * when cfn-lint is not on PATH.
+ */
+async function cfnLint(path: string): Promise<string[] | null> {
+  try {
+    await promisify(execFile)('cfn-lint', ['--format', 'parseable', path], { timeout: 300_000 });
+    return [];
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: string };
+    if (e.code === 'ENOENT') return null;
+    if (typeof e.stdout !== 'string') throw err;
+    return e.stdout
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .filter((line) => !/:W3005:/.test(line));
+  }
+}
 
 /** The files of a zip archive by name, as text (stored or deflated entries, read from the central directory). */
 function readZip(path: string): Map<string, string> {
@@ -86,40 +162,18 @@ interface Resource {
 
 describe('serverless package (offline, no AWS credentials)', () => {
   const out = mkdtempSync(join(tmpdir(), 'svk-package-'));
+  const defaultOut = mkdtempSync(join(tmpdir(), 'svk-package-default-'));
+  /** The fully configured package (FULL_PARAMS), which most tests read. */
+  let template: Template = { Resources: {} };
   let resources: Record<string, Resource> = {};
-  let conditions: Record<string, unknown> = {};
+  /** `npm run package`'s: stage local, every parameter at its default. */
+  let defaults: Template = { Resources: {} };
 
   before(async () => {
-    const env = { ...process.env };
-    for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'])
-      delete env[name];
-    await promisify(execFile)(
-      join(root, 'node_modules/.bin/serverless'),
-      [
-        'package',
-        '--stage',
-        'ci',
-        '--package',
-        out,
-        ...Object.entries(ECS_PARAMS).map(([k, v]) => `--param=${k}=${v}`),
-        // The kubelet API is created only with its domain (infra/kubelet-api.yml).
-        '--param',
-        'kubeletApiDomain=nodes.example.com',
-        '--param',
-        `kubeletApiCertificateArn=${KUBELET_API_CERTIFICATE}`,
-        '--param',
-        'kubeletApiTruststoreUri=s3://example-truststore/cluster-ca.pem',
-      ],
-      {
-        cwd: root,
-        env: { ...env, AWS_SHARED_CREDENTIALS_FILE: '/nonexistent', AWS_CONFIG_FILE: '/nonexistent' },
-        // Bundling every function takes about a minute on a quiet 2-core machine, several when it is busy.
-        timeout: 600_000,
-      },
-    );
-    const template = JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
+    // One after the other: both bundle into the checkout's .esbuild folder.
+    template = await serverlessPackage('ci', out, FULL_PARAMS);
     resources = template.Resources;
-    conditions = template.Conditions ?? {};
+    defaults = await serverlessPackage('local', defaultOut, {});
   });
 
   const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
@@ -132,7 +186,73 @@ describe('serverless package (offline, no AWS credentials)', () => {
     EcsTaskStateLambdaFunction: { role: 'EcsTaskStateRole', logGroup: 'EcsTaskStateLogGroup' },
   };
 
-  after(() => rmSync(out, { recursive: true, force: true }));
+  after(() => {
+    rmSync(out, { recursive: true, force: true });
+    rmSync(defaultOut, { recursive: true, force: true });
+  });
+
+  it('lints clean with cfn-lint, the default package and the fully configured one (but W3005)', async (t) => {
+    for (const [name, dir] of [
+      ['default', defaultOut],
+      ['fully configured', out],
+    ] as const) {
+      const findings = await cfnLint(join(dir, 'cloudformation-template-update-stack.json'));
+      if (findings === null) {
+        t.skip('cfn-lint not on PATH');
+        return;
+      }
+      assert.deepEqual(findings, [], `cfn-lint on the ${name} package`);
+    }
+  });
+
+  it('decides every Condition at package time: what the parameters leave out is not in the template', () => {
+    assert.equal(template.Conditions, undefined, 'no Conditions in the fully configured template');
+    assert.equal(defaults.Conditions, undefined, 'nor in the default one');
+    for (const [id, r] of [...Object.entries(resources), ...Object.entries(defaults.Resources)]) {
+      assert.equal((r as unknown as { Condition?: string }).Condition, undefined, id);
+      assert.ok(!JSON.stringify(r).includes('"Fn::If"'), `${id}: no Fn::If left`);
+      assert.ok(!JSON.stringify(r).includes('AWS::NoValue'), `${id}: no AWS::NoValue left`);
+    }
+    // The default package: the mock provider, no cluster access configured, no kubelet API, alarms without a topic.
+    const left = (prefix: RegExp) => Object.keys(defaults.Resources).filter((id) => prefix.test(id));
+    assert.deepEqual(left(/^KubeletApi/), [], 'no kubelet API without its domain');
+    assert.equal(defaults.Outputs?.KubeletApiRegionalDomainName, undefined);
+    assert.deepEqual(left(/^Ecs.*Policy$/), [], 'no ECS policies for the mock provider');
+    assert.deepEqual(left(/^(ClusterAccessPolicy|DockerEngineTlsPolicy)$/), [], 'no credential policies');
+    assert.deepEqual(
+      left(/^(Heartbeat|PodWatch|PodStatus|Reconcile)ErrorsAlarm$/),
+      [],
+      'Errors alarms for the tick cadence only',
+    );
+    assert.ok(defaults.Resources.TickErrorsAlarm && defaults.Resources.LeaseRenewalLagAlarm, 'alarms on');
+    assert.deepEqual(defaults.Resources.TickErrorsAlarm.Properties.AlarmActions, [], 'no topic to notify');
+    for (const [id, r] of Object.entries(defaults.Resources)) {
+      if (r.Type === 'AWS::IAM::Role')
+        assert.deepEqual(
+          r.Properties.ManagedPolicyArns,
+          [{ Ref: 'StateTablePolicy' }],
+          `${id}: the table only`,
+        );
+    }
+  });
+
+  it('traces every function with X-Ray when `tracing` is true, and none by default', () => {
+    const functions = (t: Template) =>
+      Object.entries(t.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
+    assert.equal(functions(template).length, 8);
+    for (const [id, fn] of functions(template)) {
+      assert.deepEqual(fn.Properties.TracingConfig, { Mode: 'Active' }, id);
+      const role = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+      assert.ok(
+        ((resources[role]?.Properties.ManagedPolicyArns ?? []) as unknown[]).some(
+          (arn) => JSON.stringify(arn) === JSON.stringify(XRAY_POLICY),
+        ),
+        `${role} may send traces`,
+      );
+    }
+    for (const [id, fn] of functions(defaults)) assert.equal(fn.Properties.TracingConfig, undefined, id);
+    assert.ok(!JSON.stringify(defaults.Resources).includes('AWSXRayDaemonWriteAccess'));
+  });
 
   it('defines the state table from infra/dynamodb-table.yml: keys, index, TTL, PITR, encryption', () => {
     const table = resources.StateTable;
@@ -322,14 +442,13 @@ describe('serverless package (offline, no AWS credentials)', () => {
       'sqs:ReceiveMessage',
       'sqs:SendMessage',
     ]);
-    assert.deepEqual(byOwner('ClusterAccessPolicy'), [
-      'eks:DescribeCluster',
-      'kms:Decrypt',
-      'secretsmanager:GetSecretValue',
-      'ssm:GetParameter',
-    ]);
     const resourceOf = (owner: string, action: string) =>
       statements.find(([o, st]) => o === owner && [st.Action].flat().includes(action))?.[1].Resource;
+    // An EKS cluster configured (this package): describing it is all the credential policy allows.
+    assert.deepEqual(byOwner('ClusterAccessPolicy'), ['eks:DescribeCluster']);
+    assert.deepEqual(resourceOf('ClusterAccessPolicy', 'eks:DescribeCluster'), [
+      { 'Fn::Sub': `arn:$\{AWS::Partition}:eks:$\{AWS::Region}:$\{AWS::AccountId}:cluster/svk-ci` },
+    ]);
     assert.deepEqual(resourceOf('StateTablePolicy', 'dynamodb:GetItem'), [
       { 'Fn::GetAtt': ['StateTable', 'Arn'] },
     ]);
@@ -346,27 +465,21 @@ describe('serverless package (offline, no AWS credentials)', () => {
     for (const [fn, { role, logGroup }] of Object.entries(FUNCTIONS)) {
       assert.deepEqual(resourceOf(role, 'logs:PutLogEvents'), [{ 'Fn::GetAtt': [logGroup, 'Arn'] }], fn);
     }
-    // Without cluster access configured (this package), the credential policy is not created.
-    assert.equal(
-      (resources.ClusterAccessPolicy as unknown as { Condition: string }).Condition,
-      'HasClusterAccess',
-    );
-    assert.ok(conditions.HasClusterAccess);
-    // Nor the docker provider's engine secret policy, which names only that secret when it is.
-    assert.equal(
-      (resources.DockerEngineTlsPolicy as unknown as { Condition: string }).Condition,
-      'HasDockerTlsSecret',
-    );
-    assert.ok(conditions.HasDockerTlsSecret);
+    // With cluster access configured (this package) the credential policy exists, without it not (the
+    // default package); the docker provider's engine secret policy only with that secret (neither package).
+    assert.equal(resources.ClusterAccessPolicy?.Type, 'AWS::IAM::ManagedPolicy');
+    assert.equal(defaults.Resources.ClusterAccessPolicy, undefined);
+    assert.equal(resources.DockerEngineTlsPolicy, undefined);
+    assert.equal(defaults.Resources.DockerEngineTlsPolicy, undefined);
   });
 
   it('scopes the ECS provider to its cluster, its task families, its roles and its SSM path; one Resource "*"', () => {
     const policy = (name: string) => {
       const r = resources[name] as unknown as {
-        Condition?: string;
         Properties: { PolicyDocument: { Statement: unknown[] } };
       };
-      assert.equal(r.Condition, 'IsEcsFargate', `${name} exists only for the ecs-fargate provider`);
+      assert.ok(r, `${name} exists for the ecs-fargate provider`);
+      assert.equal(defaults.Resources[name], undefined, `${name} exists only for the ecs-fargate provider`);
       return r.Properties.PolicyDocument.Statement.map((st) => {
         const s = st as Record<string, unknown>;
         return (s['Fn::If'] ? (s['Fn::If'] as unknown[])[1] : s) as {
@@ -407,7 +520,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.deepEqual(bySid.PassTheTaskRoles?.Condition, passedToEcsTasks);
     assert.deepEqual(bySid.PassTheTaskRoles?.Resource, [
       'arn:aws:iam::123456789012:role/svk-task-execution',
-      { 'Fn::If': ['HasEcsTaskRole', 'arn:aws:iam::123456789012:role/svk-pods', { Ref: 'AWS::NoValue' }] },
+      'arn:aws:iam::123456789012:role/svk-pods',
     ]);
     assert.deepEqual(bySid.PassAllowlistedPodTaskRoles?.Condition, passedToEcsTasks);
     assert.deepEqual(bySid.PassAllowlistedPodTaskRoles?.Resource, {
@@ -510,15 +623,34 @@ describe('serverless package (offline, no AWS credentials)', () => {
     const lag = alarms.LeaseRenewalLagAlarm?.Properties;
     assert.equal(lag?.Namespace, 'ServerlessVirtualKubelet');
     assert.equal(lag?.MetricName, 'LeaseRenewalLag');
-    assert.deepEqual(lag?.Dimensions, [{ Name: 'Deployment', Value: 'serverless-virtual-kubelet-ci' }]);
+    assert.deepEqual(lag?.Dimensions, [
+      { Name: 'Deployment', Value: 'serverless-virtual-kubelet-ci' },
+      { Name: 'service', Value: 'serverless-virtual-kubelet' },
+    ]);
     assert.ok((lag?.Threshold as number) < 40_000, 'below the node lifecycle grace period');
     assert.equal(lag?.TreatMissingData, 'breaching', 'no heartbeat at all is an alarm too');
-    for (const fn of Object.keys(FUNCTIONS)) {
-      const errors = Object.values(alarms).find(
+    // Errors alarms for the functions of the deployed cadence (tick) only.
+    const errorsAlarm = (fn: string) =>
+      Object.values(alarms).find(
         (a) => a.Properties.MetricName === 'Errors' && JSON.stringify(a.Properties.Dimensions).includes(fn),
       );
+    for (const fn of [
+      'TickLambdaFunction',
+      'PodSyncLambdaFunction',
+      'EcsTaskStateLambdaFunction',
+      'KubeletApiLambdaFunction',
+    ]) {
+      const errors = errorsAlarm(fn);
       assert.ok(errors, `an Errors alarm for ${fn}`);
+      assert.deepEqual(
+        errors.Properties.AlarmActions,
+        [FULL_PARAMS.alarmTopicArn],
+        `${fn}: notifies the topic`,
+      );
+      assert.deepEqual(errors.Properties.OKActions, [FULL_PARAMS.alarmTopicArn]);
     }
+    for (const fn of ['Heartbeat', 'PodWatch', 'PodStatus', 'Reconcile'])
+      assert.equal(errorsAlarm(`${fn}LambdaFunction`), undefined, `${fn}: no alarm at the tick cadence`);
     const [[, dashboard] = []] = ofType('AWS::CloudWatch::Dashboard');
     assert.ok(dashboard, 'a dashboard');
     const body0 = dashboard.Properties.DashboardBody as { 'Fn::Sub': [string, object] };
@@ -542,10 +674,12 @@ describe('serverless package (offline, no AWS credentials)', () => {
   it('serves the kubelet API: REST API, wildcard domain with mutual TLS, default endpoint off, streaming route', () => {
     const kubelet = Object.entries(resources).filter(([name]) => name.startsWith('KubeletApi'));
     assert.ok(kubelet.length >= 10);
-    for (const [name, resource] of kubelet) {
-      assert.equal((resource as unknown as { Condition?: string }).Condition, 'HasKubeletApi', name);
-    }
-    assert.deepEqual(conditions.HasKubeletApi, { 'Fn::Not': [{ 'Fn::Equals': ['nodes.example.com', ''] }] });
+    // Created only with kubeletApiDomain: none of them in the default package.
+    assert.deepEqual(
+      Object.keys(defaults.Resources).filter((name) => name.startsWith('KubeletApi')),
+      [],
+    );
+    assert.ok(template.Outputs?.KubeletApiRegionalDomainName, 'the DNS target is an output');
     const api = resources.KubeletApiRestApi?.Properties;
     assert.equal(resources.KubeletApiRestApi?.Type, 'AWS::ApiGateway::RestApi');
     assert.equal(api?.DisableExecuteApiEndpoint, true, 'the execute-api endpoint would bypass mutual TLS');
@@ -602,10 +736,12 @@ describe('serverless package (offline, no AWS credentials)', () => {
 
   it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access, the docker engine secret, the ECS container logs', () => {
     const role = resources.KubeletApiRole?.Properties;
+    // This package: cluster access, the ecs-fargate provider's logs and tracing; the docker
+    // provider's engine secret would come with dockerTlsSecretArn (infra/kubelet-api.yml).
     assert.deepEqual(role?.ManagedPolicyArns, [
-      { 'Fn::If': ['HasClusterAccess', { Ref: 'ClusterAccessPolicy' }, { Ref: 'AWS::NoValue' }] },
-      { 'Fn::If': ['HasDockerTlsSecret', { Ref: 'DockerEngineTlsPolicy' }, { Ref: 'AWS::NoValue' }] },
-      { 'Fn::If': ['IsEcsFargate', { Ref: 'EcsLogsPolicy' }, { Ref: 'AWS::NoValue' }] },
+      { Ref: 'ClusterAccessPolicy' },
+      { Ref: 'EcsLogsPolicy' },
+      XRAY_POLICY,
     ]);
     const [policy] = (role?.Policies ?? []) as Array<{
       PolicyDocument: { Statement: Array<Record<string, unknown>> };

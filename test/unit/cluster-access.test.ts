@@ -91,15 +91,22 @@ describe('cluster access configuration', () => {
       enabled: false,
       namespace: 'ServerlessVirtualKubelet',
       deployment: 'serverless-virtual-kubelet',
+      service: 'serverless-virtual-kubelet',
       perNode: true,
     });
     const on = loadConfig({
       SVK_METRICS: 'emf',
       SVK_DEPLOYMENT_NAME: 'svk-prod',
+      SVK_SERVICE_NAME: 'svk',
       SVK_METRICS_NODE_DIMENSION: 'false',
     });
     assert.equal(on.metrics.enabled, true);
     assert.equal(on.metrics.deployment, 'svk-prod');
+    assert.equal(on.metrics.service, 'svk');
+    assert.throws(
+      () => loadConfig({ SVK_SERVICE_NAME: 'a b' }),
+      /SVK_SERVICE_NAME must be letters, digits, \. _ -/,
+    );
     assert.equal(on.metrics.perNode, false);
     assert.throws(() => loadConfig({ SVK_METRICS: 'yes' }), /SVK_METRICS must be emf or off/);
     assert.throws(() => loadConfig({ SVK_METRICS_NAMESPACE: 'AWS/Lambda' }), /must not start with AWS/);

@@ -7,7 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LockConflictError, type LockRecord, type LockStore } from '../../lib/lock/lock.ts';
+import {
+  LockConflictError,
+  type LockRecord,
+  type LockStore,
+  type LockTurn,
+  type LockTurnOutcome,
+  turnEpoch,
+} from '../../lib/lock/lock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
 import { type HeartbeatOptions, runHeartbeat } from '../../lib/node/heartbeat-loop.ts';
 import type { HeartbeatNode } from '../../lib/node/heartbeat-round.ts';
@@ -50,6 +57,14 @@ class MemoryLockStore implements LockStore {
     await this.#reach();
     if (this.record?.owner !== owner || this.record.epoch !== epoch) throw new LockConflictError('not held');
     this.record = { ...next };
+  }
+
+  async advance(turn: LockTurn): Promise<LockTurnOutcome> {
+    await this.#reach();
+    const epoch = turnEpoch(this.record, turn.owner);
+    if (epoch === undefined && this.record) return { heldBy: { ...this.record } };
+    this.record = { ...turn, epoch: epoch ?? 1 };
+    return { taken: { ...this.record } };
   }
 }
 

@@ -6,6 +6,7 @@ import {
   LockManager,
   type LockRecord,
   type LockStore,
+  turnEpoch,
 } from '../../lib/lock/lock.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 
@@ -32,6 +33,14 @@ function memoryStore(): LockStore & { records: Map<string, LockRecord> } {
       const current = records.get(next.name);
       if (current?.owner !== owner || current.epoch !== epoch) throw new LockConflictError('not held');
       records.set(next.name, next);
+    },
+    advance: async (turn) => {
+      const current = records.get(turn.name);
+      const epoch = turnEpoch(current, turn.owner);
+      if (epoch === undefined && current) return { heldBy: current };
+      const taken = { ...turn, epoch: epoch ?? 1 };
+      records.set(turn.name, taken);
+      return { taken };
     },
   };
 }
@@ -120,5 +129,98 @@ describe('LockManager', () => {
     // With a longer wait, the unrenewed lock goes stale and b gets it.
     const later = await b.acquire('l', { pollMs: 1_000, until: clock.monotonic() + 20_000 });
     assert.equal(later?.owner, 'b');
+  });
+});
+
+describe('LockManager.advance: the turn of an owner whose turns never overlap (the tick chain)', () => {
+  const ttlMs = 30_000;
+
+  it('takes a free lock at epoch 1, and a released one at the next epoch, at once', async () => {
+    const store = memoryStore();
+    const clock = manualClock();
+    const chain = new LockManager({ store, owner: 'tick-chain', ttlMs, clock });
+    const first = await chain.advance('free');
+    assert.equal(first?.epoch, 1);
+    assert.equal(store.records.get('free')?.owner, 'tick-chain');
+
+    const other = new LockManager({ store, owner: 'watcher', ttlMs: 15_000, clock });
+    const held = await other.tryAcquire('released');
+    assert.ok(held);
+    await other.release(held);
+    const turn = await chain.advance('released');
+    assert.equal(turn?.epoch, 2, 'the epoch goes on from the released record');
+    assert.equal(store.records.get('released')?.owner, 'tick-chain');
+  });
+
+  it('held by the same owner with its TTL still running: advances the epoch all the same, so the earlier turn is fenced out', async () => {
+    const store = memoryStore();
+    const clock = manualClock();
+    // Two sandboxes of one chain: the second does not wait for the first's TTL.
+    const sandbox1 = new LockManager({ store, owner: 'tick-chain', ttlMs, clock });
+    const sandbox2 = new LockManager({ store, owner: 'tick-chain', ttlMs, clock });
+    const earlier = await sandbox1.advance('l');
+    assert.ok(earlier);
+    await clock.advance(1_000);
+    assert.ok(sandbox1.isValid(earlier), 'the earlier turn is well within its TTL');
+    const later = await sandbox2.advance('l');
+    assert.equal(later?.epoch, earlier.epoch + 1);
+    assert.equal(store.records.get('l')?.epoch, earlier.epoch + 1);
+    assert.notEqual(store.records.get('l')?.rvn, earlier.rvn);
+    // The earlier turn's handle no longer holds the lock (the condition its fenced writes check).
+    await assert.rejects(sandbox1.renew(earlier), LockLostError);
+    assert.equal((await sandbox1.advance('l'))?.epoch, earlier.epoch + 2, 'and every turn goes on');
+  });
+
+  it('held by another owner that keeps renewing: no turn, the record untouched', async () => {
+    const store = memoryStore();
+    const clock = manualClock();
+    const watcher = new LockManager({ store, owner: 'watcher', ttlMs: 15_000, clock });
+    const chain = new LockManager({ store, owner: 'tick-chain', ttlMs, clock });
+    const held = await watcher.tryAcquire('l');
+    assert.ok(held);
+    for (let i = 0; i < 10; i++) {
+      assert.equal(await chain.advance('l'), undefined);
+      await clock.advance(10_000);
+      await watcher.renew(held);
+    }
+    assert.equal(store.records.get('l')?.owner, 'watcher');
+    assert.equal(store.records.get('l')?.epoch, held.epoch);
+  });
+
+  it("held by another owner that stopped renewing: taken over once unchanged for that owner's whole TTL, at the next epoch", async () => {
+    const store = memoryStore();
+    const clock = manualClock();
+    const watcher = new LockManager({ store, owner: 'watcher', ttlMs: 15_000, clock });
+    const chain = new LockManager({ store, owner: 'tick-chain', ttlMs, clock });
+    const held = await watcher.tryAcquire('l');
+    assert.ok(held);
+    // The count starts when the chain first sees this version, whatever the record says of its age.
+    await clock.advance(60_000);
+    assert.equal(await chain.advance('l'), undefined);
+    await clock.advance(14_999);
+    assert.equal(await chain.advance('l'), undefined);
+    await clock.advance(1);
+    const taken = await chain.advance('l');
+    assert.equal(taken?.epoch, held.epoch + 1);
+    assert.equal(taken?.takenOverFrom, 'watcher');
+    assert.equal(store.records.get('l')?.ttlMs, ttlMs, "the chain's TTL from then on");
+    await assert.rejects(watcher.renew(held), LockLostError);
+    // From then on the lock is the chain's: its next turn advances at once.
+    assert.equal((await chain.advance('l'))?.epoch, held.epoch + 2);
+  });
+
+  it('the rule itself: free, released and own records advance; another owner, whatever its TTL, does not', () => {
+    const record = (owner: string | undefined, epoch: number): LockRecord => ({
+      name: 'l',
+      ...(owner === undefined ? {} : { owner }),
+      epoch,
+      rvn: 'r',
+      ttlMs: 1,
+      updatedAt: '',
+    });
+    assert.equal(turnEpoch(undefined, 'tick-chain'), 1);
+    assert.equal(turnEpoch(record(undefined, 4), 'tick-chain'), 5);
+    assert.equal(turnEpoch(record('tick-chain', 4), 'tick-chain'), 5);
+    assert.equal(turnEpoch(record('watcher', 4), 'tick-chain'), undefined);
   });
 });

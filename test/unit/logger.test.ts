@@ -35,7 +35,7 @@ describe('logger', () => {
       },
       { fn: 'test', requestId: 'r1', pod: 'ns/web', node: 'vk', uid: 'u1', msg: 'hello' },
     );
-    assert.equal(line.level, 'info');
+    assert.equal(line.level, 'INFO', 'the level as Powertools prints it');
     assert.match(String(line.time), /^\d{4}-\d\d-\d\dT/);
   });
 

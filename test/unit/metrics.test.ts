@@ -7,7 +7,7 @@ import { EmfMetrics, METRICS } from '../../lib/metrics/emf.ts';
 import { withPodProviderMetrics } from '../../lib/metrics/provider-metrics.ts';
 import { type PodProvider, ProviderNotFoundError } from '../../lib/provider/provider.ts';
 
-function recorder(options: { perNode?: boolean } = {}) {
+function recorder(options: { perNode?: boolean; service?: string } = {}) {
   const lines: string[] = [];
   const metrics = new EmfMetrics({
     deployment: 'svk-prod',
@@ -31,12 +31,16 @@ describe('EMF metrics', () => {
         CloudWatchMetrics: [
           {
             Namespace: 'ServerlessVirtualKubelet',
-            Dimensions: [['Deployment', 'Node'], ['Deployment']],
+            Dimensions: [
+              ['Deployment', 'service', 'Node'],
+              ['Deployment', 'service'],
+            ],
             Metrics: [{ Name: 'LeaseRenewalLag', Unit: 'Milliseconds' }],
           },
         ],
       },
       Deployment: 'svk-prod',
+      service: 'serverless-virtual-kubelet',
       Node: 'vk-1',
       LeaseRenewalLag: 10_012,
     });
@@ -46,7 +50,7 @@ describe('EMF metrics', () => {
     const { metrics, docs } = recorder({ perNode: false });
     metrics.leaseRenewalLag('vk-1', 5);
     const doc = docs()[0] as { _aws: { CloudWatchMetrics: Array<{ Dimensions: string[][] }> }; Node: string };
-    assert.deepEqual(doc._aws.CloudWatchMetrics[0]?.Dimensions, [['Deployment']]);
+    assert.deepEqual(doc._aws.CloudWatchMetrics[0]?.Dimensions, [['Deployment', 'service']]);
     assert.equal(doc.Node, 'vk-1');
   });
 
@@ -58,10 +62,11 @@ describe('EMF metrics', () => {
     metrics.eventsPublished(0);
     metrics.eventsConsumed(1);
     metrics.lockTakeover('pod-watch#vk-1');
+    metrics.coldStart('svk-prod-tick');
     const all = docs();
     assert.deepEqual(
       all.map((d) => Object.keys(METRICS).find((name) => name in d)),
-      ['PodSyncLatency', 'ProviderErrors', 'EventsPublished', 'EventsConsumed', 'LockTakeovers'],
+      ['PodSyncLatency', 'ProviderErrors', 'EventsPublished', 'EventsConsumed', 'LockTakeovers', 'ColdStart'],
       'no line for zero events',
     );
     for (const doc of all) {
@@ -85,6 +90,25 @@ describe('EMF metrics', () => {
     assert.equal(all[2]?.EventsPublished, 7);
     assert.equal(all[4]?.Lock, 'pod-watch');
     assert.equal(all[4]?.LockName, 'pod-watch#vk-1');
+    assert.equal(all[5]?.ColdStart, 1);
+    assert.equal(all[5]?.function_name, 'svk-prod-tick');
+  });
+
+  it('gives every metric the `service` dimension, in every dimension set, beside Deployment', () => {
+    const { metrics, docs } = recorder({ service: 'svk-service' });
+    metrics.leaseRenewalLag('vk-1', 1);
+    metrics.providerError('ping');
+    metrics.coldStart('f');
+    metrics.tickChainRestarted('lost');
+    for (const doc of docs()) {
+      const [meta] = (doc._aws as { CloudWatchMetrics: Array<{ Dimensions: string[][] }> }).CloudWatchMetrics;
+      for (const set of meta?.Dimensions ?? []) assert.deepEqual(set.slice(0, 2), ['Deployment', 'service']);
+      assert.equal(doc.service, 'svk-service');
+    }
+    const coldStart = docs()[2]?._aws as { CloudWatchMetrics: Array<{ Dimensions: string[][] }> } | undefined;
+    assert.deepEqual(coldStart?.CloudWatchMetrics[0]?.Dimensions, [
+      ['Deployment', 'service', 'function_name'],
+    ]);
   });
 
   it('never throws into the work it measures', () => {

@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { loadConfig } from '../../lib/config/load-config.ts';
-import { registrationNode, reportFingerprint, statusApplyBody } from '../../lib/node/node-object.ts';
+import {
+  metadataPatch,
+  registrationNode,
+  reportFingerprint,
+  statusApplyBody,
+} from '../../lib/node/node-object.ts';
 import { HEALTHY_CONDITIONS } from '../../lib/provider/mock/mock-node.ts';
 import type { ProviderNodeStatus } from '../../lib/provider/provider.ts';
 
@@ -24,6 +29,20 @@ describe('node objects', () => {
       { key: 'virtual-kubelet.io/provider', value: 'mock', effect: 'NoSchedule' },
     ]);
     assert.equal(node.status, undefined, 'status is applied separately');
+  });
+
+  it("labels kubernetes.io/arch with the provider's nodeInfo.architecture, as a real kubelet does", () => {
+    const node = registrationNode('vk-1', settings, report.nodeInfo.architecture);
+    assert.equal(node.metadata?.labels?.['kubernetes.io/arch'], 'amd64');
+    assert.equal(registrationNode('vk-1', settings).metadata?.labels?.['kubernetes.io/arch'], undefined);
+    // A Node registered before the provider reported gets the label once it does, and keeps it.
+    const early = registrationNode('vk-1', settings);
+    const patch = metadataPatch('vk-1', settings, early, 'arm64') as {
+      metadata: { labels?: Record<string, string | null> };
+    };
+    assert.deepEqual(patch.metadata.labels, { 'kubernetes.io/arch': 'arm64' });
+    const labelled = registrationNode('vk-1', settings, 'arm64');
+    assert.equal(metadataPatch('vk-1', settings, labelled, 'arm64'), undefined, 'nothing to change');
   });
 
   it('writes capacity, addresses, daemon endpoint and a fresh heartbeat', () => {

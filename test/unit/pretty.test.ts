@@ -3,12 +3,17 @@ import { describe, it } from 'node:test';
 import { formatLogLine } from '../../lib/log/pretty.ts';
 
 describe('formatLogLine', () => {
-  it('puts time, level, function, request, node and pod first, then the rest as key=value', () => {
+  it('puts time, level, function, request, node and pod first, then the rest as key=value, without the Lambda context', () => {
     const line = JSON.stringify({
-      level: 'warn',
+      level: 'WARN',
       time: '2026-01-02T12:00:01.234Z',
-      fn: 'pod-sync',
-      requestId: '1a2b3c4d-5e6f',
+      service: 'svk-dev',
+      function_name: 'pod-sync',
+      cold_start: false,
+      function_arn: 'arn:aws:lambda:us-east-1:000000000000:function:pod-sync',
+      function_memory_size: 256,
+      function_request_id: '1a2b3c4d-5e6f',
+      xray_trace_id: '1-5759e988-bd862e3fe1be46a994272793',
       pod: 'ns/web',
       uid: 'u-1',
       node: 'vk-1',

@@ -232,7 +232,7 @@ describe('provider wake-ups', () => {
     assert.equal(failures.length, 4);
     assert.deepEqual(
       failures.map((l) => l.level),
-      ['warn', 'debug', 'debug', 'debug'],
+      ['WARN', 'DEBUG', 'DEBUG', 'DEBUG'],
     );
     stop.abort();
   });

@@ -8,7 +8,6 @@ import {
   slotAt,
   successorSlot,
   TICK_MESSAGE_GROUP,
-  tickFence,
 } from '../../lib/tick/tick-slot.ts';
 import { parseTickTrigger, type TickMessage } from '../../lib/tick/tick-trigger.ts';
 import { FakeClock } from '../support/fake-clock.ts';
@@ -25,12 +24,6 @@ describe('tick slots', () => {
     assert.equal(successorSlot(7, 25_000, PERIOD), 8);
     assert.equal(deduplicationId(3), 'tick-3');
     assert.equal(deduplicationId(3, 'restart'), 'restart-3');
-  });
-
-  it('the fencing token grows with the slot, then with the deliveries of one message', () => {
-    assert.ok(tickFence(5, 1) < tickFence(5, 2));
-    assert.ok(tickFence(5, 999) < tickFence(6, 1));
-    assert.equal(tickFence(5, 5000), tickFence(5, 999));
   });
 
   it('a restart is not dropped for a slot a lost chain sent; a chain and a restart merge within a period', async () => {

@@ -1,6 +1,8 @@
 import type { Dependencies } from '../../app/dependencies.ts';
 import type { EventPublisher } from '../../events/publisher.ts';
 import { settledValues } from '../../lock/leader-loop.ts';
+import { type LockHandle, LockLostError, LockManager } from '../../lock/lock.ts';
+import { podWatchLockName, TICK_CHAIN_OWNER } from '../../lock/lock-names.ts';
 import type { Logger } from '../../log/logger.ts';
 import { errorMessage } from '../../util/error-message.ts';
 import { mapSettledLimit } from '../../util/map-limit.ts';
@@ -52,6 +54,13 @@ export interface NodeDrainResult {
   resourceVersion?: string;
   /** The bookmark was saved this tick. */
   saved: boolean;
+  /** The epoch of the node's watch lock this tick drained under. */
+  epoch?: number;
+  /**
+   * Another owner (a continuous watcher) holds the node's watch lock: the
+   * node was not drained this tick.
+   */
+  heldElsewhere?: true;
   /** Why the node's drain stopped early (a failed watch or publish); the next tick resumes. */
   failed?: string;
 }
@@ -61,7 +70,15 @@ interface TickSignals {
   stop: AbortSignal;
   halt: AbortSignal;
   log: Logger;
-  fence: number | undefined;
+}
+
+export interface PodWatchTickOptions {
+  /**
+   * The TTL the chain writes on the nodes' watch locks: a continuous
+   * watcher takes a lock over after watching it unchanged this long, so a
+   * few tick periods.
+   */
+  lockTtlMs: number;
 }
 
 interface NodeState {
@@ -85,9 +102,20 @@ interface NodeState {
  * publishes the events, and ends on silence. While events come, it keeps
  * watching until they stop or the tick's work time is up: the long watch
  * only while pods churn. At idle a new pod therefore waits for the next
- * tick, up to one tick period. Ticks never overlap, so no lock; the bookmark
- * is written conditionally on the tick's fencing token, with the cluster's
- * identity. A cold start resumes from the bookmark only on the cluster and
+ * tick, up to one tick period.
+ *
+ * Each node's drain starts with the tick's turn on the node's watch lock
+ * (`pod-watch#<node>`), taken as the chain ({@link TICK_CHAIN_OWNER}): the
+ * ticks of a chain never overlap, so a turn always raises the epoch
+ * (LockManager.advance), in one write and without waiting for any TTL, and
+ * the bookmark is written through the lock's fence as a continuous
+ * watcher's is, with the cluster's identity. A tick that outlived its
+ * message holds an older epoch than the redelivery that ran meanwhile, and
+ * its save is refused. While a continuous watcher (an older deployment's,
+ * during a switch of cadence) holds the lock, the node is left to it until
+ * it releases the lock or stops renewing it for its TTL.
+ *
+ * A cold start resumes from the bookmark only on the cluster and
  * etcd history it was taken on (watch-resume.ts), else it relists; a warm
  * sandbox checks again for a resourceVersion ahead of the cluster (an etcd
  * restore) whenever a drain waited for the server's bookmark and got none,
@@ -98,13 +126,22 @@ export class PodWatchTick {
   readonly #publisher: EventPublisher;
   readonly #nodes = new Map<string, NodeState>();
   readonly #cluster: ClusterProbe;
+  readonly #locks: LockManager;
+  /** Nodes whose lock another owner held at the last turn (logged once, when first seen). */
+  readonly #heldElsewhere = new Set<string>();
   /** The cluster's identity, read at the first cold-start resume of the sandbox. */
   #clusterUid: string | undefined;
 
-  constructor(deps: Dependencies, publisher: EventPublisher) {
+  constructor(deps: Dependencies, publisher: EventPublisher, options: PodWatchTickOptions) {
     this.#deps = deps;
     this.#publisher = publisher;
     this.#cluster = clusterProbe(deps.kube.core);
+    this.#locks = new LockManager({
+      store: deps.lockStore,
+      owner: TICK_CHAIN_OWNER,
+      ttlMs: options.lockTtlMs,
+      clock: deps.clock,
+    });
   }
 
   /** Drains every node's watch; a node whose drain failed is logged (unless stopped) and left out. */
@@ -128,8 +165,11 @@ export class PodWatchTick {
    * still published; `halt` (the invocation ends) stops publishing at once.
    */
   async #drainNode(node: string, tick: TickSignals): Promise<NodeDrainResult> {
-    const { log, fence } = tick;
+    const { log } = tick;
     const result: NodeDrainResult = { node, relists: [], watches: 0, published: 0, saved: false };
+    const handle = await this.#turn(node, log);
+    if (!handle) return { ...result, heldElsewhere: true };
+    result.epoch = handle.epoch;
     const { state, relist } = await this.#state(node, log);
     if (relist) await this.#relist(node, state, relist, tick, result);
     let churning = false;
@@ -166,8 +206,30 @@ export class PodWatchTick {
     }
     result.resourceVersion = state.resourceVersion;
     const urgent = result.published > 0 || result.relists.length > 0;
-    result.saved = await this.#save(node, state, urgent, fence, log);
+    result.saved = await this.#save(node, state, urgent, handle, log);
     return result;
+  }
+
+  /** The tick's turn on the node's watch lock; undefined while another owner holds it. */
+  async #turn(node: string, log: Logger): Promise<LockHandle | undefined> {
+    const handle = await this.#locks.advance(podWatchLockName(node));
+    if (!handle) {
+      if (!this.#heldElsewhere.has(node)) {
+        log.info(
+          'the pod watch lock is held by another watcher: the node is left to it until it hands over or goes stale',
+        );
+        this.#heldElsewhere.add(node);
+      }
+      return undefined;
+    }
+    if (this.#heldElsewhere.delete(node) || handle.takenOverFrom !== undefined) {
+      log.info(
+        { epoch: handle.epoch, previousOwner: handle.takenOverFrom },
+        'pod watch lock taken by the tick chain',
+      );
+    }
+    if (handle.takenOverFrom !== undefined) this.#deps.metrics.lockTakeover(handle.name);
+    return handle;
   }
 
   /** One drain from the node's resourceVersion; moves it, and how fresh it is, by what came. */
@@ -271,21 +333,21 @@ export class PodWatchTick {
     node: string,
     state: NodeState,
     urgent: boolean,
-    fence: number | undefined,
+    handle: LockHandle,
     log: Logger,
   ): Promise<boolean> {
     const { clock, table, lockStore } = this.#deps;
     const rv = state.resourceVersion;
-    if (rv === undefined || rv === state.saved || fence === undefined) return false;
+    if (rv === undefined || rv === state.saved) return false;
     if (!urgent && clock.monotonic() - state.savedAt < BOOKMARK_SAVE_MS) return false;
-    const saved = await new WatchBookmarkStore(table, lockStore, clock).saveForTick(
-      node,
-      rv,
-      fence,
-      this.#clusterUid,
-    );
-    if (!saved) {
-      log.warn({ resourceVersion: rv, fence }, 'a later tick saved the bookmark: this one is stale');
+    try {
+      await new WatchBookmarkStore(table, lockStore, clock).save(node, rv, handle, this.#clusterUid);
+    } catch (err) {
+      if (!(err instanceof LockLostError)) throw err;
+      log.warn(
+        { resourceVersion: rv, epoch: handle.epoch },
+        'a later tick took the pod watch lock: this one is stale, its bookmark not saved',
+      );
       return false;
     }
     state.saved = rv;

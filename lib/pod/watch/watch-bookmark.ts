@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from '../../clock.ts';
 import type { LockFence, LockHandle } from '../../lock/lock.ts';
-import { isConditionFailed, type StateTable, type StoredItem } from '../../state/dynamodb.ts';
+import type { StateTable, StoredItem } from '../../state/dynamodb.ts';
 
 /**
  * Where a node's watcher resumes: the resourceVersion up to which every pod
@@ -10,10 +10,12 @@ import { isConditionFailed, type StateTable, type StoredItem } from '../../state
 export interface WatchBookmark {
   node: string;
   resourceVersion: string;
-  /** Fencing epoch of the watcher that wrote it (0 when a tick wrote it). */
+  /**
+   * The epoch of the node's watch lock its writer held: a continuous
+   * watcher, or a tick of the chain. Items written before the ticks took
+   * the lock have 0 here and a `tickFence` attribute, which is not read.
+   */
   epoch: number;
-  /** The fencing token of the tick that wrote it (lib/tick/tick-slot.ts), when a tick did. */
-  tickFence?: number;
   /**
    * The cluster the resourceVersion belongs to: the uid of its kube-system
    * namespace (see watch-resume.ts). Absent in bookmarks written before it
@@ -29,7 +31,7 @@ export function bookmarkKey(node: string): { pk: string; sk: string } {
 }
 
 function fromItem(item: StoredItem): WatchBookmark {
-  const { node, resourceVersion, epoch, updatedAt, tickFence, clusterUid } = item;
+  const { node, resourceVersion, epoch, updatedAt, clusterUid } = item;
   if (typeof node !== 'string' || typeof resourceVersion !== 'string' || typeof epoch !== 'number') {
     throw new Error(`watch bookmark ${item.pk} is malformed`);
   }
@@ -38,7 +40,6 @@ function fromItem(item: StoredItem): WatchBookmark {
     resourceVersion,
     epoch,
     updatedAt: typeof updatedAt === 'string' ? updatedAt : '',
-    ...(typeof tickFence === 'number' ? { tickFence } : {}),
     ...(typeof clusterUid === 'string' ? { clusterUid } : {}),
   };
 }
@@ -49,7 +50,7 @@ export class WatchBookmarkStore {
 
   constructor(
     private readonly table: StateTable,
-    /** The watch locks' fence: a continuous watcher's bookmark is written through it. */
+    /** The watch locks' fence: every bookmark is written through it. */
     private readonly fence: LockFence,
     clock: Clock = systemClock,
   ) {
@@ -63,8 +64,8 @@ export class WatchBookmarkStore {
 
   /**
    * Writes the bookmark, with the cluster it belongs to, only while `handle`
-   * holds the node's watch lock, so a deposed watcher can never move it back
-   * behind its successor's.
+   * holds the node's watch lock, so a deposed watcher, or a tick that
+   * outlived its message, can never move it back behind its successor's.
    * @throws LockLostError when the handle no longer holds the lock (nothing written).
    */
   async save(
@@ -82,45 +83,5 @@ export class WatchBookmarkStore {
     };
     await this.fence.fencedWrite(handle, [{ put: { ...bookmarkKey(node), ...bookmark } }]);
     return bookmark;
-  }
-
-  /**
-   * Writes the bookmark of a tick (no lock: ticks never overlap), unless a
-   * tick with a higher fencing token wrote it already, so a tick that
-   * outlived its message's visibility timeout cannot move it back behind its
-   * successor's. A continuous watcher's bookmark (no token) is overwritten.
-   * `clusterUid` is the cluster the resourceVersion belongs to. Returns
-   * false when a later tick's bookmark stands.
-   */
-  async saveForTick(
-    node: string,
-    resourceVersion: string,
-    fence: number,
-    clusterUid?: string,
-  ): Promise<boolean> {
-    const bookmark: WatchBookmark = {
-      node,
-      resourceVersion,
-      epoch: 0,
-      tickFence: fence,
-      updatedAt: new Date(this.#clock.now()).toISOString(),
-      ...(clusterUid !== undefined ? { clusterUid } : {}),
-    };
-    try {
-      await this.table.put(
-        { ...bookmarkKey(node), ...bookmark },
-        {
-          condition: {
-            expression: 'attribute_not_exists(#fence) OR #fence <= :fence',
-            names: { '#fence': 'tickFence' },
-            values: { ':fence': fence },
-          },
-        },
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailed(err)) return false;
-      throw err;
-    }
   }
 }
