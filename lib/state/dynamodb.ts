@@ -21,6 +21,7 @@ import { type Expression, keyCondition, placeholders, type SortKeyCondition } fr
  * typed errors; the rules (what a lock, a known pod or a bookmark is, and
  * which versions a write requires) live in the stores built on top of it.
  */
+
 /** The primary key of every item in the state table. */
 export interface ItemKey {
   pk: string;
