@@ -52,6 +52,24 @@ describe("DynamoDB's refusals as the state table's typed errors", () => {
     assert.equal((err.cause as Error).name, 'ConditionalCheckFailedException');
   });
 
+  it('a failed condition carries the item as it stood when the update asked for it, converted', async () => {
+    const table = await refusingTable('ConditionalCheckFailedException', {
+      Item: { pk: { S: 'a' }, sk: { S: 'b' }, holder: { S: 'you' }, epoch: { N: '3' } },
+    });
+    const err = await table
+      .update(
+        key,
+        { expression: 'SET #h = :h', names: { '#h': 'holder' }, values: { ':h': 'me' } },
+        {
+          condition,
+          returnItemOnConditionFailure: true,
+        },
+      )
+      .catch((e: unknown) => e);
+    assert.ok(err instanceof ConditionFailedError);
+    assert.deepEqual(err.item, { pk: 'a', sk: 'b', holder: 'you', epoch: 3 });
+  });
+
   it('a transaction cancelled by a condition is a ConditionFailedError with the reasons that failed', async () => {
     const table = await refusingTable('TransactionCanceledException', {
       CancellationReasons: [{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Message: 'no' }],
