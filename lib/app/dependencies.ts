@@ -14,7 +14,7 @@ import type { NodeProvider, PodProvider } from '../provider/provider.ts';
 import type { Providers } from '../provider/provider-factory.ts';
 import { createProviders } from '../provider/registry.ts';
 import { StateTable } from '../state/dynamodb.ts';
-import { createDynamoDbWire } from '../state/dynamodb-wire.ts';
+import { createDynamoDbClient } from '../state/dynamodb-clients.ts';
 
 /**
  * The composition root: the one place that turns a {@link Config} into the
@@ -120,12 +120,10 @@ export async function loadDependencies(
   const table =
     overrides.table ??
     new StateTable(
-      createDynamoDbWire({
+      createDynamoDbClient({
         ...(config.dynamodb.endpoint ? { endpoint: config.dynamodb.endpoint } : {}),
         region: config.dynamodb.region,
-        ...(config.aws.credentials ? { credentials: config.aws.credentials } : {}),
-        sdkEndpointRules: config.aws.sdkEndpointRules,
-      }),
+      }).doc,
       config.dynamodb.tableName,
     );
   const lockStore = overrides.lockStore ?? new DynamoDbLockStore(table);

@@ -1,27 +1,32 @@
-import { NodeHttpHandler, type NodeHttpHandlerOptions } from '@smithy/node-http-handler';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { currentDeadline } from '../deadline.ts';
-import { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS } from './defaults.ts';
 
 /**
- * How every AWS SDK client of the project is configured: EventBridge,
- * Secrets Manager, SSM, EKS, the providers' clients, and tooling's DynamoDB
- * and SQS clients (pass `awsClientOptions()` into their constructors). The
- * functions' own DynamoDB and SQS calls (lib/aws/aws-json-wire.ts) keep the
- * same bounds. A function imports this module where it imports an SDK
- * client, when first used: it loads the SDK's HTTP handler.
+ * How every AWS SDK client of the project is configured, in this one place:
+ * the functions' DynamoDB (lib/state/dynamodb-clients.ts) and SQS
+ * (lib/tick/sqs-tick-queue.ts) clients, EventBridge, Secrets Manager, SSM,
+ * EKS, the providers' clients and tooling's (pass `awsClientOptions()` into
+ * their constructors). The SDK speaks the protocols, signs, resolves
+ * credentials and endpoints; what is set here:
  *
  * - A request that does not finish within `requestTimeoutMs` (connection
  *   included) is destroyed and fails with a `TimeoutError`. The smithy
  *   handler's `requestTimeout` alone only logs a warning and lets the
  *   request hang; `throwOnRequestTimeout` makes it fire.
- * - A request made inside {@link runWithDeadline} is aborted when that
- *   deadline passes (an `AbortError`, never retried).
- * - Throttling (`ThrottlingException`, `ProvisionedThroughputExceededException`,
- *   HTTP 429), timeouts, network errors and 5xx answers are retried by the
- *   SDK's standard retry strategy: up to `maxAttempts` attempts in all, with
- *   exponential backoff and full jitter (base 100 ms, 500 ms for
- *   throttling, at most 20 s), drawing from a retry quota so that a
- *   sustained outage stops costing retries.
+ * - A request made inside {@link runWithDeadline} (lib/deadline.ts: the
+ *   invocation's deadline) is aborted when that deadline passes, combined
+ *   with any `abortSignal` the caller gave the command (an `AbortError`,
+ *   never retried).
+ * - The SDK's standard retry strategy: throttling
+ *   (`ThrottlingException`, `ProvisionedThroughputExceededException`, HTTP
+ *   429), timeouts, network errors and 5xx answers are retried, up to
+ *   `maxAttempts` attempts in all, with exponential backoff and full jitter
+ *   (base 100 ms, 500 ms for throttling, at most 20 s), drawing from a retry
+ *   quota so that a sustained outage stops costing retries.
+ * - Connections are kept alive between calls and invocations (one agent per
+ *   client, as many sockets as calls in flight, up to 50).
  */
 export interface AwsClientSettings {
   /** One HTTP attempt, connection included. Default 5000. */
@@ -30,7 +35,12 @@ export interface AwsClientSettings {
   maxAttempts?: number;
 }
 
-export { DEFAULT_AWS_MAX_ATTEMPTS, DEFAULT_AWS_REQUEST_TIMEOUT_MS };
+/** One HTTP attempt, connection included. */
+export const DEFAULT_AWS_REQUEST_TIMEOUT_MS = 5_000;
+/** Attempts per call, retries included. */
+export const DEFAULT_AWS_MAX_ATTEMPTS = 3;
+/** Sockets per client and protocol; the SDK's default. */
+const MAX_SOCKETS = 50;
 
 /** The smithy Node.js handler that also aborts requests at the current invocation's deadline. */
 export class DeadlineHttpHandler extends NodeHttpHandler {
@@ -47,14 +57,17 @@ export class DeadlineHttpHandler extends NodeHttpHandler {
 /** Options to spread into an AWS SDK v3 client's constructor. */
 export function awsClientOptions(settings: AwsClientSettings = {}): {
   maxAttempts: number;
+  retryMode: 'standard';
   requestHandler: DeadlineHttpHandler;
 } {
-  const options: NodeHttpHandlerOptions = {
-    requestTimeout: settings.requestTimeoutMs ?? DEFAULT_AWS_REQUEST_TIMEOUT_MS,
-    throwOnRequestTimeout: true,
-  };
   return {
     maxAttempts: settings.maxAttempts ?? DEFAULT_AWS_MAX_ATTEMPTS,
-    requestHandler: new DeadlineHttpHandler(options),
+    retryMode: 'standard',
+    requestHandler: new DeadlineHttpHandler({
+      requestTimeout: settings.requestTimeoutMs ?? DEFAULT_AWS_REQUEST_TIMEOUT_MS,
+      throwOnRequestTimeout: true,
+      httpAgent: new HttpAgent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+      httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+    }),
   };
 }

@@ -1,4 +1,3 @@
-import type { AwsCredentials } from '../aws/credentials.ts';
 import type { ProviderConfig } from '../provider/registry.ts';
 import type { ConfigIssue } from './env-parsing.ts';
 import type { TickPartName } from './env-variables.ts';
@@ -60,13 +59,6 @@ export interface Config {
     trialMs: number;
   };
   dynamodb: { tableName: string; endpoint?: string; region: string };
-  /** How our own AWS calls (DynamoDB's, SQS's: lib/aws/aws-json-wire.ts) sign and where they go. */
-  aws: {
-    /** AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (Lambda sets them); the SDK's provider chain without them. */
-    credentials?: AwsCredentials;
-    /** FIPS or dual-stack endpoints or AWS_ENDPOINT_URL(_DYNAMODB) are set: DynamoDB's endpoint comes from the SDK's rules. */
-    sdkEndpointRules: boolean;
-  };
   events: {
     /** Name or ARN of the EventBridge bus pod events are published to. */
     busName: string;

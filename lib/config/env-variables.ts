@@ -189,15 +189,10 @@ export const ENV_VARIABLES = {
   SVK_POD_WATCH_FLUSH_MS: wholeNumber(200, 0, 10000),
   SVK_POD_WATCH_BOOKMARK_INTERVAL_MS: wholeNumber(1000, 0, 60000),
   AWS_REGION: z._default(trimmed(z.minLength(1)), 'us-east-1'),
-  // The function role's credentials, which Lambda sets (lib/aws/credentials.ts).
+  // The function role's credentials, which Lambda sets and the SDK clients read themselves: checked as a pair only.
   AWS_ACCESS_KEY_ID: z.optional(trimmed()),
   AWS_SECRET_ACCESS_KEY: z.optional(z.string()),
   AWS_SESSION_TOKEN: z.optional(z.string()),
-  // Any of these makes DynamoDB's endpoint the SDK rules' (lib/state/dynamodb-wire.ts).
-  AWS_USE_FIPS_ENDPOINT: z.optional(z.string()),
-  AWS_USE_DUALSTACK_ENDPOINT: z.optional(z.string()),
-  AWS_ENDPOINT_URL: z.optional(z.string()),
-  AWS_ENDPOINT_URL_DYNAMODB: z.optional(z.string()),
   SVK_KUBECONFIG: z.optional(trimmed(z.minLength(1, 'must be a path'))),
   SVK_KUBECONFIG_SECRET: secretsManagerSecret(),
   SVK_KUBECONFIG_PARAMETER: z.optional(

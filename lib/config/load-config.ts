@@ -96,33 +96,9 @@ function loops(e: EnvValues): Pick<Config, 'heartbeat' | 'pods' | 'podWatch' | '
   };
 }
 
-/** The credentials of the environment, and whether endpoint settings need the SDK's rules. */
-function aws(e: EnvValues): Config['aws'] {
-  return {
-    ...(e.AWS_ACCESS_KEY_ID && e.AWS_SECRET_ACCESS_KEY
-      ? {
-          credentials: {
-            accessKeyId: e.AWS_ACCESS_KEY_ID,
-            secretAccessKey: e.AWS_SECRET_ACCESS_KEY,
-            ...(e.AWS_SESSION_TOKEN ? { sessionToken: e.AWS_SESSION_TOKEN } : {}),
-          },
-        }
-      : {}),
-    sdkEndpointRules: [
-      e.AWS_USE_FIPS_ENDPOINT,
-      e.AWS_USE_DUALSTACK_ENDPOINT,
-      e.AWS_ENDPOINT_URL,
-      e.AWS_ENDPOINT_URL_DYNAMODB,
-    ].some((value) => value !== undefined),
-  };
-}
-
 /** Where state, events and metrics go. */
-function services(
-  e: EnvValues,
-): Pick<Config, 'aws' | 'dynamodb' | 'events' | 'metrics' | 'nodeConfig' | 'tick'> {
+function services(e: EnvValues): Pick<Config, 'dynamodb' | 'events' | 'metrics' | 'nodeConfig' | 'tick'> {
   return {
-    aws: aws(e),
     tick: {
       ...(e.SVK_TICK_QUEUE_URL ? { queueUrl: e.SVK_TICK_QUEUE_URL } : {}),
       parts: e.SVK_TICK_PARTS,

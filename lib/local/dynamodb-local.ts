@@ -4,6 +4,8 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { awsClientOptions } from '../aws/client-options.ts';
 import { freePort } from './free-ports.ts';
 
 /**
@@ -257,25 +259,23 @@ function emulatorDirectory(): string {
 }
 
 /**
- * One ListTables over plain HTTP, so this module needs no AWS SDK. DynamoDB
- * Local checks that a credential is present, not the signature.
+ * One ListTables through the SDK's client, one
+ * attempt of at most 5 s. DynamoDB Local checks that a credential is
+ * present, not the signature.
  */
 async function answers(endpoint: string): Promise<boolean> {
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    ...awsClientOptions({ requestTimeoutMs: 5_000, maxAttempts: 1 }),
+  });
   try {
-    const response = await fetch(endpoint, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-amz-json-1.0',
-        'x-amz-target': 'DynamoDB_20120810.ListTables',
-        authorization:
-          'AWS4-HMAC-SHA256 Credential=local/20200101/local/dynamodb/aws4_request, SignedHeaders=host, Signature=0',
-      },
-      body: '{}',
-      signal: AbortSignal.timeout(5_000),
-    });
-    const body: unknown = await response.json();
-    return response.ok && typeof body === 'object' && body !== null && 'TableNames' in body;
+    const { TableNames } = await client.send(new ListTablesCommand({}));
+    return Array.isArray(TableNames);
   } catch {
     return false;
+  } finally {
+    client.destroy();
   }
 }

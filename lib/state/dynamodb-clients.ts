@@ -1,15 +1,14 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../aws/client-options.ts';
-import { dynamoDbWireOf, isLoopback, registerClientWire } from './dynamodb-wire.ts';
 
 /**
- * The DynamoDB SDK clients of tooling: tests, benchmarks, `npm start` and
- * the table's administration (table-definition.ts). The functions never
- * load them: their state table speaks DynamoDB's JSON protocol itself
- * (createDynamoDbWire in dynamodb-wire.ts). A StateTable built on the
- * document client given here sends its calls as this client would (its
- * endpoint, region, credentials, timeout and attempts), on the same wire.
+ * The DynamoDB SDK clients, for the functions' state table (built once per
+ * cold start by lib/app/dependencies.ts) and for tooling: tests,
+ * benchmarks, `npm start` and the table's administration
+ * (table-definition.ts). Timeouts, the invocation's deadline, retries and
+ * keep-alive come from awsClientOptions (lib/aws/client-options.ts);
+ * credentials, endpoints and signing are the SDK's.
  */
 
 export interface DynamoDbClientOptions {
@@ -30,21 +29,24 @@ export interface DynamoDbClients {
   doc: DynamoDBDocumentClient;
 }
 
-/** Builds the clients once per test run or tool and shares them. */
+export function isLoopback(endpoint: string): boolean {
+  const { hostname } = new URL(endpoint);
+  return hostname === 'localhost' || hostname === '[::1]' || hostname.startsWith('127.');
+}
+
+/** Builds the clients once per cold start, test run or tool, and shares them. */
 export function createDynamoDbClient(options: DynamoDbClientOptions = {}): DynamoDbClients {
   const local = options.endpoint !== undefined && isLoopback(options.endpoint);
-  const settings = {
-    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
-    ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
-  };
   const client = new DynamoDBClient({
     ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
     ...(options.region !== undefined || local ? { region: options.region ?? 'local' } : {}),
     // DynamoDB Local wants some credential (letters and digits only) and checks no signature.
     ...(local ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-    ...awsClientOptions(settings),
+    ...awsClientOptions({
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+    }),
   });
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
-  registerClientWire(doc, dynamoDbWireOf(client, settings));
   return { client, doc };
 }

@@ -1,19 +1,25 @@
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { CancellationReasons } from '../aws/aws-json-errors.ts';
-import { AwsJsonWire } from '../aws/aws-json-wire.ts';
-import { type AttributeValue, marshallItem, marshallValue, unmarshallItem } from './attribute-values.ts';
-import { type DynamoDbWire, wireOfClient } from './dynamodb-wire.ts';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  type QueryCommandInput,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type Expression, keyCondition, placeholders, type SortKeyCondition } from './expression.ts';
 
 /**
- * The DynamoDB adapter: the only module of the functions that talks to
- * DynamoDB. It owns the calls, sent on DynamoDB's JSON protocol
- * (lib/state/dynamodb-wire.ts) without the SDK, and the translation of
- * their failures into typed errors; the rules (what a lock, a known pod or
- * a bookmark is, and which versions a write requires) live in the stores
- * built on top of it. Tooling (tests, benchmarks, table administration)
- * builds its SDK clients with lib/state/dynamodb-clients.ts, and a table
- * on one of them sends as that client would.
+ * The DynamoDB adapter: the only module of the functions that sends
+ * DynamoDB calls, through the SDK's document client (built by
+ * lib/state/dynamodb-clients.ts with the project's timeouts, deadline and
+ * retries). It owns the calls and the translation of their failures into
+ * typed errors; the rules (what a lock, a known pod or a bookmark is, and
+ * which versions a write requires) live in the stores built on top of it.
  */
 
 /** The primary key of every item in the state table. */
@@ -93,44 +99,19 @@ export function isTransactionConflict(err: unknown): err is TransactionConflictE
  * Typed access to the state table. Every read is strongly consistent (except
  * on the index, where DynamoDB cannot be), because the callers decide from
  * what they read. Conditional failures surface as ConditionFailedError and
- * never leave a partial write behind. Calls go through a {@link DynamoDbWire}:
- * the functions' own (createDynamoDbWire), or the one of a document client
- * of tooling's, whose `doc` is then there for what the table does not offer.
+ * never leave a partial write behind.
  */
 export class StateTable {
-  readonly #wire: DynamoDbWire;
-  readonly #doc: DynamoDBDocumentClient | undefined;
-
   constructor(
-    source: DynamoDbWire | DynamoDBDocumentClient,
+    readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
-  ) {
-    if (source instanceof AwsJsonWire) {
-      this.#wire = source;
-      this.#doc = undefined;
-    } else {
-      this.#wire = wireOfClient(source);
-      this.#doc = source;
-    }
-  }
-
-  /**
-   * The document client this table was built on (tooling only).
-   * @throws Error when it was built on a wire alone, as the functions build theirs.
-   */
-  get doc(): DynamoDBDocumentClient {
-    if (!this.#doc) throw new Error(`the state table ${this.tableName} was built without an SDK client`);
-    return this.#doc;
-  }
+  ) {}
 
   /** The item, or undefined when there is none. */
   async get(key: ItemKey): Promise<StoredItem | undefined> {
-    const output = await this.#wire.send('GetItem', {
-      TableName: this.tableName,
-      Key: keyValues(key),
-      ConsistentRead: true,
-    });
-    const item = itemOf(output.Item);
+    const { Item: item } = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }),
+    );
     return item && isStoredItem(item) ? item : undefined;
   }
 
@@ -139,11 +120,15 @@ export class StateTable {
    * @throws ConditionFailedError when `condition` does not hold.
    */
   async put(item: StoredItem, options: { condition?: Expression } = {}): Promise<void> {
-    await this.write('put', keyOf(item), 'PutItem', {
-      TableName: this.tableName,
-      Item: marshallItem(item),
-      ...conditionOf([options.condition], options.condition),
-    });
+    await this.write('put', keyOf(item), () =>
+      this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: item,
+          ...conditionOf([options.condition], options.condition),
+        }),
+      ),
+    );
   }
 
   /**
@@ -158,15 +143,19 @@ export class StateTable {
     update: Expression,
     options: { condition?: Expression; returnItemOnConditionFailure?: boolean } = {},
   ): Promise<StoredItem> {
-    const output = await this.write('update', keyOf(key), 'UpdateItem', {
-      TableName: this.tableName,
-      Key: keyValues(key),
-      UpdateExpression: update.expression,
-      ...conditionOf([update, options.condition], options.condition),
-      ReturnValues: 'ALL_NEW',
-      ...(options.returnItemOnConditionFailure ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } : {}),
-    });
-    const item = itemOf(output.Attributes);
+    const output = await this.write('update', keyOf(key), () =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: update.expression,
+          ...conditionOf([update, options.condition], options.condition),
+          ReturnValues: 'ALL_NEW',
+          ...(options.returnItemOnConditionFailure ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } : {}),
+        }),
+      ),
+    );
+    const item = output.Attributes;
     if (!item || !isStoredItem(item)) throw new Error(`update of ${describe(key)} returned no item`);
     return item;
   }
@@ -176,11 +165,15 @@ export class StateTable {
    * @throws ConditionFailedError when `condition` does not hold.
    */
   async delete(key: ItemKey, options: { condition?: Expression } = {}): Promise<void> {
-    await this.write('delete', keyOf(key), 'DeleteItem', {
-      TableName: this.tableName,
-      Key: keyValues(key),
-      ...conditionOf([options.condition], options.condition),
-    });
+    await this.write('delete', keyOf(key), () =>
+      this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          ...conditionOf([options.condition], options.condition),
+        }),
+      ),
+    );
   }
 
   /** Items of one partition (of the table or of gsi1) in sort-key order, all pages up to `limit`. */
@@ -188,23 +181,22 @@ export class StateTable {
     const onIndex = options.index === 'gsi1';
     const condition = keyCondition(partition, options.sk, onIndex);
     const items: StoredItem[] = [];
-    let startKey: unknown;
+    let startKey: QueryCommandInput['ExclusiveStartKey'];
     do {
       const remaining = options.limit === undefined ? undefined : options.limit - items.length;
-      const page = await this.#wire.send('Query', {
-        TableName: this.tableName,
-        ...(options.index ? { IndexName: options.index } : {}),
-        KeyConditionExpression: condition.expression,
-        ...conditionOf([condition]),
-        ScanIndexForward: options.ascending ?? true,
-        ConsistentRead: !onIndex,
-        ...(remaining !== undefined ? { Limit: remaining } : {}),
-        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-      });
-      for (const raw of Array.isArray(page.Items) ? page.Items : []) {
-        const item = itemOf(raw);
-        if (item && isStoredItem(item)) items.push(item);
-      }
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          ...(options.index ? { IndexName: options.index } : {}),
+          KeyConditionExpression: condition.expression,
+          ...conditionOf([condition]),
+          ScanIndexForward: options.ascending ?? true,
+          ConsistentRead: !onIndex,
+          ...(remaining !== undefined ? { Limit: remaining } : {}),
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) if (isStoredItem(item)) items.push(item);
       startKey = page.LastEvaluatedKey;
     } while (startKey && (options.limit === undefined || items.length < options.limit));
     return items;
@@ -219,31 +211,30 @@ export class StateTable {
    */
   async transactWrite(ops: TransactWriteOp[], options: { token?: string } = {}): Promise<void> {
     const TableName = this.tableName;
-    const items = ops.map((op) => {
+    const items: NonNullable<TransactWriteCommandInput['TransactItems']> = ops.map((op) => {
       const c = op.condition;
-      if ('put' in op) return { Put: { TableName, Item: marshallItem(op.put), ...conditionOf([c], c) } };
+      if ('put' in op) return { Put: { TableName, Item: op.put, ...conditionOf([c], c) } };
       if ('update' in op) {
-        const key = keyValues(op.update);
         const update = { UpdateExpression: op.expression.expression, ...conditionOf([op.expression, c], c) };
-        return { Update: { TableName, Key: key, ...update } };
+        return { Update: { TableName, Key: keyOf(op.update), ...update } };
       }
-      if ('delete' in op) return { Delete: { TableName, Key: keyValues(op.delete), ...conditionOf([c], c) } };
-      return { ConditionCheck: { TableName, Key: keyValues(op.check), ...conditionOf([c], c) } };
+      if ('delete' in op) return { Delete: { TableName, Key: keyOf(op.delete), ...conditionOf([c], c) } };
+      const check = { ...conditionOf([op.condition]), ConditionExpression: op.condition.expression };
+      return { ConditionCheck: { TableName, Key: keyOf(op.check), ...check } };
     });
-    await this.write('transaction', undefined, 'TransactWriteItems', {
-      TransactItems: items,
-      ...(options.token ? { ClientRequestToken: options.token } : {}),
-    });
+    await this.write('transaction', undefined, () =>
+      this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: items,
+          ...(options.token ? { ClientRequestToken: options.token } : {}),
+        }),
+      ),
+    );
   }
 
-  private async write(
-    operation: string,
-    key: ItemKey | undefined,
-    call: string,
-    input: Record<string, unknown>,
-  ): Promise<Record<string, unknown>> {
+  private async write<T>(operation: string, key: ItemKey | undefined, call: () => Promise<T>): Promise<T> {
     try {
-      return await this.#wire.send(call, input);
+      return await call();
     } catch (err) {
       throw translate(err, key ? `${operation} of ${describe(key)}` : operation);
     }
@@ -252,7 +243,8 @@ export class StateTable {
 
 /**
  * A request's ConditionExpression (when `condition` is given) and the
- * placeholders of `expressions`, their values converted to attribute values.
+ * placeholders of `expressions` (native values: the document client
+ * converts them).
  */
 function conditionOf(
   expressions: (Expression | undefined)[],
@@ -260,29 +252,21 @@ function conditionOf(
 ): {
   ConditionExpression?: string;
   ExpressionAttributeNames?: Record<string, string>;
-  ExpressionAttributeValues?: Record<string, AttributeValue>;
+  ExpressionAttributeValues?: Record<string, unknown>;
 } {
   const { ExpressionAttributeNames, ExpressionAttributeValues } = placeholders(expressions);
   return {
     ...(condition ? { ConditionExpression: condition.expression } : {}),
     ...(ExpressionAttributeNames ? { ExpressionAttributeNames } : {}),
-    ...(ExpressionAttributeValues
-      ? {
-          ExpressionAttributeValues: Object.fromEntries(
-            Object.entries(ExpressionAttributeValues).map(([k, v]) => [k, marshallValue(v)]),
-          ),
-        }
-      : {}),
+    ...(ExpressionAttributeValues ? { ExpressionAttributeValues } : {}),
   };
 }
 
-/** An item of an answer, converted to native values; undefined when the answer has none. */
-function itemOf(raw: unknown): Record<string, unknown> | undefined {
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  return unmarshallItem(raw as Record<string, AttributeValue>);
-}
-
-/** DynamoDB's refusals as our typed errors, recognised by the error's type (its `name`). */
+/**
+ * DynamoDB's refusals as our typed errors, recognised by the error's type
+ * (its `name`, which the SDK sets to the exception's shape name, so that
+ * two copies of the SDK in one process still agree).
+ */
 export function translate(err: unknown, what: string): unknown {
   if (!(err instanceof Error)) return err;
   if (err.name === 'ConditionalCheckFailedException') {
@@ -314,6 +298,18 @@ export function translate(err: unknown, what: string): unknown {
   return err;
 }
 
+/**
+ * The item a ConditionalCheckFailedException carries (ReturnValuesOnConditionCheckFailure),
+ * converted by the SDK's codec: the document client converts answers, not errors.
+ */
+function itemOf(raw: unknown): Record<string, unknown> | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  return unmarshall(raw as Record<string, AttributeValue>);
+}
+
+/** TransactionCanceledException's reasons, one per operation of the transaction. */
+type CancellationReasons = Array<{ Code?: string; Message?: string }>;
+
 function hasReasons(err: Error): err is Error & { CancellationReasons?: CancellationReasons } {
   const reasons = 'CancellationReasons' in err ? err.CancellationReasons : undefined;
   return reasons === undefined || Array.isArray(reasons);
@@ -322,11 +318,6 @@ function hasReasons(err: Error): err is Error & { CancellationReasons?: Cancella
 // Only the key attributes: callers often pass a whole item as its key.
 function keyOf(key: ItemKey): ItemKey {
   return { pk: key.pk, sk: key.sk };
-}
-
-/** The key attributes as attribute values. */
-function keyValues(key: ItemKey): Record<string, AttributeValue> {
-  return { pk: { S: key.pk }, sk: { S: key.sk } };
 }
 
 function describe(key: ItemKey): string {

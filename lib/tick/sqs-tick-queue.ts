@@ -1,24 +1,22 @@
 /**
  * The SQS adapter of the tick chain: the only module of the functions that
- * talks to SQS. It speaks SQS's JSON protocol (AWS JSON 1.0, `AmazonSQS.*`
- * targets, as @aws-sdk/client-sqs does) on our own wire
- * (lib/aws/aws-json-wire.ts), so that the tick never loads the SQS SDK.
+ * talks to SQS, through @aws-sdk/client-sqs configured by awsClientOptions
+ * (lib/aws/client-options.ts: timeouts, the invocation's deadline,
+ * retries, keep-alive). The client sends to the queue URL's own host
+ * (`useQueueUrlAsEndpoint`, the SDK's default) and checks SendMessage's MD5
+ * of the body; a mismatch is our typed InvalidChecksumError.
  */
-import { createHash } from 'node:crypto';
-import { type AwsJsonService, AwsJsonWire } from '../aws/aws-json-wire.ts';
-import { type AwsCredentials, type CredentialProvider, credentialProvider } from '../aws/credentials.ts';
+import {
+  GetQueueAttributesCommand,
+  SendMessageCommand,
+  SQSClient,
+  type SQSClientConfig,
+} from '@aws-sdk/client-sqs';
+import { awsClientOptions } from '../aws/client-options.ts';
 import { type Config, ConfigError } from '../config/config.ts';
 import type { TickQueue } from './tick-queue.ts';
 import { deduplicationId } from './tick-slot.ts';
 import type { TickMessage } from './tick-trigger.ts';
-
-export const SQS: AwsJsonService = {
-  name: 'SQS',
-  signingName: 'sqs',
-  targetPrefix: 'AmazonSQS',
-  // SQS answers in JSON with its older query protocol's error codes beside (x-amzn-query-error).
-  queryCompatible: true,
-};
 
 /** The attributes whose sum is every message the queue holds. */
 const DEPTH_ATTRIBUTES = [
@@ -27,7 +25,7 @@ const DEPTH_ATTRIBUTES = [
   'ApproximateNumberOfMessagesDelayed',
 ] as const;
 
-/** What SendMessage's answer says of the body SQS received did not match it (the SDK's check, too). */
+/** SendMessage's answer says SQS received another body than the one sent (the SDK's MD5 check). */
 export class InvalidChecksumError extends Error {
   override readonly name = 'InvalidChecksumError';
 }
@@ -35,58 +33,54 @@ export class InvalidChecksumError extends Error {
 export interface SqsTickQueueOptions {
   queueUrl: string;
   region: string;
-  /** The environment's credentials; the SDK's provider chain, loaded when first needed, without them. */
-  credentials?: AwsCredentials | CredentialProvider;
+  /** The SDK's default provider chain (the function role's, in Lambda) when omitted. */
+  credentials?: SQSClientConfig['credentials'];
   /** One HTTP attempt, connection included. Default 5000. */
   requestTimeoutMs?: number;
   /** Attempts per call, retries included. Default 3. */
   maxAttempts?: number;
 }
 
-/**
- * The tick chain on a real SQS FIFO queue. Calls go to the queue URL's own
- * host, as the SDK sends them by default (`useQueueUrlAsEndpoint`).
- */
+/** The tick chain on a real SQS FIFO queue. */
 export function createSqsTickQueue(options: SqsTickQueueOptions): TickQueue {
-  const { queueUrl, region } = options;
-  const url = new URL('/', new URL(queueUrl).origin);
-  const given = options.credentials;
-  const credentials = typeof given === 'function' ? given : credentialProvider(given);
-  const wire = new AwsJsonWire(SQS, async () => ({ url, region, credentials }), {
-    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
-    maxAttempts: options.maxAttempts ?? 3,
+  const { queueUrl, region, credentials } = options;
+  const client = new SQSClient({
+    region,
+    ...(credentials ? { credentials } : {}),
+    ...awsClientOptions({
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+    }),
   });
   return {
     async send({ slot, sender, group }, signal) {
       const body: TickMessage = { v: 1, slot };
-      const messageBody = JSON.stringify(body);
-      const output = await wire.send(
-        'SendMessage',
-        {
-          QueueUrl: queueUrl,
-          MessageBody: messageBody,
-          MessageGroupId: group,
-          MessageDeduplicationId: deduplicationId(slot, sender),
-        },
-        signal,
-      );
-      if (output.MD5OfMessageBody !== createHash('md5').update(messageBody).digest('hex'))
-        throw new InvalidChecksumError(`SQS received a different body than tick ${slot} sent`);
+      const command = new SendMessageCommand({
+        QueueUrl: queueUrl,
+        MessageBody: JSON.stringify(body),
+        MessageGroupId: group,
+        MessageDeduplicationId: deduplicationId(slot, sender),
+      });
+      try {
+        await client.send(command, signal ? { abortSignal: signal } : {});
+      } catch (err) {
+        if (err instanceof Error && err.message === 'InvalidChecksumError') {
+          throw new InvalidChecksumError(`SQS received a different body than tick ${slot} sent`, {
+            cause: err,
+          });
+        }
+        throw err;
+      }
     },
     async isEmpty(signal) {
-      const output = await wire.send(
-        'GetQueueAttributes',
-        { QueueUrl: queueUrl, AttributeNames: [...DEPTH_ATTRIBUTES] },
-        signal,
+      const output = await client.send(
+        new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [...DEPTH_ATTRIBUTES] }),
+        signal ? { abortSignal: signal } : {},
       );
-      const attributes = isRecord(output.Attributes) ? output.Attributes : {};
+      const attributes = output.Attributes ?? {};
       return DEPTH_ATTRIBUTES.every((name) => Number(attributes[name] ?? '0') === 0);
     },
   };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**
@@ -103,9 +97,5 @@ export function sqsTickQueueOf(config: Config): TickQueue {
       },
     ]);
   }
-  return createSqsTickQueue({
-    queueUrl,
-    region: config.dynamodb.region,
-    ...(config.aws.credentials ? { credentials: config.aws.credentials } : {}),
-  });
+  return createSqsTickQueue({ queueUrl, region: config.dynamodb.region });
 }

@@ -198,3 +198,27 @@ export function functionSizes(path: string): FunctionSize[] {
   visit(file);
   return sizes;
 }
+
+/**
+ * The text of every string, template and regular-expression literal of
+ * `path`, in source order: what the code can send or match, without its
+ * comments.
+ */
+export function literalTexts(path: string): string[] {
+  const texts: string[] = [];
+  const visit = (node: ts.Node) => {
+    if (
+      ts.isStringLiteral(node) ||
+      ts.isNoSubstitutionTemplateLiteral(node) ||
+      ts.isTemplateHead(node) ||
+      ts.isTemplateMiddle(node) ||
+      ts.isTemplateTail(node) ||
+      ts.isRegularExpressionLiteral(node)
+    ) {
+      texts.push(node.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sourceFile(path));
+  return texts;
+}

@@ -10,6 +10,7 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { awsClientOptions } from '../../lib/aws/client-options.ts';
 import { runWithDeadline } from '../../lib/deadline.ts';
@@ -84,6 +85,29 @@ describe('AWS client timeouts and deadlines', () => {
       () => table.get({ pk: 'a', sk: 'b' }),
       (err: unknown) => err instanceof Error && err.name === 'TimeoutError',
     );
+    assert.equal(endpoint.connections(), 1);
+  });
+
+  it("a DynamoDB request to a stalled endpoint through the SDK's client rejects at its timeout, not before, not much after", async () => {
+    const endpoint = await stalledEndpoint();
+    const { client } = createDynamoDbClient({
+      endpoint: endpoint.url,
+      requestTimeoutMs: 400,
+      maxAttempts: 1,
+    });
+    const started = performance.now();
+    const err = await client.send(new GetItemCommand({ TableName: 'svk', Key: { pk: { S: 'a' } } })).then(
+      () => assert.fail('a stalled endpoint answered'),
+      (e: unknown) => e,
+    );
+    const elapsed = performance.now() - started;
+    client.destroy();
+    assert.ok(err instanceof Error && err.name === 'TimeoutError', `a TimeoutError, not ${String(err)}`);
+    // The SDK's retry middleware saw it: one attempt, as configured.
+    assert.equal((err as Error & { $metadata?: { attempts?: number } }).$metadata?.attempts, 1);
+    assert.ok(elapsed >= 390, `rejected after ${elapsed.toFixed(0)} ms, before its 400 ms timeout`);
+    // Generous: the machine is shared; a hung request would take the test's own timeout.
+    assert.ok(elapsed < 3_000, `rejected after ${elapsed.toFixed(0)} ms, long after its 400 ms timeout`);
     assert.equal(endpoint.connections(), 1);
   });
 

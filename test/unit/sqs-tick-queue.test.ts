@@ -1,10 +1,11 @@
 /**
- * The tick's SQS adapter (lib/tick/sqs-tick-queue.ts) on our own wire,
- * against a loopback server that answers as SQS's JSON protocol does: it
- * sends what @aws-sdk/client-sqs sends for the same calls (the same target,
- * content type and body, to the queue URL's host), checks SendMessage's
- * MD5 as the SDK does, reads the queue's depth, and signs with the
- * credentials it is given.
+ * The tick's SQS adapter (lib/tick/sqs-tick-queue.ts), its SQS client built
+ * with awsClientOptions, against a loopback server that answers as SQS's
+ * JSON protocol does: it sends what a plain @aws-sdk/client-sqs client sends
+ * for the same call (the same target, content type and body, to the queue
+ * URL's host), turns the SDK's MD5 check into our InvalidChecksumError,
+ * reads the queue's depth, signs with the credentials it is given, and an
+ * aborted call sends nothing.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
