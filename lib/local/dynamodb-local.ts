@@ -4,8 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
-import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { awsClientOptions } from '../aws/client-options.ts';
+import { answersListTables } from '../state/dynamodb-clients.ts';
 import { freePort } from './free-ports.ts';
 
 /**
@@ -258,24 +257,7 @@ function emulatorDirectory(): string {
   return join(dirname(require.resolve('amplify-dynamodb-simulator')), 'emulator');
 }
 
-/**
- * One ListTables through the SDK's client, one
- * attempt of at most 5 s. DynamoDB Local checks that a credential is
- * present, not the signature.
- */
-async function answers(endpoint: string): Promise<boolean> {
-  const client = new DynamoDBClient({
-    endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    ...awsClientOptions({ requestTimeoutMs: 5_000, maxAttempts: 1 }),
-  });
-  try {
-    const { TableNames } = await client.send(new ListTablesCommand({}));
-    return Array.isArray(TableNames);
-  } catch {
-    return false;
-  } finally {
-    client.destroy();
-  }
+/** One ListTables of at most 5 s (DynamoDB Local checks that a credential is present, not the signature). */
+function answers(endpoint: string): Promise<boolean> {
+  return answersListTables(endpoint, 5_000);
 }

@@ -1,4 +1,4 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../aws/client-options.ts';
 
@@ -49,4 +49,20 @@ export function createDynamoDbClient(options: DynamoDbClientOptions = {}): Dynam
   });
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   return { client, doc };
+}
+
+/**
+ * Whether a DynamoDB endpoint answers: one ListTables, one attempt of at most
+ * `timeoutMs` (DynamoDB Local's readiness, lib/local/dynamodb-local.ts).
+ */
+export async function answersListTables(endpoint: string, timeoutMs: number): Promise<boolean> {
+  const { client } = createDynamoDbClient({ endpoint, requestTimeoutMs: timeoutMs, maxAttempts: 1 });
+  try {
+    const { TableNames } = await client.send(new ListTablesCommand({}));
+    return Array.isArray(TableNames);
+  } catch {
+    return false;
+  } finally {
+    client.destroy();
+  }
 }
