@@ -21,6 +21,21 @@ export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boole
   return volume.projected?.sources?.some((s) => s.serviceAccountToken !== undefined) ?? false;
 }
 
+/**
+ * The projected `kube-api-access-*` volume the ServiceAccount admission of
+ * Kubernetes 1.21+ adds (a serviceAccountToken source, mounted only at
+ * SERVICE_ACCOUNT_MOUNT): the Docker provider, which serves Secret volumes
+ * (the `<sa>-token-*` one of a 1.20 API server included) but no token
+ * sources yet, leaves it unmounted rather than refuse every pod of such a
+ * cluster. A projected token source the pod asks for itself is refused.
+ */
+export function isAdmissionTokenProjection(volume: V1Volume, pod: V1Pod): boolean {
+  return (
+    (volume.projected?.sources?.some((s) => s.serviceAccountToken !== undefined) ?? false) &&
+    isServiceAccountTokenVolume(volume, pod)
+  );
+}
+
 /** The pod's init containers, then its app containers. */
 export function allContainers(pod: V1Pod): V1Container[] {
   return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];

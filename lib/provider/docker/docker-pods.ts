@@ -39,6 +39,7 @@ import { NodeProbers, needsProber } from './prober/node-probers.ts';
 import type { ProberReport } from './prober/prober-report.ts';
 import { removalOf } from './removals-in-flight.ts';
 import { TerminationMessages } from './termination-message.ts';
+import { VolumeDelivery, type VolumeSources } from './volume-delivery.ts';
 
 /**
  * Starts of the infra container tried while a concurrent create holds its
@@ -51,6 +52,8 @@ const INFRA_ATTEMPTS = 10;
 /** The port-forward relay image unless configured: busybox, which has `nc`. */
 export const DEFAULT_RELAY_IMAGE = 'docker.io/library/busybox:1.36';
 const INFRA_RETRY_MS = 20;
+/** Without an API server, no ConfigMap or Secret exists. */
+const NO_VOLUME_SOURCES: VolumeSources = { configMap: async () => undefined, secret: async () => undefined };
 const INFRA_RETRY_MAX_MS = 1_000;
 
 export interface DockerPodProviderOptions {
@@ -70,7 +73,11 @@ export interface DockerPodProviderOptions {
     engineSocket: string;
     /** The image of port-forward relays (busybox's `nc`); {@link DEFAULT_RELAY_IMAGE} by default. */
     relayImage?: string;
+    /** The node's allocatable, what a downwardAPI volume's resourceFieldRef on a missing limit gives. */
+    allocatable?: Readonly<Record<string, string>>;
   };
+  /** Where file volumes read ConfigMaps and Secrets (the API server, `get`); none exist without it. */
+  volumeSources?: VolumeSources;
   /** Where the Events of probes and hooks are recorded; none when absent. */
   events?: ProviderEventRecorder;
   /** Registry credentials for a pod's image from its imagePullSecrets; none by default. */
@@ -116,6 +123,13 @@ export class DockerPodProvider implements PodProvider {
       registryAuth: options.registryAuth ?? (async () => undefined),
       messages: new TerminationMessages(docker, engineKind),
       mountpoints: new Map(),
+      volumes: new VolumeDelivery({
+        docker,
+        clock,
+        log,
+        sources: options.volumeSources ?? NO_VOLUME_SOURCES,
+        ...(options.events ? { events: options.events } : {}),
+      }),
     };
     this.probers = new NodeProbers({
       docker,
@@ -145,9 +159,10 @@ export class DockerPodProvider implements PodProvider {
   async createPod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
     const identity = podIdentity(pod);
     const { clusterDomain } = this.options.settings;
-    const reasons = unsupportedFields(pod, clusterDomain);
+    const downward = this.downwardOptions();
+    const reasons = unsupportedFields(pod, clusterDomain, downward);
     if (reasons.length > 0) throw new ProviderUnsupportedError(reasons, 'docker');
-    const plan = podPlan(pod, identity, clusterDomain);
+    const plan = podPlan(pod, identity, clusterDomain, downward);
     const byName = await this.state.pods(
       { [LABELS.namespace]: plan.namespace, [LABELS.name]: plan.name },
       signal,
@@ -356,6 +371,11 @@ export class DockerPodProvider implements PodProvider {
       await clock.sleep(doublingDelayMs(attempt, INFRA_RETRY_MS, INFRA_RETRY_MAX_MS), signal);
       if (removalOf(plan.uid) || (await markedForDeletion(this.deps, plan.uid, signal))) return;
     }
+  }
+
+  private downwardOptions() {
+    const { hostIp, allocatable } = this.options.settings;
+    return { hostIp, ...(allocatable ? { allocatable } : {}) };
   }
 
   /** The prober report of the pods' node, when one of them has probes or hooks. */

@@ -1,0 +1,224 @@
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { V1Pod } from '@kubernetes/client-node';
+import type Docker from 'dockerode';
+import type { Clock } from '../../clock.ts';
+import type { Logger } from '../../log/logger.ts';
+import { doublingDelayMs } from '../../util/doubling-delay.ts';
+import { errorMessage } from '../../util/error-message.ts';
+import { type SourceData, sourceKey, sourcesToRead, volumePayload } from '../file-volumes.ts';
+import type { ProviderEventRecorder } from '../provider.ts';
+import { atomicLayout, DATA_DIR_NAME, timestampDirName } from './atomic-layout.ts';
+import { heldVolumePath } from './container-config.ts';
+import { isEngineNotFound } from './engine-errors.ts';
+import { volumeName } from './names.ts';
+import type { ContainerPlan, PodPlan } from './pod-plan.ts';
+import { type TarEntry, tarArchive } from './tar-archive.ts';
+
+/**
+ * Fills a pod's file volumes (configMap, secret, downwardAPI, projected)
+ * before any of its containers is created, as the kubelet mounts a pod's
+ * volumes before it starts it: the objects are read from the API server
+ * (`get`), the files laid out as the atomic writer does (atomic-layout.ts)
+ * and written, as one tar archive, into the volume through the infra
+ * container that holds it (an archive PUT: the engine may be remote). The
+ * volumes are tmpfs: a Secret's bytes are in the engine host's memory only,
+ * and go with the volume when the pod is removed. They pass through this
+ * process's memory on their way and are never logged: an Event or a log line
+ * names objects and keys only.
+ *
+ * A volume is written once, when `..data` is not in it yet (one HEAD per
+ * file volume, only while a container of the pod is due to be created). A
+ * missing ConfigMap or Secret (or key), not optional, keeps every container
+ * from being created: a FailedMount Warning Event in the kubelet's words, and
+ * another try after a back-off doubling from 2 s to 2 min (in this process;
+ * another invocation tries at once).
+ *
+ * Updates of the objects, or of the pod's labels and annotations, do not
+ * reach the files yet.
+ */
+
+/** ConfigMaps and Secrets as a file volume reads them: keys to bytes, undefined when missing. */
+export interface VolumeSources {
+  configMap(namespace: string, name: string): Promise<SourceData>;
+  secret(namespace: string, name: string): Promise<SourceData>;
+}
+
+const RETRY_MS = 2_000;
+const RETRY_MAX_MS = 120_000;
+/** Pods remembered (delivered volumes, back-offs): one entry per pod this process saw. */
+const MAX_REMEMBERED = 10_000;
+
+export interface VolumeDeliveryDeps {
+  docker: Docker;
+  sources: VolumeSources;
+  clock: Clock;
+  log: Logger;
+  events?: ProviderEventRecorder;
+}
+
+export class VolumeDelivery {
+  /** Infra container ids whose file volumes are all written. */
+  readonly #delivered = new Set<string>();
+  readonly #retry = new Map<string, { attempt: number; at: number }>();
+
+  constructor(private readonly deps: VolumeDeliveryDeps) {}
+
+  /**
+   * Whether every file volume of the pod holds its files, writing those that
+   * do not. False when one cannot be filled yet (its Event recorded).
+   * `pod` is the pod as reported, for the Event.
+   */
+  async ensure(plan: PodPlan, infraId: string, pod: () => V1Pod, signal?: AbortSignal): Promise<boolean> {
+    const volumes = plan.volumes.filter((v) => v.files);
+    if (volumes.length === 0 || this.#delivered.has(infraId)) return true;
+    const now = this.deps.clock.now();
+    const retry = this.#retry.get(plan.uid);
+    if (retry && now < retry.at) return false;
+    for (const volume of volumes) {
+      const files = volume.files;
+      if (!files) continue;
+      const dir = heldVolumePath(volume.name);
+      if (await pathExists(this.deps.docker, infraId, `${dir}/${DATA_DIR_NAME}`, signal)) continue;
+      const data = new Map<string, SourceData>();
+      let failure: string | undefined;
+      for (const source of sourcesToRead(files)) {
+        try {
+          data.set(
+            sourceKey(source.kind, source.name),
+            source.kind === 'configMap'
+              ? await this.deps.sources.configMap(plan.namespace, source.name)
+              : await this.deps.sources.secret(plan.namespace, source.name),
+          );
+        } catch (err) {
+          failure = `failed to get ${source.kind === 'configMap' ? 'configmap' : 'secret'} "${source.name}": ${errorMessage(err)}`;
+          break;
+        }
+      }
+      const payload = failure === undefined ? volumePayload(files, data) : { error: failure };
+      if ('error' in payload) {
+        await this.#failed(plan, volume.name, payload.error, pod);
+        return false;
+      }
+      const layout = atomicLayout(
+        payload.files,
+        timestampDirName(new Date(now), randomBytes(5).toString('hex')),
+      );
+      await this.deps.docker.getContainer(infraId).putArchive(tarArchive(layout, new Date(now)), {
+        path: dir,
+        ...(signal ? { abortSignal: signal } : {}),
+      });
+    }
+    this.#retry.delete(plan.uid);
+    remember(this.#delivered, infraId);
+    return true;
+  }
+
+  async #failed(plan: PodPlan, volume: string, error: string, pod: () => V1Pod): Promise<void> {
+    const attempt = (this.#retry.get(plan.uid)?.attempt ?? 0) + 1;
+    this.#retry.set(plan.uid, {
+      attempt,
+      at: this.deps.clock.now() + doublingDelayMs(attempt, RETRY_MS, RETRY_MAX_MS),
+    });
+    if (this.#retry.size > MAX_REMEMBERED) this.#retry.delete(this.#retry.keys().next().value ?? '');
+    const message = `MountVolume.SetUp failed for volume "${volume}" : ${error}`;
+    this.deps.log.info(
+      { pod: `${plan.namespace}/${plan.name}`, uid: plan.uid, volume, attempt },
+      `docker provider: ${message}`,
+    );
+    await this.deps.events?.record(pod(), 'Warning', 'FailedMount', message);
+  }
+
+  /**
+   * The engine-host directories of the volumes `container`'s subPath mounts
+   * use, by Kubernetes volume name, each subPath of an emptyDir made first
+   * (as the kubelet makes it). A subPath whose path in the volume goes
+   * through a symlink is refused (a container could otherwise have another
+   * mount a path of its choosing on the host): checked just before the
+   * create, not proof against a container that swaps a directory for a link
+   * in between.
+   */
+  async subPathDirs(
+    plan: PodPlan,
+    container: ContainerPlan,
+    infraId: string,
+    mountpoints: Map<string, string>,
+    signal?: AbortSignal,
+  ): Promise<Map<string, string>> {
+    const dirs = new Map<string, string>();
+    const { docker } = this.deps;
+    for (const mount of container.mounts) {
+      if (!mount.subPath) continue;
+      const volume = plan.volumes.find((v) => v.name === mount.volume);
+      if (!volume?.held) throw new Error(`volume ${mount.volume} of a subPath mount is not held by the pod`);
+      const base = heldVolumePath(volume.name);
+      if (!volume.files) {
+        const parts = mount.subPath.split('/');
+        for (let i = 1; i <= parts.length; i++) {
+          const at = `${base}/${parts.slice(0, i).join('/')}`;
+          const stat = await pathStat(docker, infraId, at, signal);
+          if (stat?.linkTarget)
+            throw new Error(`volumeMounts[${mount.volume}].subPath ${mount.subPath} goes through a symlink`);
+        }
+        const entries: TarEntry[] = parts.map((_, i) => ({
+          type: 'dir',
+          name: parts.slice(0, i + 1).join('/'),
+          mode: 0o777,
+        }));
+        await docker.getContainer(infraId).putArchive(tarArchive(entries, new Date(this.deps.clock.now())), {
+          path: base,
+          ...(signal ? { abortSignal: signal } : {}),
+        });
+      }
+      dirs.set(mount.volume, await volumeMountpoint(docker, volumeName(plan.uid, volume.name), mountpoints));
+    }
+    return dirs;
+  }
+}
+
+/** A volume's directory on the engine host, inspected once per process. */
+export async function volumeMountpoint(
+  docker: Docker,
+  name: string,
+  mountpoints: Map<string, string>,
+): Promise<string> {
+  let mountpoint = mountpoints.get(name);
+  if (!mountpoint) {
+    mountpoint = (await docker.getVolume(name).inspect()).Mountpoint;
+    mountpoints.set(name, mountpoint);
+    // Bounded: one entry per volume this process created an instance with.
+    if (mountpoints.size > MAX_REMEMBERED) mountpoints.delete(mountpoints.keys().next().value ?? '');
+  }
+  return mountpoint;
+}
+
+function remember(set: Set<string>, value: string): void {
+  set.add(value);
+  if (set.size > MAX_REMEMBERED) set.delete(set.values().next().value ?? '');
+}
+
+async function pathExists(docker: Docker, container: string, path: string, signal?: AbortSignal) {
+  return (await pathStat(docker, container, path, signal)) !== undefined;
+}
+
+/** The engine's stat of a path in a container (HEAD archive), undefined when it is not there. */
+async function pathStat(
+  docker: Docker,
+  container: string,
+  path: string,
+  signal?: AbortSignal,
+): Promise<{ linkTarget?: string } | undefined> {
+  try {
+    const response = (await docker
+      .getContainer(container)
+      .infoArchive({ path, ...(signal ? { abortSignal: signal } : {}) })) as IncomingMessage;
+    response.resume();
+    const header = response.headers?.['x-docker-container-path-stat'];
+    if (typeof header !== 'string') return {};
+    const stat = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { linkTarget?: string };
+    return stat.linkTarget ? { linkTarget: stat.linkTarget } : {};
+  } catch (err) {
+    if (isEngineNotFound(err)) return undefined;
+    throw err;
+  }
+}

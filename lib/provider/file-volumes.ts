@@ -1,0 +1,317 @@
+import type {
+  V1Container,
+  V1DownwardAPIVolumeFile,
+  V1KeyToPath,
+  V1Pod,
+  V1Volume,
+} from '@kubernetes/client-node';
+import {
+  DownwardApiError,
+  type DownwardApiOptions,
+  fieldValue,
+  resourceFieldValue,
+} from '../kube/downward-api.ts';
+
+/**
+ * ConfigMap, Secret, downwardAPI and projected volumes as the kubelet fills
+ * them (pkg/volume/configmap, secret, downwardapi, projected): what a volume
+ * asks for, checked and recorded without any data (a plan record is
+ * persisted: it must never hold a Secret's bytes), then, once the objects are
+ * read, the files it holds. Pure: the provider reads and writes.
+ */
+
+/** The API server's default file mode of these volumes (0644). */
+export const DEFAULT_FILE_MODE = 0o644;
+const MAX_PATH_LENGTH = 4096;
+const MAX_FILE_NAME_LENGTH = 255;
+
+/** One item of a ConfigMap or Secret source: a key written at a path, with its own mode or the volume's. */
+export interface KeyItem {
+  key: string;
+  path: string;
+  mode?: number;
+}
+
+/** One source of a file volume, without data. */
+export type FileSource =
+  | { kind: 'configMap' | 'secret'; name: string; optional: boolean; items?: KeyItem[] }
+  /** Downward API items, their values taken from the pod when planned (metadata and resources only). */
+  | { kind: 'downwardAPI'; items: Array<{ path: string; mode?: number; value: string }> };
+
+/** A configMap, secret, downwardAPI or projected volume: its sources and the mode of files without their own. */
+export interface FileVolume {
+  defaultMode: number;
+  sources: FileSource[];
+}
+
+/** One file of a volume, as the kubelet's atomic writer takes it (a FileProjection). */
+export interface FileProjection {
+  path: string;
+  mode: number;
+  content: Buffer;
+}
+
+/** A ConfigMap's or Secret's data as read: keys to bytes; undefined when it does not exist. */
+export type SourceData = ReadonlyMap<string, Buffer> | undefined;
+
+/** Whether the volume is one of the kinds this module fills. */
+export function isFileVolume(volume: V1Volume): boolean {
+  return Boolean(volume.configMap || volume.secret || volume.downwardAPI || volume.projected);
+}
+
+/**
+ * The volume's plan, or the reasons it cannot be served, each naming its
+ * field (`spec.volumes[v].configMap.items[0].path: ...`). Only the
+ * downwardAPI fields a volume may hold (metadata and resources) are taken.
+ * Projected serviceAccountToken sources are refused here: the caller decides
+ * about the service-account volume the API server adds.
+ */
+export function fileVolume(
+  volume: V1Volume,
+  pod: V1Pod,
+  options: DownwardApiOptions = {},
+): { volume: FileVolume } | { reasons: string[] } {
+  const at = `spec.volumes[${volume.name}]`;
+  const reasons: string[] = [];
+  const mode = (field: string, value: number | undefined): number | undefined => {
+    if (value === undefined) return undefined;
+    if (!Number.isInteger(value) || value < 0 || value > 0o777)
+      reasons.push(`${field}: must be a file mode between 0 and 0777 (511), not ${value}`);
+    return value;
+  };
+  const keyItems = (field: string, items: V1KeyToPath[] | undefined): KeyItem[] | undefined =>
+    items?.map((item, i) => {
+      const f = `${field}.items[${i}]`;
+      const keyProblem = configKeyProblem(item.key);
+      if (keyProblem) reasons.push(`${f}.key: ${keyProblem}`);
+      const pathProblem = filePathProblem(item.path);
+      if (pathProblem) reasons.push(`${f}.path: ${pathProblem}`);
+      const m = mode(`${f}.mode`, item.mode);
+      return { key: item.key, path: item.path, ...(m !== undefined ? { mode: m } : {}) };
+    });
+  const downward = (field: string, items: V1DownwardAPIVolumeFile[] | undefined): FileSource => ({
+    kind: 'downwardAPI',
+    items: (items ?? []).map((item, i) => {
+      const f = `${field}.items[${i}]`;
+      const pathProblem = filePathProblem(item.path);
+      if (pathProblem) reasons.push(`${f}.path: ${pathProblem}`);
+      const m = mode(`${f}.mode`, item.mode);
+      return { path: item.path, ...(m !== undefined ? { mode: m } : {}), value: downwardValue(f, item) };
+    }),
+  });
+  const downwardValue = (f: string, item: V1DownwardAPIVolumeFile): string => {
+    try {
+      if (item.fieldRef) {
+        const path = item.fieldRef.fieldPath;
+        if (!VOLUME_FIELD_PATH.test(path)) {
+          reasons.push(`${f}.fieldRef.fieldPath: "${path}" is not available in a downwardAPI volume`);
+          return '';
+        }
+        return fieldValue(pod, path, options);
+      }
+      if (item.resourceFieldRef) {
+        if (!item.resourceFieldRef.containerName) {
+          reasons.push(`${f}.resourceFieldRef.containerName: required in a volume`);
+          return '';
+        }
+        return resourceFieldValue(pod, undefined, item.resourceFieldRef, `${f}.resourceFieldRef`, options);
+      }
+      reasons.push(`${f}: needs a fieldRef or a resourceFieldRef`);
+    } catch (err) {
+      if (!(err instanceof DownwardApiError)) throw err;
+      reasons.push(err.message);
+    }
+    return '';
+  };
+
+  const sources: FileSource[] = [];
+  let defaultMode: number | undefined;
+  if (volume.configMap) {
+    defaultMode = mode(`${at}.configMap.defaultMode`, volume.configMap.defaultMode);
+    sources.push(
+      keySource(
+        'configMap',
+        volume.configMap.name,
+        volume.configMap.optional,
+        keyItems(`${at}.configMap`, volume.configMap.items),
+      ),
+    );
+    if (!volume.configMap.name) reasons.push(`${at}.configMap.name: required`);
+  } else if (volume.secret) {
+    defaultMode = mode(`${at}.secret.defaultMode`, volume.secret.defaultMode);
+    sources.push(
+      keySource(
+        'secret',
+        volume.secret.secretName,
+        volume.secret.optional,
+        keyItems(`${at}.secret`, volume.secret.items),
+      ),
+    );
+    if (!volume.secret.secretName) reasons.push(`${at}.secret.secretName: required`);
+  } else if (volume.downwardAPI) {
+    defaultMode = mode(`${at}.downwardAPI.defaultMode`, volume.downwardAPI.defaultMode);
+    sources.push(downward(`${at}.downwardAPI`, volume.downwardAPI.items));
+  } else if (volume.projected) {
+    defaultMode = mode(`${at}.projected.defaultMode`, volume.projected.defaultMode);
+    (volume.projected.sources ?? []).forEach((s, i) => {
+      const f = `${at}.projected.sources[${i}]`;
+      if (s.configMap) {
+        sources.push(
+          keySource(
+            'configMap',
+            s.configMap.name,
+            s.configMap.optional,
+            keyItems(`${f}.configMap`, s.configMap.items),
+          ),
+        );
+        if (!s.configMap.name) reasons.push(`${f}.configMap.name: required`);
+      } else if (s.secret) {
+        sources.push(
+          keySource('secret', s.secret.name, s.secret.optional, keyItems(`${f}.secret`, s.secret.items)),
+        );
+        if (!s.secret.name) reasons.push(`${f}.secret.name: required`);
+      } else if (s.downwardAPI) sources.push(downward(`${f}.downwardAPI`, s.downwardAPI.items));
+      else if (s.serviceAccountToken)
+        reasons.push(`${f}.serviceAccountToken: service account tokens are not served by this provider yet`);
+      else reasons.push(`${f}: ${Object.keys(s).join(', ') || 'an empty source'} is not supported`);
+    });
+  } else {
+    reasons.push(`${at}: not a configMap, secret, downwardAPI or projected volume`);
+  }
+  if (reasons.length > 0) return { reasons };
+  return { volume: { defaultMode: defaultMode ?? DEFAULT_FILE_MODE, sources } };
+}
+
+function keySource(
+  kind: 'configMap' | 'secret',
+  name: string | undefined,
+  optional: boolean | undefined,
+  items: KeyItem[] | undefined,
+): FileSource {
+  return { kind, name: name ?? '', optional: optional ?? false, ...(items ? { items } : {}) };
+}
+
+/** The fieldPaths a downwardAPI volume may hold (the API's validVolumeDownwardAPIFieldPathExpressions). */
+const VOLUME_FIELD_PATH =
+  /^(metadata\.(name|namespace|uid|labels|annotations)|metadata\.(labels|annotations)\['[^']*'\])$/;
+
+/**
+ * What is wrong with a path a volume writes a file at (the atomic writer's
+ * validatePath): empty, absolute, with a `..` element, starting with `..`,
+ * longer than 4096 characters or with a name longer than 255; undefined when
+ * it is fine.
+ */
+export function filePathProblem(path: string | undefined): string | undefined {
+  if (!path) return 'must not be empty';
+  if (path.startsWith('/')) return `must be a relative path, not "${path}"`;
+  if (path.length > MAX_PATH_LENGTH) return `must be at most ${MAX_PATH_LENGTH} characters`;
+  const parts = path.split('/');
+  if (parts.includes('..')) return `must not contain a ".." element: "${path}"`;
+  if (parts.some((p) => p.length > MAX_FILE_NAME_LENGTH))
+    return `file names must be at most ${MAX_FILE_NAME_LENGTH} characters`;
+  if ((parts[0] ?? '').startsWith('..')) return `must not start with "..": "${path}"`;
+  if (parts.some((p) => p === '')) return `must not have an empty element: "${path}"`;
+  return undefined;
+}
+
+/** What is wrong with a ConfigMap or Secret key (the API's IsConfigMapKey); undefined when it is fine. */
+export function configKeyProblem(key: string | undefined): string | undefined {
+  if (!key) return 'must not be empty';
+  if (key.length > 253) return 'must be at most 253 characters';
+  if (!/^[-._a-zA-Z0-9]+$/.test(key))
+    return `"${key}" is not a valid key (letters, digits, "-", "_" and ".")`;
+  if (key === '.' || key === '..' || key.startsWith('..'))
+    return `"${key}" must not be "." or start with ".."`;
+  return undefined;
+}
+
+/**
+ * The ConfigMaps and Secrets a volume reads, by `configMap/<name>` or
+ * `secret/<name>` (see {@link sourceKey}).
+ */
+export function sourcesToRead(volume: FileVolume): Array<{ kind: 'configMap' | 'secret'; name: string }> {
+  const seen = new Map<string, { kind: 'configMap' | 'secret'; name: string }>();
+  for (const s of volume.sources)
+    if (s.kind !== 'downwardAPI') seen.set(sourceKey(s.kind, s.name), { kind: s.kind, name: s.name });
+  return [...seen.values()];
+}
+
+export function sourceKey(kind: 'configMap' | 'secret', name: string): string {
+  return `${kind}/${name}`;
+}
+
+/**
+ * The volume's files from the objects read (by {@link sourceKey}), as the
+ * kubelet's MakePayload makes them: every key of a source without items,
+ * else the items, each with its mode or the volume's default. A missing
+ * optional object adds nothing, nor does an optional one's missing key.
+ * Otherwise the error is the kubelet's wording, which its FailedMount Event
+ * carries (`configmap "x" not found`, `configmap references non-existent
+ * config key: k`); it names objects and keys, never data.
+ */
+export function volumePayload(
+  volume: FileVolume,
+  data: ReadonlyMap<string, SourceData>,
+): { files: FileProjection[] } | { error: string } {
+  const files = new Map<string, FileProjection>();
+  for (const source of volume.sources) {
+    if (source.kind === 'downwardAPI') {
+      for (const item of source.items)
+        files.set(item.path, {
+          path: item.path,
+          mode: item.mode ?? volume.defaultMode,
+          content: Buffer.from(item.value),
+        });
+      continue;
+    }
+    const found = data.get(sourceKey(source.kind, source.name));
+    const noun = source.kind === 'configMap' ? 'configmap' : 'secret';
+    if (!found) {
+      if (source.optional) continue;
+      return { error: `${noun} "${source.name}" not found` };
+    }
+    const items = source.items ?? [...found.keys()].sort().map((key) => ({ key, path: key }) as KeyItem);
+    for (const item of items) {
+      const content = found.get(item.key);
+      if (content === undefined) {
+        if (source.optional) continue;
+        return {
+          error:
+            source.kind === 'configMap'
+              ? `configmap references non-existent config key: ${item.key}`
+              : `references non-existent secret key: ${item.key}`,
+        };
+      }
+      files.set(item.path, { path: item.path, mode: item.mode ?? volume.defaultMode, content });
+    }
+  }
+  return { files: [...files.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) };
+}
+
+/**
+ * A container's subPath for a mount: `subPath`, or `subPathExpr` with
+ * `$(VAR)` expanded from the container's env (values resolved), checked as
+ * the kubelet checks it (relative, no `..` element); undefined for none.
+ */
+export function mountSubPath(
+  mount: { subPath?: string; subPathExpr?: string },
+  container: Pick<V1Container, 'env'>,
+  expand: (input: string, lookup: (name: string) => string | undefined) => string,
+): { subPath?: string } | { problem: string } {
+  if (mount.subPath && mount.subPathExpr)
+    return { problem: 'subPath and subPathExpr are mutually exclusive' };
+  let subPath = mount.subPath;
+  if (mount.subPathExpr) {
+    const env = new Map((container.env ?? []).map((e) => [e.name, e.value ?? '']));
+    subPath = expand(mount.subPathExpr, (name) => env.get(name));
+  }
+  if (!subPath) return {};
+  if (subPath.startsWith('/')) return { problem: `must be a relative path, not "${subPath}"` };
+  if (subPath.split('/').includes('..')) return { problem: `must not contain a ".." element: "${subPath}"` };
+  return {
+    subPath: subPath
+      .split('/')
+      .filter((p) => p !== '' && p !== '.')
+      .join('/'),
+  };
+}
