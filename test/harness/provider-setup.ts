@@ -87,7 +87,9 @@ export type ScenarioId =
   | 'liveness-restart'
   | 'startup-probe'
   | 'prestop'
-  | 'termination-message';
+  | 'termination-message'
+  | 'file-volumes'
+  | 'volume-missing-source';
 
 export interface ProviderSetup {
   /** `SVK_PROVIDER` of the functions. */
