@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type {
   V1Container,
   V1DownwardAPIVolumeFile,
@@ -35,8 +36,18 @@ export interface KeyItem {
 /** One source of a file volume, without data. */
 export type FileSource =
   | { kind: 'configMap' | 'secret'; name: string; optional: boolean; items?: KeyItem[] }
-  /** Downward API items, their values taken from the pod when planned (metadata and resources only). */
-  | { kind: 'downwardAPI'; items: Array<{ path: string; mode?: number; value: string }> };
+  /**
+   * Downward API items, their values taken from the pod when planned (metadata and resources only);
+   * `fieldPath` for those that may change (labels, annotations), which an update takes from the pod again.
+   */
+  | { kind: 'downwardAPI'; items: DownwardItem[] };
+
+export interface DownwardItem {
+  path: string;
+  mode?: number;
+  value: string;
+  fieldPath?: string;
+}
 
 /** A configMap, secret, downwardAPI or projected volume: its sources and the mode of files without their own. */
 export interface FileVolume {
@@ -96,7 +107,13 @@ export function fileVolume(
       const pathProblem = filePathProblem(item.path);
       if (pathProblem) reasons.push(`${f}.path: ${pathProblem}`);
       const m = mode(`${f}.mode`, item.mode);
-      return { path: item.path, ...(m !== undefined ? { mode: m } : {}), value: downwardValue(f, item) };
+      const fieldPath = item.fieldRef?.fieldPath;
+      return {
+        path: item.path,
+        ...(m !== undefined ? { mode: m } : {}),
+        value: downwardValue(f, item),
+        ...(fieldPath && MUTABLE_FIELD_PATH.test(fieldPath) ? { fieldPath } : {}),
+      };
     }),
   });
   const downwardValue = (f: string, item: V1DownwardAPIVolumeFile): string => {
@@ -194,6 +211,43 @@ function keySource(
 /** The fieldPaths a downwardAPI volume may hold (the API's validVolumeDownwardAPIFieldPathExpressions). */
 const VOLUME_FIELD_PATH =
   /^(metadata\.(name|namespace|uid|labels|annotations)|metadata\.(labels|annotations)\['[^']*'\])$/;
+
+/** The fieldPaths whose value may change while the pod runs. */
+const MUTABLE_FIELD_PATH = /^metadata\.(labels|annotations)/;
+
+/** Whether the volume shows labels or annotations, which an update takes from the pod again. */
+export function readsPodMetadata(volume: FileVolume): boolean {
+  return volume.sources.some((s) => s.kind === 'downwardAPI' && s.items.some((i) => i.fieldPath));
+}
+
+/** The volume with its labels and annotations as `pod` has them now. */
+export function withPodMetadata(volume: FileVolume, pod: V1Pod): FileVolume {
+  return {
+    ...volume,
+    sources: volume.sources.map((s) =>
+      s.kind === 'downwardAPI'
+        ? {
+            ...s,
+            items: s.items.map((i) => (i.fieldPath ? { ...i, value: fieldValue(pod, i.fieldPath) } : i)),
+          }
+        : s,
+    ),
+  };
+}
+
+/**
+ * A digest of a volume's files (paths, modes, contents): what tells a
+ * changed payload from the one written. Kept in the timestamped directory's
+ * name, beside the files it stands for, never elsewhere.
+ */
+export function payloadDigest(files: readonly FileProjection[]): string {
+  const hash = createHash('sha256');
+  for (const f of files) {
+    hash.update(`${f.path}\0${f.mode}\0${f.content.length}\0`);
+    hash.update(f.content);
+  }
+  return hash.digest('hex').slice(0, 16);
+}
 
 /**
  * What is wrong with a path a volume writes a file at (the atomic writer's

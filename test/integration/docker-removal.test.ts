@@ -195,6 +195,8 @@ function advanceDeps(): AdvanceDeps {
       clock: systemClock,
       log,
       sources: { configMap: async () => undefined, secret: async () => undefined },
+      swapImage: 'unused',
+      pullImage: async () => {},
     }),
   };
 }

@@ -7,10 +7,13 @@ import {
   filePathProblem,
   fileVolume,
   mountSubPath,
+  payloadDigest,
+  readsPodMetadata,
   type SourceData,
   sourceKey,
   sourcesToRead,
   volumePayload,
+  withPodMetadata,
 } from '../../lib/provider/file-volumes.ts';
 
 const pod: V1Pod = {
@@ -220,6 +223,39 @@ describe('file volumes: what a volume holds', () => {
     assert.equal(filePathProblem('..data'), 'must not start with "..": "..data"');
     assert.equal(filePathProblem(`${'x'.repeat(256)}`), 'file names must be at most 255 characters');
     assert.equal(filePathProblem('x/'.repeat(2049)), 'must be at most 4096 characters');
+  });
+});
+
+describe('file volumes: updates', () => {
+  it('takes labels and annotations from the pod again, and tells a changed payload by its digest', () => {
+    const volume = planned({
+      name: 'info',
+      downwardAPI: {
+        items: [
+          { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+          { path: 'name', fieldRef: { fieldPath: 'metadata.name' } },
+        ],
+      },
+    });
+    assert.equal(readsPodMetadata(volume), true);
+    assert.equal(readsPodMetadata(planned({ name: 'c', configMap: { name: 'x' } })), false);
+    const before = volumePayload(volume, new Map());
+    const relabelled = withPodMetadata(volume, {
+      ...pod,
+      metadata: { ...pod.metadata, labels: { tier: 'back' } },
+    });
+    const after = volumePayload(relabelled, new Map());
+    assert.ok('files' in before && 'files' in after);
+    assert.deepEqual(text(after.files), [
+      ['labels', '644', 'tier="back"'],
+      ['name', '644', 'web'],
+    ]);
+    assert.notEqual(payloadDigest(before.files), payloadDigest(after.files));
+    const again = volumePayload(volume, new Map());
+    assert.ok('files' in again);
+    assert.equal(payloadDigest(before.files), payloadDigest(again.files));
+    const modeOnly = after.files.map((f) => ({ ...f, mode: 0o600 }));
+    assert.notEqual(payloadDigest(after.files), payloadDigest(modeOnly), 'a mode change is a change');
   });
 });
 

@@ -128,6 +128,10 @@ export class DockerPodProvider implements PodProvider {
         clock,
         log,
         sources: options.volumeSources ?? NO_VOLUME_SOURCES,
+        swapImage: settings.relayImage ?? DEFAULT_RELAY_IMAGE,
+        pullImage: async (image, signal) => {
+          await puller.ensure(image, signal);
+        },
         ...(options.events ? { events: options.events } : {}),
       }),
     };
@@ -207,6 +211,11 @@ export class DockerPodProvider implements PodProvider {
         'docker',
       );
     }
+    // Labels and annotations shown by downwardAPI volumes reach the files now, not at the next minute.
+    if (observed.infra.state === 'running' && !observed.deleting)
+      await this.deps.volumes.refresh(was, observed.infra.id, pod, signal).catch((err: unknown) => {
+        this.options.log.warn({ err, uid: identity.uid }, 'docker provider: updating volumes failed');
+      });
     return (await advancePod(this.deps, observed, signal, await this.reportFor([observed], signal)))?.status;
   }
 

@@ -140,6 +140,7 @@ export function kubeVolumeSources(core: CoreApi): VolumeSources {
           ]),
         ]);
       }),
+    pod: (namespace, name) => missingAsUndefined(() => core.readNamespacedPod({ namespace, name })),
     secret: (namespace, name) =>
       missingAsUndefined(async () => {
         const secret = await core.readNamespacedSecret({ namespace, name });

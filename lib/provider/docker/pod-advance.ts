@@ -179,6 +179,11 @@ async function moveOn(
           podLog.warn({ err, container: old.id }, 'could not remove an old instance');
       });
   }
+  // Changed ConfigMaps, Secrets, labels and annotations reach the files of a running pod (once a minute).
+  if (infra.state === 'running' && mounted)
+    await deps.volumes.refresh(plan, infra.id, undefined, signal).catch((err: unknown) => {
+      podLog.warn({ err }, 'updating volumes failed');
+    });
   const current = changed
     ? (await state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid)
     : observed;

@@ -44,7 +44,14 @@ const fileVolumeSchema = z.object({
       }),
       z.object({
         kind: z.literal('downwardAPI'),
-        items: z.array(z.object({ path: z.string(), mode: modeSchema, value: z.string() })),
+        items: z.array(
+          z.object({
+            path: z.string(),
+            mode: modeSchema,
+            value: z.string(),
+            fieldPath: z.string().optional(),
+          }),
+        ),
       }),
     ]),
   ),

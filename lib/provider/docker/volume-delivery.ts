@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { V1Pod } from '@kubernetes/client-node';
 import type Docker from 'dockerode';
@@ -6,12 +5,30 @@ import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
 import { doublingDelayMs } from '../../util/doubling-delay.ts';
 import { errorMessage } from '../../util/error-message.ts';
-import { type SourceData, sourceKey, sourcesToRead, volumePayload } from '../file-volumes.ts';
+import {
+  type FileProjection,
+  type FileVolume,
+  payloadDigest,
+  readsPodMetadata,
+  type SourceData,
+  sourceKey,
+  sourcesToRead,
+  volumePayload,
+  withPodMetadata,
+} from '../file-volumes.ts';
 import type { ProviderEventRecorder } from '../provider.ts';
-import { atomicLayout, DATA_DIR_NAME, timestampDirName } from './atomic-layout.ts';
+import {
+  atomicLayout,
+  DATA_DIR_NAME,
+  digestOf,
+  swapCommand,
+  timestampDirName,
+  updateLayout,
+  visibleNames,
+} from './atomic-layout.ts';
 import { heldVolumePath } from './container-config.ts';
-import { isEngineNotFound } from './engine-errors.ts';
-import { volumeName } from './names.ts';
+import { isEngineNotFound, isNameConflict } from './engine-errors.ts';
+import { type PodIdentity, volumeName } from './names.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
 import { type TarEntry, tarArchive } from './tar-archive.ts';
 
@@ -34,16 +51,31 @@ import { type TarEntry, tarArchive } from './tar-archive.ts';
  * another try after a back-off doubling from 2 s to 2 min (in this process;
  * another invocation tries at once).
  *
- * Updates of the objects, or of the pod's labels and annotations, do not
- * reach the files yet.
+ * Updates (`refresh`): once a minute per pod (in this process; at the first
+ * look after a cold start), while the pod's infra container runs, its file
+ * volumes' objects are read again (one `get` per ConfigMap and Secret, and
+ * the pod itself when a downwardAPI item shows labels or annotations), and a
+ * volume whose files changed gets a new timestamped directory, then `..data`
+ * swapped to it by a rename in a short-lived container of the relay image
+ * (busybox) that mounts the volume (the archive API cannot rename, the pause
+ * image has no shell). A change of the pod's labels or annotations arrives
+ * through updatePod and refreshes at once. The digest of a volume's files is
+ * the end of its timestamped directory's name (so a cold start tells a
+ * changed payload from the one written with one HEAD), never stored
+ * elsewhere. subPath mounts keep the file they were made with, as on a
+ * kubelet.
  */
 
 /** ConfigMaps and Secrets as a file volume reads them: keys to bytes, undefined when missing. */
 export interface VolumeSources {
   configMap(namespace: string, name: string): Promise<SourceData>;
   secret(namespace: string, name: string): Promise<SourceData>;
+  /** The pod as the API server has it now (for its labels and annotations), undefined when gone. */
+  pod?(namespace: string, name: string): Promise<V1Pod | undefined>;
 }
 
+/** How often a running pod's file volumes are read again. */
+export const REFRESH_MS = 60_000;
 const RETRY_MS = 2_000;
 const RETRY_MAX_MS = 120_000;
 /** Pods remembered (delivered volumes, back-offs): one entry per pod this process saw. */
@@ -55,12 +87,19 @@ export interface VolumeDeliveryDeps {
   clock: Clock;
   log: Logger;
   events?: ProviderEventRecorder;
+  /** The swap's image (busybox: `sh`, `mv -T`, `ln`, `rm`), pulled before its first use. */
+  swapImage: string;
+  pullImage: (image: string, signal?: AbortSignal) => Promise<void>;
 }
 
 export class VolumeDelivery {
   /** Infra container ids whose file volumes are all written. */
   readonly #delivered = new Set<string>();
   readonly #retry = new Map<string, { attempt: number; at: number }>();
+  /** When each infra container's volumes are due to be read again. */
+  readonly #refreshAt = new Map<string, number>();
+  /** The digest of what each volume holds, by `<infra id>/<volume>`, as last seen or written. */
+  readonly #digests = new Map<string, string>();
 
   constructor(private readonly deps: VolumeDeliveryDeps) {}
 
@@ -100,10 +139,8 @@ export class VolumeDelivery {
         await this.#failed(plan, volume.name, payload.error, pod);
         return false;
       }
-      const layout = atomicLayout(
-        payload.files,
-        timestampDirName(new Date(now), randomBytes(5).toString('hex')),
-      );
+      const digest = payloadDigest(payload.files);
+      const layout = atomicLayout(payload.files, timestampDirName(new Date(now), digest));
       await this.deps.docker.getContainer(infraId).putArchive(tarArchive(layout, new Date(now)), {
         path: dir,
         ...(signal ? { abortSignal: signal } : {}),
@@ -111,7 +148,136 @@ export class VolumeDelivery {
     }
     this.#retry.delete(plan.uid);
     remember(this.#delivered, infraId);
+    this.#refreshAt.set(infraId, now + REFRESH_MS);
     return true;
+  }
+
+  /**
+   * Brings the files of the pod's filled volumes up to date when a minute
+   * passed since they were last read, or at once with `pod` (an update of
+   * the pod's metadata). A source that cannot be read, or is missing, leaves
+   * the files as they are (as the kubelet leaves them), with a log line.
+   */
+  async refresh(plan: PodPlan, infraId: string, pod?: V1Pod, signal?: AbortSignal): Promise<void> {
+    const volumes = plan.volumes.filter((v) => v.files);
+    if (volumes.length === 0) return;
+    const now = this.deps.clock.now();
+    if (!pod && now < (this.#refreshAt.get(infraId) ?? 0)) return;
+    this.#refreshAt.set(infraId, now + REFRESH_MS);
+    if (this.#refreshAt.size > MAX_REMEMBERED)
+      this.#refreshAt.delete(this.#refreshAt.keys().next().value ?? '');
+    let current = pod;
+    for (const volume of volumes) {
+      let files = volume.files as FileVolume;
+      if (readsPodMetadata(files)) {
+        current ??= await this.deps.sources.pod?.(plan.namespace, plan.name);
+        if (current?.metadata?.uid !== plan.uid) continue;
+        files = withPodMetadata(files, current);
+      }
+      const key = `${infraId}/${volume.name}`;
+      let written = this.#digests.get(key);
+      if (written === undefined) {
+        const target = (
+          await pathStat(this.deps.docker, infraId, `${heldVolumePath(volume.name)}/${DATA_DIR_NAME}`, signal)
+        )?.linkTarget;
+        // Not filled yet (ensure's business), or not by this provider's layout.
+        written = target === undefined ? undefined : digestOf(target.split('/').pop() ?? '');
+        if (written === undefined) continue;
+      }
+      const payload = await this.#payload(plan, files, signal);
+      if ('error' in payload) {
+        this.deps.log.info(
+          { pod: `${plan.namespace}/${plan.name}`, uid: plan.uid, volume: volume.name },
+          `docker provider: volume not updated: ${payload.error}`,
+        );
+        continue;
+      }
+      const digest = payloadDigest(payload.files);
+      if (digest !== written) await this.#swap(plan, volume.name, infraId, payload.files, digest, signal);
+      this.#digests.set(key, digest);
+      if (this.#digests.size > MAX_REMEMBERED) this.#digests.delete(this.#digests.keys().next().value ?? '');
+    }
+  }
+
+  async #payload(
+    plan: PodPlan,
+    files: FileVolume,
+    signal?: AbortSignal,
+  ): Promise<{ files: FileProjection[] } | { error: string }> {
+    const data = new Map<string, SourceData>();
+    for (const source of sourcesToRead(files)) {
+      signal?.throwIfAborted();
+      try {
+        data.set(
+          sourceKey(source.kind, source.name),
+          source.kind === 'configMap'
+            ? await this.deps.sources.configMap(plan.namespace, source.name)
+            : await this.deps.sources.secret(plan.namespace, source.name),
+        );
+      } catch (err) {
+        const noun = source.kind === 'configMap' ? 'configmap' : 'secret';
+        return { error: `failed to get ${noun} "${source.name}": ${errorMessage(err)}` };
+      }
+    }
+    return volumePayload(files, data);
+  }
+
+  /** Writes the new files beside the old ones, then swaps `..data` to them in a short-lived container. */
+  async #swap(
+    plan: PodIdentity,
+    volume: string,
+    infraId: string,
+    files: readonly FileProjection[],
+    digest: string,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const { docker, clock } = this.deps;
+    const opts = signal ? { abortSignal: signal } : {};
+    const dir = timestampDirName(new Date(clock.now()), digest);
+    await docker
+      .getContainer(infraId)
+      .putArchive(tarArchive(updateLayout(files, dir), new Date(clock.now())), {
+        path: heldVolumePath(volume),
+        ...opts,
+      });
+    await this.deps.pullImage(this.deps.swapImage, signal);
+    const name = `${volumeName(plan.uid, volume)}_swap`;
+    await docker
+      .getContainer(name)
+      .remove({ force: true })
+      .catch((err: unknown) => {
+        if (!isEngineNotFound(err)) throw err;
+      });
+    let container: Docker.Container;
+    try {
+      container = await docker.createContainer({
+        name,
+        Image: this.deps.swapImage,
+        Cmd: swapCommand(dir, visibleNames(files)),
+        HostConfig: {
+          NetworkMode: 'none',
+          RestartPolicy: { Name: 'no' },
+          Binds: [`${volumeName(plan.uid, volume)}:/v`],
+        },
+        ...opts,
+      });
+    } catch (err) {
+      // Another invocation swaps the same volume now: its swap does it.
+      if (isNameConflict(err)) return;
+      throw err;
+    }
+    try {
+      await container.start(opts);
+      const result = (await container.wait(opts)) as { StatusCode?: number };
+      if (result.StatusCode !== 0)
+        throw new Error(`the swap of volume ${volume} exited ${result.StatusCode ?? 'without a code'}`);
+      this.deps.log.info(
+        { pod: `${plan.namespace}/${plan.name}`, uid: plan.uid, volume },
+        'docker provider: volume updated',
+      );
+    } finally {
+      await container.remove({ force: true }).catch(() => undefined);
+    }
   }
 
   async #failed(plan: PodPlan, volume: string, error: string, pod: () => V1Pod): Promise<void> {
