@@ -89,6 +89,7 @@ export type ScenarioId =
   | 'prestop'
   | 'termination-message'
   | 'file-volumes'
+  | 'volume-update'
   | 'volume-missing-source';
 
 export interface ProviderSetup {

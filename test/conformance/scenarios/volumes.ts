@@ -23,6 +23,13 @@ export function volumeScenarios(ctx: ConformanceContext): void {
   );
   scenario(
     ctx,
+    'volume-update',
+    "a changed ConfigMap and the pod's changed labels reach the mounted files, not a subPath mount",
+    5 * MINUTE,
+    volumeUpdate,
+  );
+  scenario(
+    ctx,
     'volume-missing-source',
     'a missing mandatory ConfigMap keeps the pod Pending with FailedMount until it is created; a missing optional one does not',
     4 * MINUTE,
@@ -164,6 +171,75 @@ async function fileVolumes(h: PipelineHarness): Promise<void> {
     assert.ok(!events.includes(form), "an Event holds the Secret's value");
     assert.ok(!stored.includes(form), "the state table holds the Secret's value");
   }
+}
+
+async function volumeUpdate(h: PipelineHarness): Promise<void> {
+  const ns = await h.namespace('vol-update');
+  await h.admin.core.createNamespacedConfigMap({
+    namespace: ns,
+    body: { metadata: { name: 'live' }, data: { key: 'v1' } },
+  });
+  // Waits (at most 4 minutes) for both changes; the subPath mount must still show the first value.
+  const script = [
+    'test "$(cat /cfg/key)" = v1 || exit 4',
+    'i=0',
+    'until [ "$(cat /cfg/key)" = v2 ] && grep -q \'stage="two"\' /info/labels; do',
+    '  i=$((i+1)); [ $i -gt 240 ] && exit 3; sleep 1',
+    'done',
+    'test "$(cat /pinned)" = v1 || exit 5',
+  ].join('\n');
+  await h.pods.create(ns, {
+    metadata: { name: 'watcher', labels: { stage: 'one' } },
+    spec: h.pods.spec({
+      restartPolicy: 'Never',
+      volumes: [
+        { name: 'cfg', configMap: { name: 'live' } },
+        {
+          name: 'info',
+          downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] },
+        },
+      ],
+      containers: [
+        shell('main', script, {
+          volumeMounts: [
+            { name: 'cfg', mountPath: '/cfg' },
+            { name: 'cfg', mountPath: '/pinned', subPath: 'key' },
+            { name: 'info', mountPath: '/info' },
+          ],
+        }),
+      ],
+    }),
+  });
+  await h.pods.waitFor(ns, 'watcher', (p) => p.status?.phase === 'Running', {
+    timeoutMs: 2 * MINUTE,
+    what: 'pod watcher Running',
+  });
+  const changedAt = Date.now();
+  await h.admin.core.replaceNamespacedConfigMap({
+    namespace: ns,
+    name: 'live',
+    body: { metadata: { name: 'live' }, data: { key: 'v2' } },
+  });
+  await h.admin.core.patchNamespacedPod({
+    namespace: ns,
+    name: 'watcher',
+    body: [{ op: 'replace', path: '/metadata/labels/stage', value: 'two' }],
+  });
+  const done = await h.pods.waitFor(
+    ns,
+    'watcher',
+    (p) => ['Succeeded', 'Failed'].includes(p.status?.phase ?? ''),
+    {
+      timeoutMs: 4 * MINUTE,
+      what: 'pod watcher saw both changes',
+    },
+  );
+  assert.equal(
+    containerStatus(done, 'main')?.state?.terminated?.exitCode,
+    0,
+    'the ConfigMap and the labels changed in the files (3: not within 4 minutes; 5: the subPath file changed too)',
+  );
+  assert.ok(Date.now() - changedAt < 3 * MINUTE, 'the change arrived within about a minute of polling');
 }
 
 async function missingSource(h: PipelineHarness): Promise<void> {
