@@ -147,8 +147,10 @@ async function moveOn(
   const plan = infra.plan;
   const podLog = podLogger(deps, observed);
   let changed = false;
-  if (infra.state !== 'running')
+  if (infra.state !== 'running') {
+    deps.volumes.forget(infra.id);
     changed = (await startContainer(deps, plan.uid, infra.id, podLog)) || changed;
+  }
   const images = new Map<string, ImageView>();
   // The kubelet mounts every volume of a pod before it creates a container: none until they are filled.
   const creates = allViews(progress).some((v) => v.step.kind === 'create');

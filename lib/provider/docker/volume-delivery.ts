@@ -153,6 +153,17 @@ export class VolumeDelivery {
   }
 
   /**
+   * Forgets what was seen of an infra container's volumes: it was not
+   * running, and a tmpfs volume loses its files when nothing holds it, so
+   * the next look checks for them again.
+   */
+  forget(infraId: string): void {
+    this.#delivered.delete(infraId);
+    this.#refreshAt.delete(infraId);
+    for (const key of this.#digests.keys()) if (key.startsWith(`${infraId}/`)) this.#digests.delete(key);
+  }
+
+  /**
    * Brings the files of the pod's filled volumes up to date when a minute
    * passed since they were last read, or at once with `pod` (an update of
    * the pod's metadata). A source that cannot be read, or is missing, leaves
