@@ -92,6 +92,8 @@ export function swapCommand(timestampDir: string, names: readonly string[], root
   const script = [
     `cd '${root.replaceAll("'", "'\\''")}' || exit 1`,
     'new="$1"; shift',
+    // A concurrent swap (another invocation) may have taken this one's directory: leave it to that one.
+    `[ -d "$new" ] && [ "$(readlink ${NEW_DATA_DIR_NAME})" = "$new" ] || exit 0`,
     `mv -T ${NEW_DATA_DIR_NAME} ${DATA_DIR_NAME} || exit 1`,
     `for name in "$@"; do [ -L "$name" ] || ln -s "${DATA_DIR_NAME}/$name" "$name"; done`,
     'for entry in * .[!.]* ..?*; do',
