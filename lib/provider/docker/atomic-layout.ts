@@ -11,6 +11,8 @@ import type { TarEntry } from './tar-archive.ts';
  */
 
 export const DATA_DIR_NAME = '..data';
+/** The swap's exit code when a concurrent swap took its directory: nothing done. */
+export const SWAP_STOOD_DOWN = 3;
 /** The new link an update writes beside `..data`, then renames over it. */
 export const NEW_DATA_DIR_NAME = '..data_tmp';
 
@@ -93,7 +95,7 @@ export function swapCommand(timestampDir: string, names: readonly string[], root
     `cd '${root.replaceAll("'", "'\\''")}' || exit 1`,
     'new="$1"; shift',
     // A concurrent swap (another invocation) may have taken this one's directory: leave it to that one.
-    `[ -d "$new" ] && [ "$(readlink ${NEW_DATA_DIR_NAME})" = "$new" ] || exit 0`,
+    `[ -d "$new" ] && [ "$(readlink ${NEW_DATA_DIR_NAME})" = "$new" ] || exit ${SWAP_STOOD_DOWN}`,
     `mv -T ${NEW_DATA_DIR_NAME} ${DATA_DIR_NAME} || exit 1`,
     `for name in "$@"; do [ -L "$name" ] || ln -s "${DATA_DIR_NAME}/$name" "$name"; done`,
     'for entry in * .[!.]* ..?*; do',

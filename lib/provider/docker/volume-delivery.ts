@@ -21,6 +21,7 @@ import {
   atomicLayout,
   DATA_DIR_NAME,
   digestOf,
+  SWAP_STOOD_DOWN,
   swapCommand,
   timestampDirName,
   updateLayout,
@@ -204,7 +205,14 @@ export class VolumeDelivery {
         continue;
       }
       const digest = payloadDigest(payload.files);
-      if (digest !== written) await this.#swap(plan, volume.name, infraId, payload.files, digest, signal);
+      if (
+        digest !== written &&
+        !(await this.#swap(plan, volume.name, infraId, payload.files, digest, signal))
+      ) {
+        // Not swapped (a concurrent swap stood in the way): read what the volume holds at the next refresh.
+        this.#digests.delete(key);
+        continue;
+      }
       this.#digests.set(key, digest);
       if (this.#digests.size > MAX_REMEMBERED) this.#digests.delete(this.#digests.keys().next().value ?? '');
     }
@@ -233,7 +241,10 @@ export class VolumeDelivery {
     return volumePayload(files, data);
   }
 
-  /** Writes the new files beside the old ones, then swaps `..data` to them in a short-lived container. */
+  /**
+   * Writes the new files beside the old ones, then swaps `..data` to them in a short-lived container;
+   * false when a concurrent swap of the volume stood in the way.
+   */
   async #swap(
     plan: PodIdentity,
     volume: string,
@@ -241,7 +252,7 @@ export class VolumeDelivery {
     files: readonly FileProjection[],
     digest: string,
     signal?: AbortSignal,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const { docker, clock } = this.deps;
     const opts = signal ? { abortSignal: signal } : {};
     const dir = timestampDirName(new Date(clock.now()), digest);
@@ -274,18 +285,20 @@ export class VolumeDelivery {
       });
     } catch (err) {
       // Another invocation swaps the same volume now: its swap does it.
-      if (isNameConflict(err)) return;
+      if (isNameConflict(err)) return false;
       throw err;
     }
     try {
       await container.start(opts);
       const result = (await container.wait(opts)) as { StatusCode?: number };
+      if (result.StatusCode === SWAP_STOOD_DOWN) return false;
       if (result.StatusCode !== 0)
         throw new Error(`the swap of volume ${volume} exited ${result.StatusCode ?? 'without a code'}`);
       this.deps.log.info(
         { pod: `${plan.namespace}/${plan.name}`, uid: plan.uid, volume },
         'docker provider: volume updated',
       );
+      return true;
     } finally {
       await container.remove({ force: true }).catch(() => undefined);
     }
