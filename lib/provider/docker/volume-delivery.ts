@@ -264,12 +264,6 @@ export class VolumeDelivery {
       });
     await this.deps.pullImage(this.deps.swapImage, signal);
     const name = `${volumeName(plan.uid, volume)}_swap`;
-    await docker
-      .getContainer(name)
-      .remove({ force: true })
-      .catch((err: unknown) => {
-        if (!isEngineNotFound(err)) throw err;
-      });
     let container: Docker.Container;
     try {
       container = await docker.createContainer({
@@ -284,8 +278,20 @@ export class VolumeDelivery {
         ...opts,
       });
     } catch (err) {
-      // Another invocation swaps the same volume now: its swap does it.
-      if (isNameConflict(err)) return false;
+      // Another invocation swaps the same volume now, or a crash left its swap container: removed once it
+      // is not running, and the volume read again next time.
+      if (isNameConflict(err)) {
+        const left = await docker
+          .getContainer(name)
+          .inspect(opts)
+          .catch(() => undefined);
+        if (left && !left.State.Running)
+          await docker
+            .getContainer(name)
+            .remove({ force: true })
+            .catch(() => undefined);
+        return false;
+      }
       throw err;
     }
     try {
