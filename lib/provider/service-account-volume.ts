@@ -7,10 +7,10 @@ export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceacco
  * The service-account token volume the API server's ServiceAccount admission
  * adds to every pod (a `<sa>-token-*` secret, or a projected
  * `kube-api-access-*` volume with a serviceAccountToken source), mounted
- * nowhere but at SERVICE_ACCOUNT_MOUNT. Providers do not mount it: the pod
- * did not ask for it, nothing of ours runs beside the pod to refresh it, and
- * the cluster's token has no business on a Docker host or in a task
- * definition.
+ * nowhere but at SERVICE_ACCOUNT_MOUNT. ECS Fargate does not mount it (the
+ * cluster's token has no business in a task definition); the Docker
+ * provider serves the Secret one like any Secret volume and leaves the
+ * projected one out (isAdmissionTokenProjection).
  */
 export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boolean {
   const mountedAt = allContainers(pod).flatMap((c) =>
