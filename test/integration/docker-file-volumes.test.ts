@@ -82,9 +82,9 @@ describe('docker provider: file volumes on the engine', () => {
 
     const infra = `svk_${pod.metadata?.uid}`;
     const stat = await docker.getContainer(infra).infoArchive({ path: '/.svk-volumes/cfg/..data' });
-    const header = (stat as unknown as { headers: Record<string, string> }).headers[
-      'x-docker-container-path-stat'
-    ];
+    const response = stat as unknown as { headers: Record<string, string>; resume(): void };
+    response.resume();
+    const header = response.headers['x-docker-container-path-stat'];
     assert.ok(header, 'the engine states ..data');
     const linkTarget = JSON.parse(Buffer.from(header, 'base64').toString('utf8')).linkTarget as string;
     assert.match(
