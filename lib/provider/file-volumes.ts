@@ -83,129 +83,140 @@ export function fileVolume(
   options: DownwardApiOptions = {},
 ): { volume: FileVolume } | { reasons: string[] } {
   const at = `spec.volumes[${volume.name}]`;
-  const reasons: string[] = [];
-  const mode = (field: string, value: number | undefined): number | undefined => {
-    if (value === undefined) return undefined;
-    if (!Number.isInteger(value) || value < 0 || value > 0o777)
-      reasons.push(`${field}: must be a file mode between 0 and 0777 (511), not ${value}`);
-    return value;
-  };
-  const keyItems = (field: string, items: V1KeyToPath[] | undefined): KeyItem[] | undefined =>
-    items?.map((item, i) => {
-      const f = `${field}.items[${i}]`;
-      const keyProblem = configKeyProblem(item.key);
-      if (keyProblem) reasons.push(`${f}.key: ${keyProblem}`);
-      const pathProblem = filePathProblem(item.path);
-      if (pathProblem) reasons.push(`${f}.path: ${pathProblem}`);
-      const m = mode(`${f}.mode`, item.mode);
-      return { key: item.key, path: item.path, ...(m !== undefined ? { mode: m } : {}) };
-    });
-  const downward = (field: string, items: V1DownwardAPIVolumeFile[] | undefined): FileSource => ({
-    kind: 'downwardAPI',
-    items: (items ?? []).map((item, i) => {
-      const f = `${field}.items[${i}]`;
-      const pathProblem = filePathProblem(item.path);
-      if (pathProblem) reasons.push(`${f}.path: ${pathProblem}`);
-      const m = mode(`${f}.mode`, item.mode);
-      const fieldPath = item.fieldRef?.fieldPath;
-      return {
-        path: item.path,
-        ...(m !== undefined ? { mode: m } : {}),
-        value: downwardValue(f, item),
-        ...(fieldPath && MUTABLE_FIELD_PATH.test(fieldPath) ? { fieldPath } : {}),
-      };
-    }),
-  });
-  const downwardValue = (f: string, item: V1DownwardAPIVolumeFile): string => {
-    try {
-      if (item.fieldRef) {
-        const path = item.fieldRef.fieldPath;
-        if (!VOLUME_FIELD_PATH.test(path)) {
-          reasons.push(`${f}.fieldRef.fieldPath: "${path}" is not available in a downwardAPI volume`);
-          return '';
-        }
-        return fieldValue(pod, path, options);
-      }
-      if (item.resourceFieldRef) {
-        if (!item.resourceFieldRef.containerName) {
-          reasons.push(`${f}.resourceFieldRef.containerName: required in a volume`);
-          return '';
-        }
-        return resourceFieldValue(pod, undefined, item.resourceFieldRef, `${f}.resourceFieldRef`, options);
-      }
-      reasons.push(`${f}: needs a fieldRef or a resourceFieldRef`);
-    } catch (err) {
-      if (!(err instanceof DownwardApiError)) throw err;
-      reasons.push(err.message);
-    }
-    return '';
-  };
-
+  const check = new VolumeCheck(pod, options);
   const sources: FileSource[] = [];
   let defaultMode: number | undefined;
   if (volume.configMap) {
-    defaultMode = mode(`${at}.configMap.defaultMode`, volume.configMap.defaultMode);
-    sources.push(
-      keySource(
-        'configMap',
-        volume.configMap.name,
-        volume.configMap.optional,
-        keyItems(`${at}.configMap`, volume.configMap.items),
-      ),
-    );
-    if (!volume.configMap.name) reasons.push(`${at}.configMap.name: required`);
+    const cm = volume.configMap;
+    defaultMode = check.mode(`${at}.configMap.defaultMode`, cm.defaultMode);
+    sources.push(check.keySource(`${at}.configMap`, 'configMap', cm.name, cm.optional, cm.items));
   } else if (volume.secret) {
-    defaultMode = mode(`${at}.secret.defaultMode`, volume.secret.defaultMode);
+    const secret = volume.secret;
+    defaultMode = check.mode(`${at}.secret.defaultMode`, secret.defaultMode);
     sources.push(
-      keySource(
+      check.keySource(
+        `${at}.secret`,
         'secret',
-        volume.secret.secretName,
-        volume.secret.optional,
-        keyItems(`${at}.secret`, volume.secret.items),
+        secret.secretName,
+        secret.optional,
+        secret.items,
+        'secretName',
       ),
     );
-    if (!volume.secret.secretName) reasons.push(`${at}.secret.secretName: required`);
   } else if (volume.downwardAPI) {
-    defaultMode = mode(`${at}.downwardAPI.defaultMode`, volume.downwardAPI.defaultMode);
-    sources.push(downward(`${at}.downwardAPI`, volume.downwardAPI.items));
+    defaultMode = check.mode(`${at}.downwardAPI.defaultMode`, volume.downwardAPI.defaultMode);
+    sources.push(check.downward(`${at}.downwardAPI`, volume.downwardAPI.items));
   } else if (volume.projected) {
-    defaultMode = mode(`${at}.projected.defaultMode`, volume.projected.defaultMode);
+    defaultMode = check.mode(`${at}.projected.defaultMode`, volume.projected.defaultMode);
     (volume.projected.sources ?? []).forEach((s, i) => {
       const f = `${at}.projected.sources[${i}]`;
-      if (s.configMap) {
+      if (s.configMap)
         sources.push(
-          keySource(
+          check.keySource(
+            `${f}.configMap`,
             'configMap',
             s.configMap.name,
             s.configMap.optional,
-            keyItems(`${f}.configMap`, s.configMap.items),
+            s.configMap.items,
           ),
         );
-        if (!s.configMap.name) reasons.push(`${f}.configMap.name: required`);
-      } else if (s.secret) {
+      else if (s.secret)
         sources.push(
-          keySource('secret', s.secret.name, s.secret.optional, keyItems(`${f}.secret`, s.secret.items)),
+          check.keySource(`${f}.secret`, 'secret', s.secret.name, s.secret.optional, s.secret.items),
         );
-        if (!s.secret.name) reasons.push(`${f}.secret.name: required`);
-      } else if (s.downwardAPI) sources.push(downward(`${f}.downwardAPI`, s.downwardAPI.items));
+      else if (s.downwardAPI) sources.push(check.downward(`${f}.downwardAPI`, s.downwardAPI.items));
       else if (s.serviceAccountToken)
-        reasons.push(`${f}.serviceAccountToken: service account tokens are not served by this provider yet`);
-      else reasons.push(`${f}: ${Object.keys(s).join(', ') || 'an empty source'} is not supported`);
+        check.refuse(
+          `${f}.serviceAccountToken`,
+          'service account tokens are not served by this provider yet',
+        );
+      else check.refuse(f, `${Object.keys(s).join(', ') || 'an empty source'} is not supported`);
     });
   } else {
-    reasons.push(`${at}: not a configMap, secret, downwardAPI or projected volume`);
+    check.refuse(at, 'not a configMap, secret, downwardAPI or projected volume');
   }
-  if (reasons.length > 0) return { reasons };
+  if (check.reasons.length > 0) return { reasons: check.reasons };
   return { volume: { defaultMode: defaultMode ?? DEFAULT_FILE_MODE, sources } };
 }
 
-function keySource(
-  kind: 'configMap' | 'secret',
-  name: string | undefined,
-  optional: boolean | undefined,
-  items: KeyItem[] | undefined,
-): FileSource {
-  return { kind, name: name ?? '', optional: optional ?? false, ...(items ? { items } : {}) };
+/** The checks of one volume's fields, collecting every reason it cannot be served. */
+class VolumeCheck {
+  readonly reasons: string[] = [];
+
+  constructor(
+    private readonly pod: V1Pod,
+    private readonly options: DownwardApiOptions,
+  ) {}
+
+  refuse(field: string, why: string): void {
+    this.reasons.push(`${field}: ${why}`);
+  }
+
+  mode(field: string, value: number | undefined): number | undefined {
+    if (value === undefined) return undefined;
+    if (!Number.isInteger(value) || value < 0 || value > 0o777)
+      this.refuse(field, `must be a file mode between 0 and 0777 (511), not ${value}`);
+    return value;
+  }
+
+  keySource(
+    field: string,
+    kind: 'configMap' | 'secret',
+    name: string | undefined,
+    optional: boolean | undefined,
+    items: V1KeyToPath[] | undefined,
+    nameField = 'name',
+  ): FileSource {
+    if (!name) this.refuse(`${field}.${nameField}`, 'required');
+    const checked = items?.map((item, i): KeyItem => {
+      const f = `${field}.items[${i}]`;
+      const keyProblem = configKeyProblem(item.key);
+      if (keyProblem) this.refuse(`${f}.key`, keyProblem);
+      const pathProblem = filePathProblem(item.path);
+      if (pathProblem) this.refuse(`${f}.path`, pathProblem);
+      const m = this.mode(`${f}.mode`, item.mode);
+      return { key: item.key, path: item.path, ...(m !== undefined ? { mode: m } : {}) };
+    });
+    return { kind, name: name ?? '', optional: optional ?? false, ...(checked ? { items: checked } : {}) };
+  }
+
+  downward(field: string, items: V1DownwardAPIVolumeFile[] | undefined): FileSource {
+    return {
+      kind: 'downwardAPI',
+      items: (items ?? []).map((item, i) => {
+        const f = `${field}.items[${i}]`;
+        const pathProblem = filePathProblem(item.path);
+        if (pathProblem) this.refuse(`${f}.path`, pathProblem);
+        const m = this.mode(`${f}.mode`, item.mode);
+        const fieldPath = item.fieldRef?.fieldPath;
+        return {
+          path: item.path,
+          ...(m !== undefined ? { mode: m } : {}),
+          value: this.downwardValue(f, item),
+          ...(fieldPath && MUTABLE_FIELD_PATH.test(fieldPath) ? { fieldPath } : {}),
+        };
+      }),
+    };
+  }
+
+  private downwardValue(f: string, item: V1DownwardAPIVolumeFile): string {
+    try {
+      if (item.fieldRef) {
+        const path = item.fieldRef.fieldPath;
+        if (VOLUME_FIELD_PATH.test(path)) return fieldValue(this.pod, path, this.options);
+        this.refuse(`${f}.fieldRef.fieldPath`, `"${path}" is not available in a downwardAPI volume`);
+      } else if (item.resourceFieldRef) {
+        const ref = item.resourceFieldRef;
+        if (ref.containerName)
+          return resourceFieldValue(this.pod, undefined, ref, `${f}.resourceFieldRef`, this.options);
+        this.refuse(`${f}.resourceFieldRef.containerName`, 'required in a volume');
+      } else this.refuse(f, 'needs a fieldRef or a resourceFieldRef');
+    } catch (err) {
+      if (!(err instanceof DownwardApiError)) throw err;
+      this.reasons.push(err.message);
+    }
+    return '';
+  }
 }
 
 /** The fieldPaths a downwardAPI volume may hold (the API's validVolumeDownwardAPIFieldPathExpressions). */

@@ -1,7 +1,4 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type Docker from 'dockerode';
-import type { Clock } from '../../clock.ts';
-import type { Logger } from '../../log/logger.ts';
 import { doublingDelayMs } from '../../util/doubling-delay.ts';
 import { mapSettledLimit } from '../../util/map-limit.ts';
 import {
@@ -10,12 +7,12 @@ import {
   type PodProvider,
   type PodUsage,
   type ProviderChange,
-  type ProviderEventRecorder,
   ProviderNotFoundError,
   ProviderUnsupportedError,
 } from '../provider.ts';
-import { deletingConfig, type EngineSettings, infraConfig, volumeConfig } from './container-config.ts';
+import { deletingConfig, infraConfig, volumeConfig } from './container-config.ts';
 import { containerLogs } from './container-logs.ts';
+import type { DockerPodProviderOptions } from './docker-pod-options.ts';
 import { DockerContainerStreams } from './docker-streams.ts';
 import { engineChanges } from './engine-changes.ts';
 import {
@@ -27,7 +24,7 @@ import {
 } from './engine-errors.ts';
 import { engineKindOnce } from './engine-kind.ts';
 import { EngineState } from './engine-state.ts';
-import { ImagePuller, type RegistryAuth } from './image-puller.ts';
+import { ImagePuller } from './image-puller.ts';
 import { describe, infraName, LABELS, podIdentity } from './names.ts';
 import type { Instance, ObservedPod } from './observed-pod.ts';
 import { type AdvanceDeps, advancePod, markedForDeletion, reportPod } from './pod-advance.ts';
@@ -40,6 +37,8 @@ import type { ProberReport } from './prober/prober-report.ts';
 import { removalOf } from './removals-in-flight.ts';
 import { TerminationMessages } from './termination-message.ts';
 import { VolumeDelivery, type VolumeSources } from './volume-delivery.ts';
+
+export type { DockerPodProviderOptions };
 
 /**
  * Starts of the infra container tried while a concurrent create holds its
@@ -55,36 +54,6 @@ const INFRA_RETRY_MS = 20;
 /** Without an API server, no ConfigMap or Secret exists. */
 const NO_VOLUME_SOURCES: VolumeSources = { configMap: async () => undefined, secret: async () => undefined };
 const INFRA_RETRY_MAX_MS = 1_000;
-
-export interface DockerPodProviderOptions {
-  docker: Docker;
-  clock: Clock;
-  log: Logger;
-  settings: EngineSettings & {
-    /** The hostIP of every pod: the Docker host's address as the cluster sees it. */
-    hostIp: string;
-    /** The longest an image pull may run. */
-    pullTimeoutMs: number;
-    /** The cluster domain pods' FQDNs end in (`<hostname>.<subdomain>.<namespace>.svc.<cluster domain>`). */
-    clusterDomain: string;
-    /** The image of the nodes' prober containers (prober/prober-container.ts). */
-    proberImage: string;
-    /** The engine's socket on the engine host, mounted into the probers. */
-    engineSocket: string;
-    /** The image of port-forward relays (busybox's `nc`); {@link DEFAULT_RELAY_IMAGE} by default. */
-    relayImage?: string;
-    /** The node's allocatable, what a downwardAPI volume's resourceFieldRef on a missing limit gives. */
-    allocatable?: Readonly<Record<string, string>>;
-  };
-  /** Where file volumes read ConfigMaps and Secrets (the API server, `get`); none exist without it. */
-  volumeSources?: VolumeSources;
-  /** Where the Events of probes and hooks are recorded; none when absent. */
-  events?: ProviderEventRecorder;
-  /** Registry credentials for a pod's image from its imagePullSecrets; none by default. */
-  registryAuth?: (plan: PodPlan, image: string) => Promise<RegistryAuth | undefined>;
-  /** Pods advanced at once by listPods. */
-  maxParallel?: number;
-}
 
 /**
  * The pod part of the Docker provider: each pod is an infra container

@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import type { V1Pod } from '@kubernetes/client-node';
 import type Docker from 'dockerode';
 import type { Clock } from '../../clock.ts';
@@ -17,21 +16,13 @@ import {
   withPodMetadata,
 } from '../file-volumes.ts';
 import type { ProviderEventRecorder } from '../provider.ts';
-import {
-  atomicLayout,
-  DATA_DIR_NAME,
-  digestOf,
-  SWAP_STOOD_DOWN,
-  swapCommand,
-  timestampDirName,
-  updateLayout,
-  visibleNames,
-} from './atomic-layout.ts';
+import { atomicLayout, DATA_DIR_NAME, digestOf, timestampDirName } from './atomic-layout.ts';
 import { heldVolumePath } from './container-config.ts';
-import { isEngineNotFound, isNameConflict } from './engine-errors.ts';
-import { type PodIdentity, volumeName } from './names.ts';
+import { pathExists, pathStat } from './engine-archive.ts';
+import { volumeName } from './names.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
 import { type TarEntry, tarArchive } from './tar-archive.ts';
+import { swapVolume } from './volume-swap.ts';
 
 /**
  * Fills a pod's file volumes (configMap, secret, downwardAPI, projected)
@@ -207,7 +198,7 @@ export class VolumeDelivery {
       const digest = payloadDigest(payload.files);
       if (
         digest !== written &&
-        !(await this.#swap(plan, volume.name, infraId, payload.files, digest, signal))
+        !(await swapVolume(this.deps, plan, volume.name, infraId, payload.files, digest, signal))
       ) {
         // Not swapped (a concurrent swap stood in the way): read what the volume holds at the next refresh.
         this.#digests.delete(key);
@@ -239,75 +230,6 @@ export class VolumeDelivery {
       }
     }
     return volumePayload(files, data);
-  }
-
-  /**
-   * Writes the new files beside the old ones, then swaps `..data` to them in a short-lived container;
-   * false when a concurrent swap of the volume stood in the way.
-   */
-  async #swap(
-    plan: PodIdentity,
-    volume: string,
-    infraId: string,
-    files: readonly FileProjection[],
-    digest: string,
-    signal?: AbortSignal,
-  ): Promise<boolean> {
-    const { docker, clock } = this.deps;
-    const opts = signal ? { abortSignal: signal } : {};
-    const dir = timestampDirName(new Date(clock.now()), digest);
-    await docker
-      .getContainer(infraId)
-      .putArchive(tarArchive(updateLayout(files, dir), new Date(clock.now())), {
-        path: heldVolumePath(volume),
-        ...opts,
-      });
-    await this.deps.pullImage(this.deps.swapImage, signal);
-    const name = `${volumeName(plan.uid, volume)}_swap`;
-    let container: Docker.Container;
-    try {
-      container = await docker.createContainer({
-        name,
-        Image: this.deps.swapImage,
-        Cmd: swapCommand(dir, visibleNames(files)),
-        HostConfig: {
-          NetworkMode: 'none',
-          RestartPolicy: { Name: 'no' },
-          Binds: [`${volumeName(plan.uid, volume)}:/v`],
-        },
-        ...opts,
-      });
-    } catch (err) {
-      // Another invocation swaps the same volume now, or a crash left its swap container: removed once it
-      // is not running, and the volume read again next time.
-      if (isNameConflict(err)) {
-        const left = await docker
-          .getContainer(name)
-          .inspect(opts)
-          .catch(() => undefined);
-        if (left && !left.State.Running)
-          await docker
-            .getContainer(name)
-            .remove({ force: true })
-            .catch(() => undefined);
-        return false;
-      }
-      throw err;
-    }
-    try {
-      await container.start(opts);
-      const result = (await container.wait(opts)) as { StatusCode?: number };
-      if (result.StatusCode === SWAP_STOOD_DOWN) return false;
-      if (result.StatusCode !== 0)
-        throw new Error(`the swap of volume ${volume} exited ${result.StatusCode ?? 'without a code'}`);
-      this.deps.log.info(
-        { pod: `${plan.namespace}/${plan.name}`, uid: plan.uid, volume },
-        'docker provider: volume updated',
-      );
-      return true;
-    } finally {
-      await container.remove({ force: true }).catch(() => undefined);
-    }
   }
 
   async #failed(plan: PodPlan, volume: string, error: string, pod: () => V1Pod): Promise<void> {
@@ -391,30 +313,4 @@ export async function volumeMountpoint(
 function remember(set: Set<string>, value: string): void {
   set.add(value);
   if (set.size > MAX_REMEMBERED) set.delete(set.values().next().value ?? '');
-}
-
-async function pathExists(docker: Docker, container: string, path: string, signal?: AbortSignal) {
-  return (await pathStat(docker, container, path, signal)) !== undefined;
-}
-
-/** The engine's stat of a path in a container (HEAD archive), undefined when it is not there. */
-async function pathStat(
-  docker: Docker,
-  container: string,
-  path: string,
-  signal?: AbortSignal,
-): Promise<{ linkTarget?: string } | undefined> {
-  try {
-    const response = (await docker
-      .getContainer(container)
-      .infoArchive({ path, ...(signal ? { abortSignal: signal } : {}) })) as IncomingMessage;
-    response.resume();
-    const header = response.headers?.['x-docker-container-path-stat'];
-    if (typeof header !== 'string') return {};
-    const stat = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { linkTarget?: string };
-    return stat.linkTarget ? { linkTarget: stat.linkTarget } : {};
-  } catch (err) {
-    if (isEngineNotFound(err)) return undefined;
-    throw err;
-  }
 }
