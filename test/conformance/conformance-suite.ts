@@ -9,6 +9,7 @@ import { podShapeScenarios } from './scenarios/pod-shape.ts';
 import { probeScenarios } from './scenarios/probes.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import type { ConformanceContext } from './scenarios/scenario.ts';
+import { volumeScenarios } from './scenarios/volumes.ts';
 
 /**
  * The provider conformance suite: every scenario through the real pipeline
@@ -43,6 +44,7 @@ export function conformanceSuite(setup: ProviderSetup, options: Partial<Pipeline
     podShapeScenarios(ctx);
     probeScenarios(ctx);
     commandAndDeadlineScenarios(ctx);
+    volumeScenarios(ctx);
   });
   describe(`provider conformance: ${setup.name}, every function killed`, () => {
     restartScenario(ctx);

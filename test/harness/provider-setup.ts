@@ -89,7 +89,10 @@ export type ScenarioId =
   | 'prestop'
   | 'termination-message'
   | 'command-expansion'
-  | 'active-deadline';
+  | 'active-deadline'
+  | 'file-volumes'
+  | 'volume-update'
+  | 'volume-missing-source';
 
 export interface ProviderSetup {
   /** `SVK_PROVIDER` of the functions. */

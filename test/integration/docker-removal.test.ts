@@ -9,6 +9,7 @@ import { ImagePuller } from '../../lib/provider/docker/image-puller.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
 import { type AdvanceDeps, advancePod } from '../../lib/provider/docker/pod-advance.ts';
 import { TerminationMessages } from '../../lib/provider/docker/termination-message.ts';
+import { VolumeDelivery } from '../../lib/provider/docker/volume-delivery.ts';
 import {
   engineContainers,
   INFRA_IMAGE,
@@ -189,6 +190,14 @@ function advanceDeps(): AdvanceDeps {
     registryAuth: async () => undefined,
     messages: new TerminationMessages(docker, engineKindOnce(docker)),
     mountpoints: new Map(),
+    volumes: new VolumeDelivery({
+      docker,
+      clock: systemClock,
+      log,
+      sources: { configMap: async () => undefined, secret: async () => undefined },
+      swapImage: 'unused',
+      pullImage: async () => {},
+    }),
   };
 }
 

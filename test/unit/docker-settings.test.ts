@@ -186,8 +186,10 @@ describe('docker provider pod support', () => {
       pod({
         hostPID: true,
         volumes: [
-          { name: 'cfg', configMap: { name: 'cfg' } },
+          { name: 'cfg', configMap: { name: 'cfg', items: [{ key: 'a', path: '../a', mode: 0o1777 }] } },
+          { name: 'host', hostPath: { path: '/etc' } },
           { name: 'scratch', emptyDir: { sizeLimit: '1Gi' } },
+          { name: 'token', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } },
         ],
         containers: [
           {
@@ -196,15 +198,23 @@ describe('docker provider pod support', () => {
             readinessProbe: { grpc: { port: 9000 } },
             resources: { limits: { 'nvidia.com/gpu': '1', cpu: '1' } },
             securityContext: { capabilities: { add: ['NET_ADMIN'] }, runAsNonRoot: true },
+            volumeMounts: [
+              { name: 'token', mountPath: '/token' },
+              { name: 'scratch', mountPath: '/s', subPathExpr: '/$(HOME)' },
+            ],
           },
         ],
       }),
     );
     assert.deepEqual(reasons, [
       'spec.hostPID: pods never share the Docker host PID namespace',
-      'spec.volumes[cfg]: only emptyDir volumes are supported, not configMap',
+      'spec.volumes[cfg].configMap.items[0].path: must not contain a ".." element: "../a"',
+      'spec.volumes[cfg].configMap.items[0].mode: must be a file mode between 0 and 0777 (511), not 1023',
+      'spec.volumes[host]: only emptyDir, configMap, secret, downwardAPI and projected volumes are supported, not hostPath',
       'spec.volumes[scratch].emptyDir.sizeLimit: not enforced by the engine',
+      'spec.volumes[token].projected.sources[0].serviceAccountToken: service account tokens are not served by this provider yet',
       'spec.containers[app].readinessProbe.grpc: grpc probes are not supported (Kubernetes 1.24+)',
+      'spec.containers[app].volumeMounts[scratch].subPathExpr: must be a relative path, not "/$(HOME)"',
       'spec.containers[app].resources.limits: only cpu and memory are enforced, not nvidia.com/gpu',
       'spec.containers[app].securityContext.capabilities.add: added capabilities are refused',
       'spec.containers[app].securityContext.runAsNonRoot: needs runAsUser on this provider',

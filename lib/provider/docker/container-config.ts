@@ -70,7 +70,8 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
 
 /**
  * The volumes the infra container holds for the pod's lifetime: the
- * termination messages' volume, and each `medium: Memory` emptyDir. The
+ * termination messages' volume, each `medium: Memory` emptyDir, and each
+ * held volume (file volumes, emptyDirs a subPath mount uses). The
  * engines mount a tmpfs volume while a container uses it and unmount it,
  * contents and all, when the last one stops; held by the infra container,
  * its files outlive a container's restart, as a kubelet's emptyDir does.
@@ -78,12 +79,20 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
 function infraBinds(plan: PodPlan): string[] {
   return plan.volumes.flatMap((v) => {
     if (v.name === TERMINATION_VOLUME) return [`${volumeName(plan.uid, v.name)}:${TERMINATION_DIR}`];
+    if (v.held) return [`${volumeName(plan.uid, v.name)}:${heldVolumePath(v.name)}`];
     return v.memory ? [`${volumeName(plan.uid, v.name)}:${MEMORY_VOLUMES_DIR}/${v.name}`] : [];
   });
 }
 
 /** Where the infra container mounts the pod's memory-backed emptyDirs (never read). */
 const MEMORY_VOLUMES_DIR = '/.svk-memory-volumes';
+/** Where the infra container mounts the pod's held volumes, which are written through it. */
+export const HELD_VOLUMES_DIR = '/.svk-volumes';
+
+/** Where a held volume is in the infra container. */
+export function heldVolumePath(volume: string): string {
+  return `${HELD_VOLUMES_DIR}/${volume}`;
+}
 
 /**
  * One instance of an init or app container, joined to the infra container's
@@ -100,6 +109,8 @@ export function instanceConfig(
   engine: EngineKind,
   /** More `source:target` binds: the instance's termination message file. */
   extraBinds: readonly string[] = [],
+  /** The directories on the engine host of the volumes a subPath mount uses, by Kubernetes volume name. */
+  volumeDirs: ReadonlyMap<string, string> = new Map(),
 ): Docker.ContainerCreateOptions {
   return {
     name: instanceName(plan.uid, role, container.name, attempt),
@@ -127,9 +138,13 @@ export function instanceConfig(
       ...(plan.sharePid ? { PidMode: `container:${infraId}` } : {}),
       RestartPolicy: { Name: 'no' },
       Binds: [
-        ...container.mounts.map(
-          (m) => `${volumeName(plan.uid, m.volume)}:${m.path}${m.readOnly ? ':ro' : ''}`,
-        ),
+        ...container.mounts.map((m) => {
+          const options = m.readOnly ? ':ro' : '';
+          if (!m.subPath) return `${volumeName(plan.uid, m.volume)}:${m.path}${options}`;
+          const dir = volumeDirs.get(m.volume);
+          if (!dir) throw new Error(`instanceConfig: no host directory for volume ${m.volume}`);
+          return `${dir}/${m.subPath}:${m.path}${options}`;
+        }),
         ...extraBinds,
       ],
       ...(container.nanoCpus !== undefined ? { NanoCpus: container.nanoCpus } : {}),

@@ -1,7 +1,4 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type Docker from 'dockerode';
-import type { Clock } from '../../clock.ts';
-import type { Logger } from '../../log/logger.ts';
 import { doublingDelayMs } from '../../util/doubling-delay.ts';
 import { mapSettledLimit } from '../../util/map-limit.ts';
 import {
@@ -10,12 +7,12 @@ import {
   type PodProvider,
   type PodUsage,
   type ProviderChange,
-  type ProviderEventRecorder,
   ProviderNotFoundError,
   ProviderUnsupportedError,
 } from '../provider.ts';
-import { deletingConfig, type EngineSettings, infraConfig, volumeConfig } from './container-config.ts';
+import { deletingConfig, infraConfig, volumeConfig } from './container-config.ts';
 import { containerLogs } from './container-logs.ts';
+import type { DockerPodProviderOptions } from './docker-pod-options.ts';
 import { DockerContainerStreams } from './docker-streams.ts';
 import { engineChanges } from './engine-changes.ts';
 import {
@@ -27,7 +24,7 @@ import {
 } from './engine-errors.ts';
 import { engineKindOnce } from './engine-kind.ts';
 import { EngineState } from './engine-state.ts';
-import { ImagePuller, type RegistryAuth } from './image-puller.ts';
+import { ImagePuller } from './image-puller.ts';
 import { describe, infraName, LABELS, podIdentity } from './names.ts';
 import type { Instance, ObservedPod } from './observed-pod.ts';
 import { type AdvanceDeps, advancePod, markedForDeletion, reportPod } from './pod-advance.ts';
@@ -39,6 +36,9 @@ import { NodeProbers, needsProber } from './prober/node-probers.ts';
 import type { ProberReport } from './prober/prober-report.ts';
 import { removalOf } from './removals-in-flight.ts';
 import { TerminationMessages } from './termination-message.ts';
+import { VolumeDelivery, type VolumeSources } from './volume-delivery.ts';
+
+export type { DockerPodProviderOptions };
 
 /**
  * Starts of the infra container tried while a concurrent create holds its
@@ -51,33 +51,9 @@ const INFRA_ATTEMPTS = 10;
 /** The port-forward relay image unless configured: busybox, which has `nc`. */
 export const DEFAULT_RELAY_IMAGE = 'docker.io/library/busybox:1.36';
 const INFRA_RETRY_MS = 20;
+/** Without an API server, no ConfigMap or Secret exists. */
+const NO_VOLUME_SOURCES: VolumeSources = { configMap: async () => undefined, secret: async () => undefined };
 const INFRA_RETRY_MAX_MS = 1_000;
-
-export interface DockerPodProviderOptions {
-  docker: Docker;
-  clock: Clock;
-  log: Logger;
-  settings: EngineSettings & {
-    /** The hostIP of every pod: the Docker host's address as the cluster sees it. */
-    hostIp: string;
-    /** The longest an image pull may run. */
-    pullTimeoutMs: number;
-    /** The cluster domain pods' FQDNs end in (`<hostname>.<subdomain>.<namespace>.svc.<cluster domain>`). */
-    clusterDomain: string;
-    /** The image of the nodes' prober containers (prober/prober-container.ts). */
-    proberImage: string;
-    /** The engine's socket on the engine host, mounted into the probers. */
-    engineSocket: string;
-    /** The image of port-forward relays (busybox's `nc`); {@link DEFAULT_RELAY_IMAGE} by default. */
-    relayImage?: string;
-  };
-  /** Where the Events of probes and hooks are recorded; none when absent. */
-  events?: ProviderEventRecorder;
-  /** Registry credentials for a pod's image from its imagePullSecrets; none by default. */
-  registryAuth?: (plan: PodPlan, image: string) => Promise<RegistryAuth | undefined>;
-  /** Pods advanced at once by listPods. */
-  maxParallel?: number;
-}
 
 /**
  * The pod part of the Docker provider: each pod is an infra container
@@ -116,6 +92,17 @@ export class DockerPodProvider implements PodProvider {
       registryAuth: options.registryAuth ?? (async () => undefined),
       messages: new TerminationMessages(docker, engineKind),
       mountpoints: new Map(),
+      volumes: new VolumeDelivery({
+        docker,
+        clock,
+        log,
+        sources: options.volumeSources ?? NO_VOLUME_SOURCES,
+        swapImage: settings.relayImage ?? DEFAULT_RELAY_IMAGE,
+        pullImage: async (image, signal) => {
+          await puller.ensure(image, signal);
+        },
+        ...(options.events ? { events: options.events } : {}),
+      }),
     };
     this.probers = new NodeProbers({
       docker,
@@ -145,9 +132,10 @@ export class DockerPodProvider implements PodProvider {
   async createPod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus> {
     const identity = podIdentity(pod);
     const { clusterDomain } = this.options.settings;
-    const reasons = unsupportedFields(pod, clusterDomain);
+    const downward = this.downwardOptions();
+    const reasons = unsupportedFields(pod, clusterDomain, downward);
     if (reasons.length > 0) throw new ProviderUnsupportedError(reasons, 'docker');
-    const plan = podPlan(pod, identity, clusterDomain);
+    const plan = podPlan(pod, identity, clusterDomain, downward);
     const byName = await this.state.pods(
       { [LABELS.namespace]: plan.namespace, [LABELS.name]: plan.name },
       signal,
@@ -192,6 +180,11 @@ export class DockerPodProvider implements PodProvider {
         'docker',
       );
     }
+    // Labels and annotations shown by downwardAPI volumes reach the files now, not at the next minute.
+    if (observed.infra.state === 'running' && !observed.deleting)
+      await this.deps.volumes.refresh(was, observed.infra.id, pod, signal).catch((err: unknown) => {
+        this.options.log.warn({ err, uid: identity.uid }, 'docker provider: updating volumes failed');
+      });
     return (await advancePod(this.deps, observed, signal, await this.reportFor([observed], signal)))?.status;
   }
 
@@ -356,6 +349,11 @@ export class DockerPodProvider implements PodProvider {
       await clock.sleep(doublingDelayMs(attempt, INFRA_RETRY_MS, INFRA_RETRY_MAX_MS), signal);
       if (removalOf(plan.uid) || (await markedForDeletion(this.deps, plan.uid, signal))) return;
     }
+  }
+
+  private downwardOptions() {
+    const { hostIp, allocatable } = this.options.settings;
+    return { hostIp, ...(allocatable ? { allocatable } : {}) };
   }
 
   /** The prober report of the pods' node, when one of them has probes or hooks. */

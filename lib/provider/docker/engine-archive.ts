@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type Docker from 'dockerode';
 import { isEngineNotFound } from './engine-errors.ts';
 
@@ -62,4 +63,30 @@ export function emptyFileTar(name: string): Buffer {
   for (const byte of header) sum += byte;
   header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
   return Buffer.concat([header, Buffer.alloc(1024)]);
+}
+
+export async function pathExists(docker: Docker, container: string, path: string, signal?: AbortSignal) {
+  return (await pathStat(docker, container, path, signal)) !== undefined;
+}
+
+/** The engine's stat of a path in a container (HEAD archive), undefined when it is not there. */
+export async function pathStat(
+  docker: Docker,
+  container: string,
+  path: string,
+  signal?: AbortSignal,
+): Promise<{ linkTarget?: string } | undefined> {
+  try {
+    const response = (await docker
+      .getContainer(container)
+      .infoArchive({ path, ...(signal ? { abortSignal: signal } : {}) })) as IncomingMessage;
+    response.resume();
+    const header = response.headers?.['x-docker-container-path-stat'];
+    if (typeof header !== 'string') return {};
+    const stat = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { linkTarget?: string };
+    return stat.linkTarget ? { linkTarget: stat.linkTarget } : {};
+  } catch (err) {
+    if (isEngineNotFound(err)) return undefined;
+    throw err;
+  }
 }

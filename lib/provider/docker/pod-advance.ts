@@ -23,6 +23,7 @@ import type { ProberReport } from './prober/prober-report.ts';
 import { pullScope } from './registry-auth.ts';
 import { removalOf } from './removals-in-flight.ts';
 import { type TerminationMessages, terminationMessageBind } from './termination-message.ts';
+import type { VolumeDelivery } from './volume-delivery.ts';
 
 export interface AdvanceDeps {
   docker: Docker;
@@ -39,6 +40,8 @@ export interface AdvanceDeps {
   messages: TerminationMessages;
   /** The termination volumes' directories on the engine host, by volume name. */
   mountpoints: Map<string, string>;
+  /** Fills the pods' file volumes before their containers are created. */
+  volumes: VolumeDelivery;
 }
 
 /**
@@ -144,9 +147,14 @@ async function moveOn(
   const plan = infra.plan;
   const podLog = podLogger(deps, observed);
   let changed = false;
-  if (infra.state !== 'running')
+  if (infra.state !== 'running') {
+    deps.volumes.forget(infra.id);
     changed = (await startContainer(deps, plan.uid, infra.id, podLog)) || changed;
+  }
   const images = new Map<string, ImageView>();
+  // The kubelet mounts every volume of a pod before it creates a container: none until they are filled.
+  const creates = allViews(progress).some((v) => v.step.kind === 'create');
+  const mounted = !creates || (await deps.volumes.ensure(plan, infra.id, () => eventPod(plan), signal));
   for (const view of allViews(progress)) {
     const step = view.step;
     if (step.kind === 'start')
@@ -160,7 +168,7 @@ async function moveOn(
       signal,
     );
     images.set(view.plan.name, image);
-    if (image.kind === 'ready')
+    if (image.kind === 'ready' && mounted)
       changed = (await createInstance(deps, plan, view, step.attempt, infra.id, podLog)) || changed;
   }
   for (const old of progress.garbage) {
@@ -173,12 +181,25 @@ async function moveOn(
           podLog.warn({ err, container: old.id }, 'could not remove an old instance');
       });
   }
+  // Changed ConfigMaps, Secrets, labels and annotations reach the files of a running pod (once a minute).
+  if (infra.state === 'running' && mounted)
+    await deps.volumes.refresh(plan, infra.id, undefined, signal).catch((err: unknown) => {
+      podLog.warn({ err }, 'updating volumes failed');
+    });
   const current = changed
     ? (await state.pods({ [LABELS.uid]: observed.uid }, signal)).get(observed.uid)
     : observed;
   if (!current) return undefined;
   const messages = await deps.messages.of(plan, infra.id, current.instances, signal);
   return reportPod(deps, current, images, report, messages);
+}
+
+/** The pod an Event of the provider is about. */
+function eventPod(plan: PodPlan): V1Pod {
+  return {
+    metadata: { namespace: plan.namespace, name: plan.name, uid: plan.uid },
+    spec: { nodeName: plan.node, containers: [] },
+  };
 }
 
 function podLogger(deps: AdvanceDeps, observed: ObservedPod): Logger {
@@ -248,9 +269,19 @@ async function createInstance(
   if (removalOf(plan.uid)) return false;
   const bind = await terminationMessageBind(deps.docker, plan, view.plan, attempt, infraId, deps.mountpoints);
   const engine = await deps.engineKind();
-  const config = instanceConfig(plan, view.plan, view.role, attempt, infraId, engine, bind ? [bind] : []);
   let id: string;
   try {
+    const dirs = await deps.volumes.subPathDirs(plan, view.plan, infraId, deps.mountpoints);
+    const config = instanceConfig(
+      plan,
+      view.plan,
+      view.role,
+      attempt,
+      infraId,
+      engine,
+      bind ? [bind] : [],
+      dirs,
+    );
     id = (await deps.docker.createContainer(config)).id;
   } catch (err) {
     if (isNameConflict(err)) {

@@ -30,6 +30,33 @@ const probeSchema = z.object({
   failureThreshold: z.number(),
 });
 
+const modeSchema = z.number().optional();
+/** A file volume's sources: names, keys, paths, modes and downward-API values, never a ConfigMap's or Secret's data. */
+const fileVolumeSchema = z.object({
+  defaultMode: z.number(),
+  sources: z.array(
+    z.union([
+      z.object({
+        kind: z.enum(['configMap', 'secret']),
+        name: z.string(),
+        optional: z.boolean(),
+        items: z.array(z.object({ key: z.string(), path: z.string(), mode: modeSchema })).optional(),
+      }),
+      z.object({
+        kind: z.literal('downwardAPI'),
+        items: z.array(
+          z.object({
+            path: z.string(),
+            mode: modeSchema,
+            value: z.string(),
+            fieldPath: z.string().optional(),
+          }),
+        ),
+      }),
+    ]),
+  ),
+});
+
 const containerSchema = z.object({
   name: z.string(),
   image: z.string(),
@@ -41,7 +68,9 @@ const containerSchema = z.object({
   tty: z.boolean(),
   stdin: z.boolean(),
   stdinOnce: z.boolean(),
-  mounts: z.array(z.object({ volume: z.string(), path: z.string(), readOnly: z.boolean() })),
+  mounts: z.array(
+    z.object({ volume: z.string(), path: z.string(), readOnly: z.boolean(), subPath: z.string().optional() }),
+  ),
   nanoCpus: z.number().optional(),
   memoryBytes: z.number().optional(),
   cpuShares: z.number().optional(),
@@ -72,7 +101,14 @@ const planSchema = z.object({
   domainname: z.string().optional(),
   initContainers: z.array(containerSchema),
   containers: z.array(containerSchema),
-  volumes: z.array(z.object({ name: z.string(), memory: z.boolean() })),
+  volumes: z.array(
+    z.object({
+      name: z.string(),
+      memory: z.boolean(),
+      files: fileVolumeSchema.optional(),
+      held: z.boolean().optional(),
+    }),
+  ),
   hostPorts: z.array(
     z.object({
       containerPort: z.number(),

@@ -1,4 +1,6 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { DownwardApiOptions } from '../../kube/downward-api.ts';
+import { expandEnv } from '../../kube/env-expansion.ts';
 import { parseQuantity } from '../../kube/quantity.ts';
 import { containerArgv } from '../container-command.ts';
 import {
@@ -7,7 +9,8 @@ import {
   expandProbeCommands,
   hasProbesOrHooks,
 } from '../container-probes.ts';
-import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
+import { type FileVolume, fileVolume, isFileVolume, mountSubPath } from '../file-volumes.ts';
+import { isAdmissionTokenProjection } from '../service-account-volume.ts';
 import { type PodIdentity, TERMINATION_VOLUME } from './names.ts';
 import { podHostname } from './pod-hostname.ts';
 
@@ -27,8 +30,8 @@ export interface PodPlan extends PodIdentity {
   domainname?: string;
   initContainers: ContainerPlan[];
   containers: ContainerPlan[];
-  /** emptyDir volumes: one engine volume each, shared by the containers that mount it. */
-  volumes: Array<{ name: string; memory: boolean }>;
+  /** The pod's volumes: one engine volume each, shared by the containers that mount it. */
+  volumes: PlannedVolume[];
   /** Host ports published on the infra container (they belong to the pod's network namespace). */
   hostPorts: Array<{ containerPort: number; hostPort: number; protocol: string; hostIp?: string }>;
   dns?: { nameservers: string[]; searches: string[]; options: string[] };
@@ -41,6 +44,24 @@ export interface PodPlan extends PodIdentity {
    */
   gracePeriodSeconds: number;
   imagePullSecrets: string[];
+}
+
+/**
+ * An engine volume of the pod: an emptyDir (tmpfs for medium Memory), or a
+ * file volume (configMap, secret, downwardAPI, projected: always tmpfs),
+ * whose sources it records, never their data (volume-delivery.ts fills it).
+ */
+export interface PlannedVolume {
+  name: string;
+  memory: boolean;
+  /** What a configMap, secret, downwardAPI or projected volume holds. */
+  files?: FileVolume;
+  /**
+   * Mounted in the infra container at FILE_VOLUMES_DIR (file volumes, and
+   * emptyDirs a subPath mount uses): files reach it there through the engine
+   * API, and its directory on the engine host is where subPath binds start.
+   */
+  held?: boolean;
 }
 
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
@@ -60,7 +81,8 @@ export interface ContainerPlan {
   tty: boolean;
   stdin: boolean;
   stdinOnce: boolean;
-  mounts: Array<{ volume: string; path: string; readOnly: boolean }>;
+  /** `subPath` (or `subPathExpr` expanded): the part of the volume mounted, relative, without `..`. */
+  mounts: Array<{ volume: string; path: string; readOnly: boolean; subPath?: string }>;
   /** CPU limit in billionths of a CPU. */
   nanoCpus?: number;
   /** Memory limit in bytes. */
@@ -82,13 +104,25 @@ export interface ContainerPlan {
   terminationMessage?: { path: string; fallbackToLogs: boolean };
 }
 
-/** The plan of a supported pod (see unsupportedFields), bound to `node`, its FQDN in `clusterDomain`. */
-export function podPlan(pod: V1Pod, identity: PodIdentity, clusterDomain: string): PodPlan {
+/**
+ * The plan of a supported pod (see unsupportedFields), bound to `node`, its
+ * FQDN in `clusterDomain`; `downward` gives what downwardAPI volumes need of
+ * the node.
+ */
+export function podPlan(
+  pod: V1Pod,
+  identity: PodIdentity,
+  clusterDomain: string,
+  downward: DownwardApiOptions = {},
+): PodPlan {
   const spec = pod.spec;
   const tokenVolumes = new Set(
-    (spec?.volumes ?? [])
-      .filter((v) => !v.emptyDir && isServiceAccountTokenVolume(v, pod))
-      .map((v) => v.name),
+    (spec?.volumes ?? []).filter((v) => isAdmissionTokenProjection(v, pod)).map((v) => v.name),
+  );
+  const subPathVolumes = new Set(
+    [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].flatMap((c) =>
+      (c.volumeMounts ?? []).filter((m) => m.subPath || m.subPathExpr).map((m) => m.name),
+    ),
   );
   const dnsConfig = spec?.dnsConfig;
   const { hostname, domainname } = podHostname(pod, clusterDomain);
@@ -100,9 +134,20 @@ export function podPlan(pod: V1Pod, identity: PodIdentity, clusterDomain: string
     initContainers: (spec?.initContainers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     volumes: [
-      ...(spec?.volumes ?? []).flatMap((v) =>
-        v.emptyDir ? [{ name: v.name, memory: v.emptyDir.medium === 'Memory' }] : [],
-      ),
+      ...(spec?.volumes ?? []).flatMap((v): PlannedVolume[] => {
+        if (v.emptyDir)
+          return [
+            {
+              name: v.name,
+              memory: v.emptyDir.medium === 'Memory',
+              ...(subPathVolumes.has(v.name) ? { held: true } : {}),
+            },
+          ];
+        if (tokenVolumes.has(v.name) || !isFileVolume(v)) return [];
+        const planned = fileVolume(v, pod, downward);
+        if ('reasons' in planned) throw new Error(`pod-plan: ${planned.reasons.join('; ')}`);
+        return [{ name: v.name, memory: true, files: planned.volume, held: true }];
+      }),
       // Termination message files (termination-message.ts), in a volume no Kubernetes volume can be named.
       ...([...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].some((c) => c.terminationMessagePath)
         ? [{ name: TERMINATION_VOLUME, memory: false }]
@@ -163,7 +208,18 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
     stdinOnce: c.stdinOnce ?? false,
     mounts: (c.volumeMounts ?? [])
       .filter((m) => !tokenVolumes.has(m.name))
-      .map((m) => ({ volume: m.name, path: m.mountPath, readOnly: m.readOnly ?? false })),
+      .map((m) => {
+        const sub = mountSubPath(m, c, expandEnv);
+        if ('problem' in sub) throw new Error(`pod-plan: volumeMounts[${m.name}].subPath: ${sub.problem}`);
+        // The kubelet mounts these volumes read-only whatever the mount says.
+        const files = (pod.spec?.volumes ?? []).some((v) => v.name === m.name && isFileVolume(v));
+        return {
+          volume: m.name,
+          path: m.mountPath,
+          readOnly: files || (m.readOnly ?? false),
+          ...(sub.subPath ? { subPath: sub.subPath } : {}),
+        };
+      }),
     ...(cpuLimit !== undefined ? { nanoCpus: Math.max(1, Math.round(cpuLimit * 1e9)) } : {}),
     ...(memoryLimit !== undefined ? { memoryBytes: Math.round(memoryLimit) } : {}),
     ...(cpuRequest !== undefined ? { cpuShares: Math.max(2, Math.round(cpuRequest * 1024)) } : {}),

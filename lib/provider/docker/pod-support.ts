@@ -1,7 +1,10 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import type { DownwardApiOptions } from '../../kube/downward-api.ts';
+import { expandEnv } from '../../kube/env-expansion.ts';
 import { probeProblems } from '../container-probes.ts';
 import { refuseUnrunContainerFields } from '../container-refusals.ts';
-import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
+import { fileVolume, isFileVolume, mountSubPath } from '../file-volumes.ts';
+import { isAdmissionTokenProjection } from '../service-account-volume.ts';
 import { hostnameProblem } from './pod-hostname.ts';
 
 /**
@@ -39,7 +42,12 @@ const APPARMOR_ANNOTATION_PREFIX = 'container.apparmor.security.beta.kubernetes.
  * Every reason the pod cannot run here, naming the field; empty when it can.
  * `clusterDomain` is the one its FQDN ends in (`SVK_DOCKER_CLUSTER_DOMAIN`).
  */
-export function unsupportedFields(pod: V1Pod, clusterDomain: string): string[] {
+export function unsupportedFields(
+  pod: V1Pod,
+  clusterDomain: string,
+  /** What downwardAPI volumes read of the node. */
+  downward: DownwardApiOptions = {},
+): string[] {
   const spec = pod.spec;
   if (!spec) return ['spec is missing'];
   const reasons: string[] = [];
@@ -84,8 +92,16 @@ export function unsupportedFields(pod: V1Pod, clusterDomain: string): string[] {
         refuse(`spec.volumes[${volume.name}].emptyDir.sizeLimit`, 'not enforced by the engine');
       continue;
     }
-    if (isServiceAccountTokenVolume(volume, pod)) continue;
-    refuse(`spec.volumes[${volume.name}]`, `only emptyDir volumes are supported, not ${volumeKind(volume)}`);
+    if (isAdmissionTokenProjection(volume, pod)) continue;
+    if (isFileVolume(volume)) {
+      const planned = fileVolume(volume, pod, downward);
+      if ('reasons' in planned) reasons.push(...planned.reasons);
+      continue;
+    }
+    refuse(
+      `spec.volumes[${volume.name}]`,
+      `only emptyDir, configMap, secret, downwardAPI and projected volumes are supported, not ${volumeKind(volume)}`,
+    );
   }
   for (const [kind, list] of [
     ['initContainers', spec.initContainers ?? []],
@@ -120,7 +136,9 @@ function containerReasons(
   if (c.lifecycle?.stopSignal)
     refuse('lifecycle.stopSignal', 'containers are stopped with SIGTERM by this provider');
   for (const mount of c.volumeMounts ?? []) {
-    if (mount.subPath || mount.subPathExpr) refuse(`volumeMounts[${mount.name}].subPath`, 'not supported');
+    const sub = mountSubPath(mount, c, expandEnv);
+    if ('problem' in sub)
+      refuse(`volumeMounts[${mount.name}].${mount.subPathExpr ? 'subPathExpr' : 'subPath'}`, sub.problem);
     if (mount.mountPropagation && mount.mountPropagation !== 'None')
       refuse(`volumeMounts[${mount.name}].mountPropagation`, 'not supported');
   }

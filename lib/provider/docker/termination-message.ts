@@ -6,6 +6,7 @@ import { engineLogLines } from './engine-log.ts';
 import { TERMINATION_DIR, TERMINATION_VOLUME, volumeName } from './names.ts';
 import type { Instance } from './observed-pod.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
+import { volumeMountpoint } from './volume-delivery.ts';
 
 /**
  * Termination messages, as the kubelet reads them (kuberuntime's
@@ -58,14 +59,7 @@ export async function terminationMessageBind(
 ): Promise<string | undefined> {
   const path = container.terminationMessage?.path;
   if (!path || !plan.volumes.some((v) => v.name === TERMINATION_VOLUME)) return undefined;
-  const name = volumeName(plan.uid, TERMINATION_VOLUME);
-  let mountpoint = mountpoints.get(name);
-  if (!mountpoint) {
-    mountpoint = (await docker.getVolume(name).inspect()).Mountpoint;
-    mountpoints.set(name, mountpoint);
-    // Bounded: one entry per pod this process created an instance in.
-    if (mountpoints.size > 10_000) mountpoints.delete(mountpoints.keys().next().value ?? '');
-  }
+  const mountpoint = await volumeMountpoint(docker, volumeName(plan.uid, TERMINATION_VOLUME), mountpoints);
   const file = fileName(container.name, attempt);
   await createEmptyFile(docker, infraId, TERMINATION_DIR, file);
   return `${mountpoint}/${file}:${path}`;

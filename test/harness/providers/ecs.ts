@@ -74,6 +74,11 @@ export function ecsProviderSetup(options: { env?: Record<string, string> } = {})
       prestop: 'ECS runs no lifecycle hooks: preStop is refused by name',
       'termination-message':
         'a Fargate task has no file to read back after it stopped, and the simulation no log: the message is not reported',
+      'file-volumes':
+        'configMap, secret, downwardAPI and projected volumes and subPath are refused by name on Fargate (no mechanism to deliver files into a task volume yet)',
+      'volume-update': 'configMap and downwardAPI volumes are refused by name on Fargate',
+      'volume-missing-source':
+        'configMap volumes are refused by name on Fargate, so a pod never waits for its ConfigMap there',
     },
   };
 }

@@ -34,6 +34,11 @@ export function mockProviderSetup(): ProviderSetup {
         'the mock runs no processes: its containers share no network namespace, nothing listens on localhost',
       'init-containers-files':
         'the mock runs no processes: there is no emptyDir for init containers to write to (order is checked through their status times)',
+      'file-volumes':
+        'the mock runs no processes and has no filesystem: there are no files to mount or read back',
+      'volume-update': 'the mock has no files to update',
+      'volume-missing-source':
+        'the mock mounts no volumes, so it never waits for a ConfigMap (it runs the pod at once)',
     },
   };
 }
