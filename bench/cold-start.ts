@@ -188,8 +188,12 @@ async function spawnChild(
   });
   await new Promise<void>((resolve) => child.on('exit', () => resolve()));
   const wallMs = performance.now() - begun;
-  const line = out.split('\n').find((l) => l.startsWith('{'));
-  const parsed: unknown = line ? JSON.parse(line) : undefined;
+  // The child's report, not the function's own JSON lines (its EMF metrics, its log).
+  const parsed: unknown = out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l): unknown => JSON.parse(l))
+    .find(isChildTimes);
   if (!isChildTimes(parsed)) throw new Error(`${fn.name}: the child reported nothing (${out.slice(0, 200)})`);
   if (parsed.error) throw new Error(`${fn.name}: ${parsed.error}`);
   return { ...parsed, wallMs };

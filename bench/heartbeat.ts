@@ -1077,7 +1077,7 @@ async function main(): Promise<void> {
     log(`environment ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     interrupt.signal.throwIfAborted();
 
-    const kubelet = loadKubeConfig({ kubeconfigPath: controlPlane.kubeletKubeconfig });
+    const kubelet = await loadKubeConfig({ kubeconfigPath: controlPlane.kubeletKubeconfig });
     const token = kubelet.token;
     if (!token) throw new Error('the kubelet kubeconfig has no token');
     const pids = new Map<string, number>([['dynamodb-local', dynamo.pid]]);

@@ -870,7 +870,7 @@ async function main(): Promise<void> {
   try {
     const proxy = await startDynamoProxy(bench.dynamo.endpoint);
     stops.push(() => proxy.stop());
-    const kubelet = loadKubeConfig({ kubeconfigPath: bench.controlPlane.kubeletKubeconfig });
+    const kubelet = await loadKubeConfig({ kubeconfigPath: bench.controlPlane.kubeletKubeconfig });
     const token = `Bearer ${kubelet.token ?? ''}`;
     attributeTickParts();
     const kube = new HttpRequestCounter((request) => {

@@ -35,11 +35,12 @@ import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../lib/config/config.ts';
 import { loadConfig } from '../lib/config/load-config.ts';
 import { isApiServerReachable } from '../lib/kube/client.ts';
-import { contextFromKubeconfig, type KubeContext } from '../lib/kube/kube-context.ts';
-import { defaultKubeconfig, type KubeconfigDocument, resolveCurrentContext } from '../lib/kube/kubeconfig.ts';
+import { contextFromKubeConfig, type KubeContext } from '../lib/kube/kube-context.ts';
+import { defaultKubeConfig } from '../lib/kube/kubeconfig.ts';
 import { type Cadence, cadenceFromEnv } from '../lib/local/cadence.ts';
 import { controlPlaneBinariesPresent } from '../lib/local/control-plane/binaries.ts';
 import { CertificateAuthority, type CertificateFiles } from '../lib/local/control-plane/pki.ts';
@@ -97,11 +98,11 @@ async function currentKubeconfig(): Promise<string | undefined> {
   const paths = kubeconfigEnv
     ? kubeconfigEnv.split(delimiter).filter(Boolean)
     : [join(homedir(), '.kube', 'config')];
-  let document: KubeconfigDocument;
+  let config: KubeConfig;
   let kc: KubeContext;
   try {
-    document = defaultKubeconfig();
-    kc = contextFromKubeconfig(resolveCurrentContext(document));
+    config = await defaultKubeConfig();
+    kc = contextFromKubeConfig(config);
   } catch {
     return undefined;
   }
@@ -115,7 +116,7 @@ async function currentKubeconfig(): Promise<string | undefined> {
   // Several files in KUBECONFIG: hand the functions the merged view, as kubectl sees it (JSON is YAML).
   mkdirSync(dir, { recursive: true });
   const merged = join(dir, 'current.kubeconfig');
-  writeFileSync(merged, JSON.stringify(document), { mode: 0o600 });
+  writeFileSync(merged, config.exportConfig(), { mode: 0o600 });
   return merged;
 }
 

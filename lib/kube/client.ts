@@ -26,14 +26,15 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 /**
  * Loads a kubeconfig's current context. `{ default: true }` looks where
  * kubectl does (KUBECONFIG, ~/.kube/config, the in-cluster service account).
- * See kubeconfig.ts for the fields read, and what is handed to client-node.
+ * client-node's KubeConfig parses and authenticates it (kubeconfig.ts),
+ * imported on the first load.
  * @throws KubeConfigError when the source cannot be read or parsed, or its
  * current context names no usable cluster.
  */
 export function loadKubeConfig(
   source: KubeConfigSource,
   options: { keepAlive?: KeepAliveOptions } = {},
-): KubeContext {
+): Promise<KubeContext> {
   return loadKubeContext(source, options);
 }
 

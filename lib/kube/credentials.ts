@@ -107,7 +107,7 @@ export async function loadClusterKubeConfig(
       throw new KubeConfigError(`cannot read the kubeconfig from ${from}: ${errorText(err)}`, { cause: err });
     }
     try {
-      return loadKubeConfig({ kubeconfigYaml: yaml });
+      return await loadKubeConfig({ kubeconfigYaml: yaml });
     } catch {
       // The parser's message quotes the offending lines, which may hold a
       // token or a key: say where, not what.

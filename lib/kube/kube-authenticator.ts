@@ -10,7 +10,7 @@ export interface RequestCredentials {
   agent?: HttpAgent;
 }
 
-/** Credentials made per request: the EKS token, or client-node's KubeConfig for what our loader delegates. */
+/** Credentials made per request: the EKS token, or client-node's KubeConfig (client-node-credentials.ts). */
 export interface KubeAuthenticator {
   credentials(): Promise<RequestCredentials>;
 }

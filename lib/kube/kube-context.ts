@@ -1,15 +1,9 @@
 import type { Agent as HttpAgent } from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { clientNodeAuthenticator } from './client-node-credentials.ts';
 import { type KeepAliveOptions, KeptAliveConnections, type TlsIdentity } from './keep-alive.ts';
 import type { KubeAuthenticator } from './kube-authenticator.ts';
-import {
-  KubeConfigError,
-  type KubeConfigSource,
-  kubeconfigDocument,
-  type ResolvedKubeconfig,
-  readToken,
-  resolveCurrentContext,
-} from './kubeconfig.ts';
+import { checkCurrentContext, KubeConfigError, type KubeConfigSource, kubeConfigOf } from './kubeconfig.ts';
 
 /** A context built in code rather than read from a kubeconfig (EKS, tests). */
 export interface KubeContextOptions {
@@ -20,15 +14,11 @@ export interface KubeContextOptions {
   insecureSkipTlsVerify?: boolean;
   tlsServerName?: string;
   token?: string;
-  tokenFile?: string;
   cert?: Buffer;
   key?: Buffer;
   authenticator?: KubeAuthenticator;
   keepAlive?: KeepAliveOptions;
 }
-
-/** A token file is read again after this long (client-go's interval; projected tokens rotate). */
-const TOKEN_FILE_MAX_AGE_MS = 60_000;
 
 /**
  * One API server and the identity to use on it: the current context of a
@@ -46,8 +36,6 @@ export class KubeContext {
   readonly token: string | undefined;
   readonly #protocol: string;
   readonly #tls: TlsIdentity;
-  readonly #tokenFile: string | undefined;
-  #fileToken: { token: string; readAt: number } | undefined;
   readonly #authenticator: KubeAuthenticator | undefined;
   readonly #connections: KeptAliveConnections;
 
@@ -57,7 +45,6 @@ export class KubeContext {
     this.#protocol = new URL(this.server).protocol;
     this.ca = options.ca;
     this.token = options.token || undefined;
-    this.#tokenFile = options.token ? undefined : options.tokenFile;
     this.#authenticator = options.authenticator;
     this.#tls = {
       ...(options.ca ? { ca: options.ca } : {}),
@@ -81,19 +68,11 @@ export class KubeContext {
   /** The headers and the agent of one request, credentials refreshed when due. */
   async connect(): Promise<{ headers: Record<string, string>; agent: HttpAgent }> {
     const made = this.#authenticator ? await this.#authenticator.credentials() : undefined;
-    const bearer = this.token ?? this.#currentFileToken();
+    const bearer = this.token;
     const headers = { ...made?.headers, ...(bearer ? { Authorization: `Bearer ${bearer}` } : {}) };
     if (made?.agent) return { headers, agent: made.agent };
     const identity = made?.tls ? { ...this.#tls, ...definedOnly(made.tls) } : this.#tls;
     return { headers, agent: this.#connections.agent(this.#protocol, identity) };
-  }
-
-  #currentFileToken(): string | undefined {
-    if (!this.#tokenFile) return undefined;
-    const now = performance.now();
-    if (!this.#fileToken || now - this.#fileToken.readAt > TOKEN_FILE_MAX_AGE_MS)
-      this.#fileToken = { token: readToken(this.#tokenFile), readAt: now };
-    return this.#fileToken.token;
   }
 }
 
@@ -101,23 +80,17 @@ function definedOnly(tls: TlsIdentity): TlsIdentity {
   return Object.fromEntries(Object.entries(tls).filter(([, v]) => v !== undefined && v !== null));
 }
 
-/** The context of a resolved kubeconfig; what it delegates goes through client-node's KubeConfig. */
-export function contextFromKubeconfig(
-  resolved: ResolvedKubeconfig,
-  keepAlive?: KeepAliveOptions,
-): KubeContext {
-  if (resolved.delegated.length > 0) {
-    // client-node makes the whole identity (headers and TLS material); ours only connects.
-    return new KubeContext({
-      name: resolved.context,
-      server: resolved.server,
-      ...(resolved.ca ? { ca: resolved.ca } : {}),
-      authenticator: clientNodeAuthenticator(resolved.document, resolved.context, resolved.delegated),
-      ...(keepAlive ? { keepAlive } : {}),
-    });
-  }
-  const { context: name, delegated: _d, document: _doc, ...fields } = resolved;
-  return new KubeContext({ name, ...fields, ...(keepAlive ? { keepAlive } : {}) });
+/** The context of client-node's KubeConfig: its current context, checked; client-node makes every request's credentials. */
+export function contextFromKubeConfig(kc: KubeConfig, keepAlive?: KeepAliveOptions): KubeContext {
+  const { context, server, ca, user } = checkCurrentContext(kc);
+  return new KubeContext({
+    name: context,
+    server,
+    ...(ca ? { ca } : {}),
+    ...(typeof user.token === 'string' && user.token ? { token: user.token } : {}),
+    authenticator: clientNodeAuthenticator(kc),
+    ...(keepAlive ? { keepAlive } : {}),
+  });
 }
 
 /**
@@ -125,7 +98,10 @@ export function contextFromKubeconfig(
  * kubectl does (KUBECONFIG, ~/.kube/config, the in-cluster service account).
  * @throws KubeConfigError naming the source and what is wrong with it.
  */
-export function loadKubeContext(source: KubeConfigSource, options: { keepAlive?: KeepAliveOptions } = {}) {
+export async function loadKubeContext(
+  source: KubeConfigSource,
+  options: { keepAlive?: KeepAliveOptions } = {},
+): Promise<KubeContext> {
   const from =
     'kubeconfigPath' in source
       ? `kubeconfig ${source.kubeconfigPath}`
@@ -133,7 +109,7 @@ export function loadKubeContext(source: KubeConfigSource, options: { keepAlive?:
         ? 'inline kubeconfig'
         : 'default kubeconfig';
   try {
-    return contextFromKubeconfig(resolveCurrentContext(kubeconfigDocument(source)), options.keepAlive);
+    return contextFromKubeConfig(await kubeConfigOf(source), options.keepAlive);
   } catch (err) {
     if (!(err instanceof KubeConfigError)) throw err;
     throw new KubeConfigError(`cannot load ${from}: ${err.message}`);

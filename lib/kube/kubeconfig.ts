@@ -1,27 +1,20 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import type { Cluster, KubeConfig, User } from '@kubernetes/client-node';
 import { load } from 'js-yaml';
 
 /**
- * Our own kubeconfig loader: the current context of a kubeconfig (a file,
- * inline YAML, or the default lookup), resolved into what a request needs.
- * It reads the fields the virtual kubelet's deployments use: the cluster's
- * `server`, `certificate-authority(-data)`, `insecure-skip-tls-verify` and
- * `tls-server-name`; the user's `token`, `token-file`,
- * `client-certificate(-data)` and `client-key(-data)`. A user or cluster
- * with anything else that changes how a request is sent (an `exec` plugin,
- * an `auth-provider`, `username`/`password`, impersonation with `as`, a
- * `proxy-url`) is handed to `@kubernetes/client-node`'s KubeConfig, loaded
- * by a dynamic import only then (client-node-credentials.ts): `npm start`
- * against an EKS or GKE kubeconfig (exec plugins) keeps working, while a
- * function never parses client-node when its kubeconfig does not need it.
- * Other fields (`extensions`, `preferences`, `disable-compression`) are
- * ignored, as client-node ignores them.
- *
- * The default lookup is kubectl's: the files of KUBECONFIG, merged (the
- * first file to set the current context or a named entry wins), else
- * ~/.kube/config, else the in-cluster service account.
+ * Kubeconfigs are parsed and authenticated by `@kubernetes/client-node`'s
+ * KubeConfig (every auth kind it supports: client certificates, tokens and
+ * token files, exec plugins, OIDC and the other auth providers, basic auth,
+ * impersonation, `proxy-url`, `tls-server-name`), loaded by a dynamic import
+ * (client-node-kubeconfig.ts) so that no function parses client-node at
+ * import. What is ours: where a kubeconfig comes from (a file, inline YAML
+ * from Secrets Manager or SSM, kubectl's default lookup with its
+ * first-wins merge of KUBECONFIG's files), and refusing a kubeconfig that
+ * names no usable cluster with an error that says what is wrong and never
+ * quotes a value.
  */
 
 /** A kubeconfig could not be loaded or names no usable cluster. */
@@ -32,57 +25,22 @@ export class KubeConfigError extends Error {
 /** Where a kubeconfig comes from: a file, inline YAML (e.g. from configuration), or the default lookup. */
 export type KubeConfigSource = { kubeconfigPath: string } | { kubeconfigYaml: string } | { default: true };
 
-/** The current context of a kubeconfig, files read and data decoded. */
-export interface ResolvedKubeconfig {
-  /** The context's name (`in-cluster` for the service account). */
-  context: string;
-  /** The API server's URL, without a trailing slash. */
-  server: string;
-  ca?: Buffer;
-  insecureSkipTlsVerify: boolean;
-  tlsServerName?: string;
-  token?: string;
-  /** Read again when older than a minute, as client-go does (projected service account tokens rotate). */
-  tokenFile?: string;
-  cert?: Buffer;
-  key?: Buffer;
-  /**
-   * Fields of the user or cluster that only client-node's KubeConfig
-   * handles; with them, `document` is handed to it for credentials.
-   */
-  delegated: string[];
-  /** The merged kubeconfig with every relative path made absolute, for client-node when delegated. */
-  document: KubeconfigDocument;
-}
-
 type YamlMap = Record<string, unknown>;
-
-/** A kubeconfig as YAML holds it (named lists of clusters, users and contexts). */
-export interface KubeconfigDocument {
-  clusters: Array<{ name: string; cluster: YamlMap }>;
-  users: Array<{ name: string; user: YamlMap }>;
-  contexts: Array<{ name: string; context: YamlMap }>;
-  'current-context'?: string;
-}
-
+const LISTS = ['clusters', 'users', 'contexts'] as const;
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-/** The user fields that only client-node handles. */
-const DELEGATED_USER_FIELDS = ['exec', 'auth-provider', 'username', 'password', 'as', 'as-groups', 'as-uid'];
-/** Paths relative to the kubeconfig's own directory, as kubectl resolves them. */
-const CLUSTER_PATHS = ['certificate-authority'];
-const USER_PATHS = ['client-certificate', 'client-key', 'token-file'];
 
 function isMap(value: unknown): value is YamlMap {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**
- * Parses one kubeconfig's YAML into its named lists, each relative path made
- * absolute against `dir` (the file's directory).
- * @throws KubeConfigError naming what is malformed (never quoting a value).
+ * One kubeconfig's YAML as a mapping, checked where client-node would fail
+ * with a TypeError or a message quoting the YAML, relative paths made
+ * absolute against `dir` (kubectl's rule), and `token-file` handed to
+ * client-node's token-file authenticator, which reads it again after a
+ * minute (projected service account tokens rotate).
  */
-export function parseKubeconfig(yaml: string, dir?: string): KubeconfigDocument {
+function kubeconfigObject(yaml: string, dir?: string): YamlMap {
   let parsed: unknown;
   try {
     parsed = load(yaml);
@@ -94,37 +52,41 @@ export function parseKubeconfig(yaml: string, dir?: string): KubeconfigDocument 
   }
   if (parsed === undefined || parsed === null) parsed = {};
   if (!isMap(parsed)) throw new KubeConfigError('not a kubeconfig: a YAML mapping was expected');
-  const current = parsed['current-context'];
-  return {
-    clusters: namedList(parsed, 'clusters', 'cluster').map((e) => ({
-      name: e.name,
-      cluster: absolute(e.value, CLUSTER_PATHS, dir),
-    })),
-    users: namedList(parsed, 'users', 'user').map((e) => ({
-      name: e.name,
-      user: absolute(e.value, USER_PATHS, dir),
-    })),
-    contexts: namedList(parsed, 'contexts', 'context').map((e) => ({ name: e.name, context: e.value })),
-    ...(typeof current === 'string' && current !== '' ? { 'current-context': current } : {}),
-  };
+  const out: YamlMap = { ...parsed };
+  for (const list of LISTS) {
+    const entries = parsed[list] ?? [];
+    if (!Array.isArray(entries)) throw new KubeConfigError(`${list} must be a list`);
+    const field = list.slice(0, -1);
+    out[list] = entries.map((entry: unknown, i) => {
+      if (!isMap(entry) || typeof entry.name !== 'string' || entry.name === '')
+        throw new KubeConfigError(`${list}[${i}] has no name`);
+      const value = entry[field] ?? {};
+      if (!isMap(value))
+        throw new KubeConfigError(`${list}[${i}] (${entry.name}): ${field} must be a mapping`);
+      return {
+        ...entry,
+        [field]: list === 'users' ? userEntry(value, dir) : absolute(value, ['certificate-authority'], dir),
+      };
+    });
+  }
+  return out;
 }
 
-function namedList(doc: YamlMap, list: string, field: string): Array<{ name: string; value: YamlMap }> {
-  const entries = doc[list];
-  if (entries === undefined || entries === null) return [];
-  if (!Array.isArray(entries)) throw new KubeConfigError(`${list} must be a list`);
-  return entries.map((entry: unknown, i) => {
-    if (!isMap(entry) || typeof entry.name !== 'string' || entry.name === '')
-      throw new KubeConfigError(`${list}[${i}] has no name`);
-    const value = entry[field] ?? {};
-    if (!isMap(value)) throw new KubeConfigError(`${list}[${i}] (${entry.name}): ${field} must be a mapping`);
-    return { name: entry.name, value };
-  });
+function userEntry(user: YamlMap, dir: string | undefined): YamlMap {
+  const out = absolute(user, ['client-certificate', 'client-key', 'token-file'], dir);
+  const tokenFile = out['token-file'];
+  if (tokenFile !== undefined && typeof tokenFile !== 'string')
+    throw new KubeConfigError('token-file must be a path');
+  if (tokenFile && !out.token && !out['auth-provider'] && !out.exec) {
+    delete out['token-file'];
+    out['auth-provider'] = { name: 'tokenFile', config: { tokenFile } };
+  }
+  return out;
 }
 
 function absolute(value: YamlMap, fields: readonly string[], dir: string | undefined): YamlMap {
-  if (!dir) return value;
   const out = { ...value };
+  if (!dir) return out;
   for (const field of fields) {
     const path = out[field];
     if (typeof path === 'string' && path !== '' && !isAbsolute(path)) out[field] = join(dir, path);
@@ -132,128 +94,54 @@ function absolute(value: YamlMap, fields: readonly string[], dir: string | undef
   return out;
 }
 
-/** kubectl's merge: the first document to set the current context, or an entry of a name, wins. */
-export function mergeKubeconfigs(docs: readonly KubeconfigDocument[]): KubeconfigDocument {
-  const firstByName = <T extends { name: string }>(lists: T[][]): T[] => {
-    const seen = new Set<string>();
-    return lists.flat().filter((e) => !seen.has(e.name) && seen.add(e.name));
-  };
-  const current = docs.find((d) => d['current-context'])?.['current-context'];
-  return {
-    clusters: firstByName(docs.map((d) => d.clusters)),
-    users: firstByName(docs.map((d) => d.users)),
-    contexts: firstByName(docs.map((d) => d.contexts)),
-    ...(current ? { 'current-context': current } : {}),
-  };
+/** client-node's KubeConfig class, imported on the first load. */
+async function clientNode(): Promise<typeof KubeConfig> {
+  return (await import('./client-node-kubeconfig.ts')).KubeConfig;
+}
+
+/** client-node's KubeConfig of one kubeconfig's YAML. */
+async function clientNodeConfig(yaml: string, dir?: string): Promise<KubeConfig> {
+  return parseWith(await clientNode(), yaml, dir);
 }
 
 /**
- * The document's current context, resolved: files read, base64 data decoded.
- * @throws KubeConfigError naming the context, cluster or user at fault.
+ * client-node's KubeConfig (the class given: tooling imports it statically)
+ * of one kubeconfig's YAML; relative paths are against `dir`.
+ * @throws KubeConfigError naming what is malformed (never quoting a value).
  */
-export function resolveCurrentContext(doc: KubeconfigDocument): ResolvedKubeconfig {
-  const name = doc['current-context'];
-  if (!name) throw new KubeConfigError('no current-context is set');
-  const context = doc.contexts.find((c) => c.name === name)?.context;
-  if (!context) throw new KubeConfigError(`current-context "${name}" is not among its contexts`);
-  const clusterName = context.cluster;
-  if (typeof clusterName !== 'string' || clusterName === '')
-    throw new KubeConfigError(`context "${name}" names no cluster`);
-  const cluster = doc.clusters.find((c) => c.name === clusterName)?.cluster;
-  if (!cluster)
-    throw new KubeConfigError(`context "${name}" names cluster "${clusterName}", which is not defined`);
-  const userName = context.user;
-  const user = typeof userName === 'string' ? doc.users.find((u) => u.name === userName)?.user : {};
-  if (!user)
-    throw new KubeConfigError(`context "${name}" names user "${String(userName)}", which is not defined`);
-  return {
-    context: name,
-    ...clusterFields(clusterName, cluster),
-    ...userFields(String(userName), user),
-    delegated: [
-      ...(cluster['proxy-url'] ? ['proxy-url'] : []),
-      ...DELEGATED_USER_FIELDS.filter((f) => user[f] !== undefined && user[f] !== null && user[f] !== ''),
-    ],
-    document: doc,
-  };
-}
-
-function clusterFields(name: string, cluster: YamlMap) {
-  const server = cluster.server;
-  if (typeof server !== 'string' || server === '')
-    throw new KubeConfigError(`cluster "${name}" has no server`);
-  let url: URL;
+export function parseWith(KubeConfigClass: typeof KubeConfig, yaml: string, dir?: string): KubeConfig {
+  const object = kubeconfigObject(yaml, dir);
+  const kc = new KubeConfigClass();
   try {
-    url = new URL(server);
-  } catch {
-    throw new KubeConfigError(`cluster "${name}": server is not a URL`);
-  }
-  const insecure = cluster['insecure-skip-tls-verify'] === true;
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && insecure))
-    throw new KubeConfigError(
-      `cluster "${name}": server must be https (http only with insecure-skip-tls-verify: true)`,
-    );
-  const ca = material(`cluster "${name}"`, cluster, 'certificate-authority');
-  const tlsServerName = cluster['tls-server-name'];
-  return {
-    server: server.replace(/\/+$/, ''),
-    insecureSkipTlsVerify: insecure,
-    ...(ca ? { ca } : {}),
-    ...(typeof tlsServerName === 'string' && tlsServerName ? { tlsServerName } : {}),
-  };
-}
-
-function userFields(name: string, user: YamlMap) {
-  const where = `user "${name}"`;
-  const cert = material(where, user, 'client-certificate');
-  const key = material(where, user, 'client-key');
-  if (Boolean(cert) !== Boolean(key))
-    throw new KubeConfigError(`${where}: client-certificate and client-key must be given together`);
-  const token = user.token;
-  const tokenFile = user['token-file'];
-  if (token !== undefined && typeof token !== 'string')
-    throw new KubeConfigError(`${where}: token must be a string`);
-  if (tokenFile !== undefined && typeof tokenFile !== 'string')
-    throw new KubeConfigError(`${where}: token-file must be a path`);
-  if (!token && tokenFile) readToken(tokenFile, where);
-  return {
-    ...(token ? { token } : !token && tokenFile ? { tokenFile } : {}),
-    ...(cert && key ? { cert, key } : {}),
-  };
-}
-
-/** A certificate or key from `<field>-data` (base64) or the file `<field>` names. */
-function material(where: string, map: YamlMap, field: string): Buffer | undefined {
-  const data = map[`${field}-data`];
-  if (typeof data === 'string' && data !== '') {
-    const bytes = Buffer.from(data, 'base64');
-    if (bytes.length === 0) throw new KubeConfigError(`${where}: ${field}-data is not base64`);
-    return bytes;
-  }
-  const path = map[field];
-  if (typeof path !== 'string' || path === '') return undefined;
-  try {
-    return readFileSync(path);
+    // JSON is YAML; every path is absolute already.
+    kc.loadFromString(JSON.stringify(object));
   } catch (err) {
-    throw new KubeConfigError(
-      `${where}: cannot read ${field} ${path}: ${(err as NodeJS.ErrnoException).code}`,
-    );
+    throw new KubeConfigError(clientNodeMessage(err, object));
   }
+  return kc;
 }
 
-/** Reads a token file; the token is its content without surrounding white space. */
-export function readToken(path: string, where = 'token-file'): string {
-  try {
-    return readFileSync(path, 'utf8').trim();
-  } catch (err) {
-    throw new KubeConfigError(
-      `${where}: cannot read token-file ${path}: ${(err as NodeJS.ErrnoException).code}`,
-    );
-  }
+/** client-node's message for an invalid entry, in our words (its entries named, not numbered). */
+function clientNodeMessage(err: unknown, object: YamlMap): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const match = /^(clusters|users|contexts)\[(\d+)\]\.(\w+)(?:\.([\w-]+))? is missing$/.exec(text);
+  if (!match) return text;
+  const [, list = '', index = '0', , field] = match;
+  const entry = (object[list] as YamlMap[])[Number(index)];
+  const name = String(entry?.name);
+  if (list === 'clusters' && field === 'server') return `cluster "${name}" has no server`;
+  if (list === 'contexts' && field === 'cluster') return `context "${name}" names no cluster`;
+  return `${list.slice(0, -1)} "${name}" has no ${field ?? 'entry'}`;
 }
 
-/** Reads and parses a kubeconfig file. */
-export function readKubeconfigFile(path: string): KubeconfigDocument {
+/** Reads a kubeconfig file into client-node's KubeConfig. */
+async function fileConfig(path: string): Promise<KubeConfig> {
+  const KubeConfigClass = await clientNode();
+  return readWith(KubeConfigClass, path);
+}
+
+/** Reads a kubeconfig file into client-node's KubeConfig (the class given). */
+export function readWith(KubeConfigClass: typeof KubeConfig, path: string): KubeConfig {
   let yaml: string;
   try {
     yaml = readFileSync(path, 'utf8');
@@ -261,58 +149,126 @@ export function readKubeconfigFile(path: string): KubeconfigDocument {
     throw new KubeConfigError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
   try {
-    return parseKubeconfig(yaml, dirname(path));
+    return parseWith(KubeConfigClass, yaml, dirname(path));
   } catch (err) {
     throw err instanceof KubeConfigError ? new KubeConfigError(`${path}: ${err.message}`) : err;
   }
 }
 
 /**
- * The default lookup, as kubectl does it: KUBECONFIG's files merged, else
- * ~/.kube/config, else the in-cluster service account (KUBERNETES_SERVICE_HOST
- * and its token and CA); `env` and `home` are the process's unless given.
+ * kubectl's default lookup: KUBECONFIG's files merged (the first file to set
+ * the current context, or an entry of a name, wins; client-node's own merge
+ * refuses a name twice), else ~/.kube/config, else the in-cluster service
+ * account; `env` and `home` are the process's unless given.
  * @throws KubeConfigError when there is none.
  */
-export function defaultKubeconfig(
+export async function defaultKubeConfig(
   env: NodeJS.ProcessEnv = process.env,
   home: string = homedir(),
-): KubeconfigDocument {
+): Promise<KubeConfig> {
   const paths = (env.KUBECONFIG ?? '').split(delimiter).filter(Boolean);
   if (paths.length > 0) {
     // kubectl skips files of the list that do not exist, as long as one does.
     const existing = paths.filter((p) => existsSync(p));
     if (existing.length === 0)
       throw new KubeConfigError(`none of KUBECONFIG's files exist: ${paths.join(', ')}`);
-    return mergeKubeconfigs(existing.map(readKubeconfigFile));
+    const [first, ...rest] = await Promise.all(existing.map(fileConfig));
+    if (!first) throw new KubeConfigError('KUBECONFIG names no file');
+    for (const kc of rest) {
+      if (!first.getCurrentContext()) first.setCurrentContext(kc.getCurrentContext());
+      const firstWins = <T extends { name: string }>(into: T[], from: T[]) => {
+        for (const entry of from) if (!into.some((e) => e.name === entry.name)) into.push(entry);
+      };
+      firstWins(first.clusters, kc.clusters);
+      firstWins(first.users, kc.users);
+      firstWins(first.contexts, kc.contexts);
+    }
+    return first;
   }
   const file = join(home, '.kube', 'config');
-  if (existsSync(file)) return readKubeconfigFile(file);
+  if (existsSync(file)) return fileConfig(file);
   const host = env.KUBERNETES_SERVICE_HOST;
-  if (host && existsSync(join(SERVICE_ACCOUNT_DIR, 'token'))) return inClusterKubeconfig(host, env);
+  if (host && existsSync(join(SERVICE_ACCOUNT_DIR, 'token'))) {
+    const kc = new (await clientNode())();
+    kc.loadFromCluster();
+    return kc;
+  }
   throw new KubeConfigError(
     'no kubeconfig: KUBECONFIG is not set, ~/.kube/config does not exist and this is not a pod with a service account',
   );
 }
 
-function inClusterKubeconfig(host: string, env: NodeJS.ProcessEnv): KubeconfigDocument {
-  const port = env.KUBERNETES_SERVICE_PORT || '443';
-  const server = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  return {
-    clusters: [
-      {
-        name: 'in-cluster',
-        cluster: { server, 'certificate-authority': join(SERVICE_ACCOUNT_DIR, 'ca.crt') },
-      },
-    ],
-    users: [{ name: 'in-cluster', user: { 'token-file': join(SERVICE_ACCOUNT_DIR, 'token') } }],
-    contexts: [{ name: 'in-cluster', context: { cluster: 'in-cluster', user: 'in-cluster' } }],
-    'current-context': 'in-cluster',
-  };
+/** client-node's KubeConfig of a source, parsed (its current context not checked yet). */
+export async function kubeConfigOf(source: KubeConfigSource): Promise<KubeConfig> {
+  if ('kubeconfigPath' in source) return fileConfig(source.kubeconfigPath);
+  if ('kubeconfigYaml' in source) return clientNodeConfig(source.kubeconfigYaml);
+  return defaultKubeConfig();
 }
 
-/** The document a source names (before resolving its current context). */
-export function kubeconfigDocument(source: KubeConfigSource): KubeconfigDocument {
-  if ('kubeconfigPath' in source) return readKubeconfigFile(source.kubeconfigPath);
-  if ('kubeconfigYaml' in source) return parseKubeconfig(source.kubeconfigYaml);
-  return defaultKubeconfig();
+/** What a request needs of a kubeconfig's current context that is fixed at load. */
+export interface CheckedContext {
+  /** The context's name. */
+  context: string;
+  /** The API server's URL, without a trailing slash. */
+  server: string;
+  cluster: Cluster;
+  user: User;
+  /** The cluster CA, read now (a missing file is refused at load, not at the first request). */
+  ca?: Buffer;
+}
+
+/**
+ * Checks that the current context names a usable cluster: what client-node
+ * would only find out at the first request, or never.
+ * @throws KubeConfigError naming the context, cluster or user at fault.
+ */
+export function checkCurrentContext(kc: KubeConfig): CheckedContext {
+  const name = kc.getCurrentContext();
+  if (!name) throw new KubeConfigError('no current-context is set');
+  const context = kc.getContextObject(name);
+  if (!context) throw new KubeConfigError(`current-context "${name}" is not among its contexts`);
+  const cluster = kc.getCluster(context.cluster);
+  if (!cluster)
+    throw new KubeConfigError(`context "${name}" names cluster "${context.cluster}", which is not defined`);
+  const user = context.user ? kc.getUser(context.user) : ({ name: '' } as User);
+  if (!user)
+    throw new KubeConfigError(`context "${name}" names user "${context.user}", which is not defined`);
+  const where = `cluster "${cluster.name}"`;
+  let url: URL;
+  try {
+    url = new URL(cluster.server);
+  } catch {
+    throw new KubeConfigError(`${where}: server is not a URL`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && cluster.skipTLSVerify))
+    throw new KubeConfigError(
+      `${where}: server must be https (http only with insecure-skip-tls-verify: true)`,
+    );
+  const ca = material(where, 'certificate-authority', cluster.caFile, cluster.caData);
+  const userWhere = `user "${user.name}"`;
+  const cert = material(userWhere, 'client-certificate', user.certFile, user.certData);
+  const key = material(userWhere, 'client-key', user.keyFile, user.keyData);
+  if (Boolean(cert) !== Boolean(key))
+    throw new KubeConfigError(`${userWhere}: client-certificate and client-key must be given together`);
+  if (user.token !== undefined && typeof user.token !== 'string')
+    throw new KubeConfigError(`${userWhere}: token must be a string`);
+  const tokenFile = user.authProvider?.config?.tokenFile;
+  if (typeof tokenFile === 'string') material(userWhere, 'token-file', tokenFile, undefined);
+  return { context: name, server: cluster.server.replace(/\/+$/, ''), cluster, user, ...(ca ? { ca } : {}) };
+}
+
+function material(where: string, field: string, file: string | undefined, data: string | undefined) {
+  if (file) {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new KubeConfigError(
+        `${where}: cannot read ${field} ${file}: ${(err as NodeJS.ErrnoException).code}`,
+      );
+    }
+  }
+  if (!data) return undefined;
+  const bytes = Buffer.from(data, 'base64');
+  if (bytes.length === 0) throw new KubeConfigError(`${where}: ${field}-data is not base64`);
+  return bytes;
 }

@@ -13,10 +13,11 @@ import {
   ServerConfiguration,
   wrapHttpLibrary,
 } from '@kubernetes/client-node';
-import { DEFAULT_REQUEST_TIMEOUT_MS, loadKubeConfig } from './client.ts';
-import type { KubeContext } from './kube-context.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './client.ts';
+import { contextFromKubeConfig, type KubeContext } from './kube-context.ts';
 import { KubeHttp } from './kube-http.ts';
 import type { KubeRequest } from './kube-request.ts';
+import { readWith } from './kubeconfig.ts';
 import type { KubeRetryOptions } from './retrying-http.ts';
 
 /**
@@ -29,9 +30,9 @@ import type { KubeRetryOptions } from './retrying-http.ts';
  * function's static imports.
  */
 export interface ToolingClients {
-  /** client-node's KubeConfig of the same kubeconfig file: other API groups (makeApiClient), Watch, YAML objects. */
+  /** client-node's KubeConfig of the kubeconfig file: other API groups (makeApiClient), Watch, YAML objects. */
   config: KubeConfig;
-  /** Our context of the same kubeconfig: watchStream, rawGet, and the functions' clients. */
+  /** Our context over the same KubeConfig: watchStream, rawGet, and the functions' clients. */
   context: KubeContext;
   core: CoreV1Api;
   coordination: CoordinationV1Api;
@@ -68,14 +69,21 @@ function httpLibraryOver(http: KubeHttp): HttpLibrary {
   });
 }
 
+/**
+ * The context of a kubeconfig file, loaded synchronously (tooling imports
+ * client-node statically; the functions load it with loadKubeConfig).
+ */
+export function toolingContext(kubeconfigPath: string): KubeContext {
+  return contextFromKubeConfig(readWith(KubeConfig, kubeconfigPath));
+}
+
 /** Tooling clients for a kubeconfig file's current context (see {@link ToolingClients}). */
 export function createToolingClients(
   kubeconfigPath: string,
   options: { requestTimeoutMs?: number; retry?: KubeRetryOptions } = {},
 ): ToolingClients {
-  const context = loadKubeConfig({ kubeconfigPath });
-  const config = new KubeConfig();
-  config.loadFromFile(kubeconfigPath);
+  const config = readWith(KubeConfig, kubeconfigPath);
+  const context = contextFromKubeConfig(config);
   const http = new KubeHttp(context, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.retry);
   const configuration = createConfiguration({
     baseServer: new ServerConfiguration(context.server, {}),

@@ -12,14 +12,14 @@ import {
   loadKubeConfig,
 } from '../../lib/kube/client.ts';
 import { MicroTime } from '../../lib/kube/micro-time.ts';
-import { createToolingClients } from '../../lib/kube/tooling-clients.ts';
+import { createToolingClients, toolingContext } from '../../lib/kube/tooling-clients.ts';
 import { testEnv } from '../support/env.ts';
 
 const LEASE_NAMESPACE = 'kube-node-lease';
 
 describe('Kubernetes client as the virtual kubelet, against the real API server', () => {
   const env = testEnv();
-  const kubelet = createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.kubeletKubeconfig }));
+  const kubelet = createKubeClients(toolingContext(env.kube.kubeletKubeconfig));
   const admin = createToolingClients(env.kube.adminKubeconfig);
   const suffix = randomBytes(4).toString('hex');
   const nodeName = `svk-client-test-${suffix}`;
@@ -100,7 +100,7 @@ describe('Kubernetes client as the virtual kubelet, against the real API server'
 
   it('reads the same Node through an inline kubeconfig', async () => {
     const inline = createKubeClients(
-      loadKubeConfig({ kubeconfigYaml: readFileSync(env.kube.kubeletKubeconfig, 'utf8') }),
+      await loadKubeConfig({ kubeconfigYaml: readFileSync(env.kube.kubeletKubeconfig, 'utf8') }),
     );
     const node = await inline.core.readNode({ name: nodeName });
     assert.equal(node.metadata?.name, nodeName);
@@ -162,7 +162,7 @@ function connectionCounter(pathPrefix: string) {
 
 describe('Kubernetes client connections', () => {
   const env = testEnv();
-  const kc = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig });
+  const kc = toolingContext(env.kube.adminKubeconfig);
 
   it('reuses one kept-alive connection for sequential requests', async () => {
     const clients = createKubeClients(kc);
@@ -178,7 +178,7 @@ describe('Kubernetes client connections', () => {
   it('opens a new connection instead of reusing one idle for longer than the limit', async () => {
     let now = 0;
     const { core } = createKubeClients(
-      loadKubeConfig(
+      await loadKubeConfig(
         { kubeconfigPath: env.kube.adminKubeconfig },
         { keepAlive: { maxIdleMs: 1_000, now: () => now } },
       ),

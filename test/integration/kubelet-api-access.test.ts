@@ -130,7 +130,7 @@ describe('kubelet API access on the loopback front', () => {
   });
 
   it('takes a bearer token the API server authenticates without a client certificate, as metrics-server sends', async () => {
-    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).token ?? '';
+    const token = (await loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig })).token ?? '';
     const answer = await frontGet(address(nodeA), api.port, '/pods', {
       ca,
       headers: { authorization: `Bearer ${token}` },
@@ -223,7 +223,7 @@ describe('kubelet API authentication in the handler itself', () => {
   });
 
   it('takes a bearer token the API server authenticates (TokenReview)', async () => {
-    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).token ?? '';
+    const token = (await loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig })).token ?? '';
     assert.ok(token);
     assert.deepEqual(await invokeStreaming(handler(), event({ Authorization: `Bearer ${token}` })), {
       status: 200,
@@ -241,7 +241,7 @@ describe('kubelet API authentication in the handler itself', () => {
   });
 
   it('answers a domain that names no node of ours with 404', async () => {
-    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).token ?? '';
+    const token = (await loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig })).token ?? '';
     const answer = await invokeStreaming(handler(), {
       ...event({ Authorization: `Bearer ${token}`, Host: 'elsewhere.example.com' }),
     });

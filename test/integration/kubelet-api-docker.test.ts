@@ -329,7 +329,7 @@ describe('the kubelet API on real containers (docker provider)', () => {
 
   it('a follow of a container that runs on ends at SVK_KUBELET_API_FOLLOW_SECONDS', async () => {
     const handler = createKubeletApiHandler({ ...functions, SVK_KUBELET_API_FOLLOW_SECONDS: '2' });
-    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).token ?? '';
+    const token = (await loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig })).token ?? '';
     const query = { follow: 'true', tailLines: '1' };
     const answer = await invokeStreaming(handler, {
       httpMethod: 'GET',

@@ -361,7 +361,7 @@ describe('kubectl exec, attach and port-forward on real containers (docker provi
   });
 
   it('a WebSocket client execs through the API server (v4.channel.k8s.io) and gets the exit status', async () => {
-    const context = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig });
+    const context = await loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig });
     const { headers, agent } = await context.connect();
     const url = new URL(`${context.server.replace(/^http/, 'ws')}/api/v1/namespaces/${ns}/pods/${POD}/exec`);
     for (const [k, v] of [
@@ -432,7 +432,7 @@ describe('kubectl exec, attach and port-forward on real containers (docker provi
 
   it('a client that stalls is cut: one that never opens its streams, and one that goes quiet', async () => {
     // Never opens its streams: an upgrade through the API server, then nothing.
-    const context = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig });
+    const context = await loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig });
     const { headers } = await context.connect();
     const server = new URL(context.server);
     const socket = connect({

@@ -201,7 +201,7 @@ describe('the kubelet API through the real API server and kubectl', () => {
   it('ends a follow of a container that runs on after SVK_KUBELET_API_FOLLOW_SECONDS', async () => {
     // The handler itself, with a 2 s bound (the front's own handler keeps the default 300 s).
     const handler = createKubeletApiHandler({ ...functions, SVK_KUBELET_API_FOLLOW_SECONDS: '2' });
-    const token = loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig }).token ?? '';
+    const token = (await loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig })).token ?? '';
     const answer = await invokeStreaming(handler, {
       httpMethod: 'GET',
       path: `/containerLogs/${ns}/ticker/main`,

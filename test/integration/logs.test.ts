@@ -34,7 +34,7 @@ const env = testEnv();
 const admin = adminClients(env);
 const root = new URL('../..', import.meta.url).pathname;
 const SECRET_VALUE = `db-password-${randomBytes(8).toString('hex')}`;
-const kubeletToken = loadKubeConfig({ kubeconfigPath: env.kube.kubeletKubeconfig }).token ?? '';
+const kubeletToken = (await loadKubeConfig({ kubeconfigPath: env.kube.kubeletKubeconfig })).token ?? '';
 const BAD_TOKEN = `svk-bad-token-${randomBytes(12).toString('hex')}`;
 
 const node = uniqueName('logs');

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
-import { createKubeClients, isNotFound, type KubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
-import { createToolingClients, type ToolingClients } from '../../lib/kube/tooling-clients.ts';
+import { createKubeClients, isNotFound, type KubeClients } from '../../lib/kube/client.ts';
+import { createToolingClients, type ToolingClients, toolingContext } from '../../lib/kube/tooling-clients.ts';
 import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
 import { StateTable } from '../../lib/state/dynamodb.ts';
 import { createDynamoDbClient } from '../../lib/state/dynamodb-clients.ts';
@@ -26,7 +26,7 @@ export function adminClients(env: TestEnv = testEnv()): ToolingClients {
 
 /** Clients with the virtual kubelet's own identity (bound to infra/rbac.yaml only). */
 export function kubeletClients(env: TestEnv = testEnv()): KubeClients {
-  return createKubeClients(loadKubeConfig({ kubeconfigPath: env.kube.kubeletKubeconfig }));
+  return createKubeClients(toolingContext(env.kube.kubeletKubeconfig));
 }
 
 /**

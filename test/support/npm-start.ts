@@ -2,8 +2,8 @@ import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { loadKubeConfig } from '../../lib/kube/client.ts';
-import type { ToolingClients } from '../../lib/kube/tooling-clients.ts';
+
+import { type ToolingClients, toolingContext } from '../../lib/kube/tooling-clients.ts';
 import { clusterServingDir } from '../../lib/local/kubelet-api/joined-cluster.ts';
 import type { TestEnv } from './env.ts';
 import { readNode, readyStatus, waitFor } from './kube.ts';
@@ -133,7 +133,7 @@ export const KEPT_SERVING_DIR = join(root, '.local/start/kubelet-api');
  * cluster's directory once empty.
  */
 export function forgetKeptServing(kubeconfig: string, node: string): void {
-  const { server, ca } = loadKubeConfig({ kubeconfigPath: kubeconfig });
+  const { server, ca } = toolingContext(kubeconfig);
   const dir = clusterServingDir(KEPT_SERVING_DIR, server, ca);
   for (const file of [`${node}.crt`, `${node}.key`]) rmSync(join(dir, file), { force: true });
   try {

@@ -4,8 +4,8 @@
  * model class), more than the whole cold-start budget leaves for it. The
  * functions use our own client (lib/kube/client.ts); client-node's types are
  * imported with `import type`, which esbuild erases, and its KubeConfig only
- * by a dynamic `import()` for kubeconfigs our loader hands to it
- * (lib/kube/client-node-credentials.ts). Each function's static import graph
+ * by a dynamic `import()` when a kubeconfig is loaded
+ * (lib/kube/client-node-kubeconfig.ts, from kubeconfig.ts). Each function's static import graph
  * is followed with TypeScript's parser (test/support/source-graph.ts); a
  * value import of client-node anywhere in it fails, naming the chain.
  */

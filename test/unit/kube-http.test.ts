@@ -65,7 +65,7 @@ async function apiServer(handler: Handler) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   assert.ok(address && typeof address === 'object');
-  const context = loadKubeConfig({
+  const context = await loadKubeConfig({
     kubeconfigYaml: `
 clusters: [{ name: c, cluster: { server: 'http://127.0.0.1:${address.port}', insecure-skip-tls-verify: true } }]
 users: [{ name: u, user: { token: t0ken } }]
@@ -201,7 +201,7 @@ describe('errors', () => {
     assert.equal(timedOut.code, 'TimeoutError');
     assert.equal(timedOut.message, 'GET /api/v1/nodes/vk: no answer within 100 ms');
     assert.equal(apiStatusCode(timedOut), undefined);
-    const refused = loadKubeConfig({
+    const refused = await loadKubeConfig({
       kubeconfigYaml: `clusters: [{ name: c, cluster: { server: 'http://127.0.0.1:9', insecure-skip-tls-verify: true } }]
 contexts: [{ name: x, context: { cluster: c } }]
 current-context: x

@@ -48,7 +48,7 @@ async function apiServer(answer: (n: number, req: IncomingMessage) => Answer) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   assert.ok(address && typeof address === 'object');
-  const kc = loadKubeConfig({
+  const kc = await loadKubeConfig({
     kubeconfigYaml: `
 clusters: [{ name: c, cluster: { server: 'http://127.0.0.1:${address.port}', insecure-skip-tls-verify: true } }]
 users: [{ name: u, user: { token: t } }]

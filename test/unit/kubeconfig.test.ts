@@ -1,7 +1,8 @@
 /**
- * Our kubeconfig loader (lib/kube/kubeconfig.ts, kube-context.ts): the
- * fields it reads, kubectl's merge of KUBECONFIG's files, relative paths,
- * what it hands to client-node (an exec plugin, run for real), and bad input
+ * Kubeconfigs loaded through client-node's KubeConfig (lib/kube/kubeconfig.ts,
+ * kube-context.ts), seen through what a request carries: the fields read,
+ * kubectl's merge of KUBECONFIG's files, relative paths, exec plugins (run
+ * for real), OIDC, basic auth, impersonation and proxies, and bad input
  * refused with an error that names what is wrong and never quotes a value.
  */
 import assert from 'node:assert/strict';
@@ -10,13 +11,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { KubeConfigError, loadKubeConfig } from '../../lib/kube/client.ts';
-import { contextFromKubeconfig } from '../../lib/kube/kube-context.ts';
-import {
-  defaultKubeconfig,
-  parseKubeconfig,
-  readKubeconfigFile,
-  resolveCurrentContext,
-} from '../../lib/kube/kubeconfig.ts';
+import { defaultKubeConfig } from '../../lib/kube/kubeconfig.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svk-kubeconfig-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -47,9 +42,9 @@ current-context: ${current}
 }
 
 /** The KubeConfigError message of loading `yaml` inline. */
-function refusal(yaml: string): string {
+async function refusal(yaml: string): Promise<string> {
   try {
-    loadKubeConfig({ kubeconfigYaml: yaml });
+    await loadKubeConfig({ kubeconfigYaml: yaml });
   } catch (err) {
     assert.ok(err instanceof KubeConfigError, `a KubeConfigError, not ${String(err)}`);
     return err.message;
@@ -59,7 +54,7 @@ function refusal(yaml: string): string {
 
 describe('kubeconfig loading', () => {
   it('reads server, CA data, token and TLS server name of the current context', async () => {
-    const kc = loadKubeConfig({
+    const kc = await loadKubeConfig({
       kubeconfigYaml: kubeconfig(
         `{ server: 'https://10.0.0.1:6443/', certificate-authority-data: ${b64('CA PEM')}, tls-server-name: api.internal }`,
         '{ token: s3cr3t }',
@@ -88,7 +83,7 @@ describe('kubeconfig loading', () => {
         '{ client-certificate: ../certs/client.crt, client-key: ../certs/client.key, token-file: ../certs/token }',
       ),
     );
-    const kc = loadKubeConfig({ kubeconfigPath: path });
+    const kc = await loadKubeConfig({ kubeconfigPath: path });
     assert.equal(kc.ca?.toString(), 'CA FROM FILE');
     assert.equal(kc.token, undefined, 'a token file is not a static token');
     assert.equal(
@@ -96,13 +91,14 @@ describe('kubeconfig loading', () => {
       'Bearer file-token',
       'read, white space trimmed',
     );
-    const resolved = resolveCurrentContext(readKubeconfigFile(path));
-    assert.equal(resolved.cert?.toString(), 'CERT');
-    assert.equal(resolved.key?.toString(), 'KEY');
-    assert.equal(resolved.tokenFile, join(dir, 'certs/token'));
+    const { agent } = await kc.connect();
+    const tls = (agent as unknown as { options: { cert?: Buffer; key?: Buffer; ca?: Buffer } }).options;
+    assert.equal(tls.cert?.toString(), 'CERT');
+    assert.equal(tls.key?.toString(), 'KEY');
+    assert.equal(tls.ca?.toString(), 'CA FROM FILE');
   });
 
-  it('merges KUBECONFIG as kubectl does: the first file to set a name or the current context wins', () => {
+  it('merges KUBECONFIG as kubectl does: the first file to set a name or the current context wins', async () => {
     const first = file('merge/a', kubeconfig("{ server: 'https://first' }", '{ token: a }', 'ctx'));
     const second = file(
       'merge/b',
@@ -112,13 +108,13 @@ contexts: [{ name: other, context: { cluster: d, user: u } }]
 current-context: other
 `,
     );
-    const merged = defaultKubeconfig(
+    const merged = await defaultKubeConfig(
       { KUBECONFIG: [join(dir, 'missing'), first, second].join(delimiter) },
       dir,
     );
-    assert.equal(merged['current-context'], 'ctx');
+    assert.equal(merged.getCurrentContext(), 'ctx');
     assert.deepEqual(
-      merged.clusters.map((c) => [c.name, c.cluster.server]),
+      merged.clusters.map((c) => [c.name, c.server]),
       [
         ['c', 'https://first'],
         ['d', 'https://d'],
@@ -128,89 +124,105 @@ current-context: other
       merged.contexts.map((c) => c.name),
       ['ctx', 'other'],
     );
-    assert.throws(
-      () => defaultKubeconfig({ KUBECONFIG: join(dir, 'missing') }, dir),
+    await assert.rejects(
+      defaultKubeConfig({ KUBECONFIG: join(dir, 'missing') }, dir),
       /none of KUBECONFIG's files exist/,
     );
   });
 
-  it('looks for ~/.kube/config without KUBECONFIG, and says so when there is nothing', () => {
+  it('looks for ~/.kube/config without KUBECONFIG, and says so when there is nothing', async () => {
     const home = join(dir, 'home');
     file('home/.kube/config', kubeconfig("{ server: 'https://home' }", '{ token: h }'));
-    assert.equal(defaultKubeconfig({}, home).clusters[0]?.cluster.server, 'https://home');
-    assert.throws(() => defaultKubeconfig({}, join(dir, 'nohome')), /no kubeconfig: KUBECONFIG is not set/);
+    assert.equal((await defaultKubeConfig({}, home)).clusters[0]?.server, 'https://home');
+    await assert.rejects(defaultKubeConfig({}, join(dir, 'nohome')), /no kubeconfig: KUBECONFIG is not set/);
   });
 
-  it('hands exec plugins, auth providers, basic auth, impersonation and proxies to client-node', async () => {
-    const delegated = (user: string, cluster = "{ server: 'https://k' }") =>
-      resolveCurrentContext(parseKubeconfig(kubeconfig(cluster, user))).delegated;
-    assert.deepEqual(delegated('{ exec: { command: aws } }'), ['exec']);
-    assert.deepEqual(delegated('{ auth-provider: { name: oidc } }'), ['auth-provider']);
-    assert.deepEqual(delegated('{ username: a, password: b }'), ['username', 'password']);
-    assert.deepEqual(delegated('{ token: t, as: admin }'), ['as']);
-    assert.deepEqual(delegated('{ token: t }', "{ server: 'https://k', proxy-url: 'http://proxy:3128' }"), [
-      'proxy-url',
-    ]);
-    assert.deepEqual(delegated('{ token: t }'), []);
-    // An exec plugin, run by client-node's KubeConfig (imported on the first request).
+  it('authenticates exec plugins, OIDC, basic auth, impersonation and proxies through client-node', async () => {
+    const connect = async (user: string, cluster = "{ server: 'https://k' }") =>
+      (await loadKubeConfig({ kubeconfigYaml: kubeconfig(cluster, user) })).connect();
+    assert.equal(
+      (await connect('{ username: a, password: b }')).headers.Authorization,
+      `Basic ${b64('a:b')}`,
+    );
+    const impersonating = await connect('{ token: t, as: admin }');
+    assert.equal(impersonating.headers['Impersonate-User'], 'admin');
+    assert.equal(impersonating.headers.Authorization, 'Bearer t');
+    // OIDC: an unexpired id-token is sent as it is.
+    const jwt = [{ alg: 'none' }, { exp: Math.floor(Date.now() / 1000) + 3600 }]
+      .map((part) => Buffer.from(JSON.stringify(part)).toString('base64url'))
+      .concat('sig')
+      .join('.');
+    assert.equal(
+      (
+        await connect(
+          `{ auth-provider: { name: oidc, config: { id-token: '${jwt}', client-id: c, idp-issuer-url: 'https://issuer' } } }`,
+        )
+      ).headers.Authorization,
+      `Bearer ${jwt}`,
+    );
+    const proxied = await connect('{ token: t }', "{ server: 'https://k', proxy-url: 'http://proxy:3128' }");
+    assert.equal(proxied.agent.constructor.name, 'HttpsProxyAgent', "client-node's proxy agent");
+    assert.notEqual((await connect('{ token: t }')).agent.constructor.name, 'HttpsProxyAgent');
+    // An exec plugin, run by client-node's KubeConfig.
     const credential = JSON.stringify({
       apiVersion: 'client.authentication.k8s.io/v1beta1',
       kind: 'ExecCredential',
       status: { token: 'from-exec-plugin' },
     });
     const script = file('exec-plugin.mjs', `console.log(${JSON.stringify(credential)});`);
-    const kc = contextFromKubeconfig(
-      resolveCurrentContext(
-        parseKubeconfig(
-          kubeconfig(
-            "{ server: 'https://k' }",
-            `{ exec: { apiVersion: client.authentication.k8s.io/v1beta1, command: ${process.execPath}, args: [${script}] } }`,
-          ),
-        ),
-      ),
+    const exec = await connect(
+      `{ exec: { apiVersion: client.authentication.k8s.io/v1beta1, command: ${process.execPath}, args: [${script}] } }`,
     );
-    assert.equal((await kc.connect()).headers.Authorization, 'Bearer from-exec-plugin');
+    assert.equal(exec.headers.Authorization, 'Bearer from-exec-plugin');
   });
 
-  it('refuses bad input naming what is wrong, never quoting a value', () => {
+  it('refuses bad input naming what is wrong, never quoting a value', async () => {
     const secret = 'tok-0123456789';
-    const notYaml = refusal(`users:\n- name: u\n  user: { token: ${secret}\ncontexts: [`);
+    const notYaml = await refusal(`users:\n- name: u\n  user: { token: ${secret}\ncontexts: [`);
     assert.match(notYaml, /^cannot load inline kubeconfig: not valid YAML \(line \d+\)$/);
     assert.doesNotMatch(notYaml, new RegExp(secret));
-    assert.match(refusal('- just\n- a list\n'), /not a kubeconfig: a YAML mapping was expected/);
-    assert.match(refusal(kubeconfig("{ server: 'https://k' }", '{}', "''")), /no current-context is set/);
+    assert.match(await refusal('- just\n- a list\n'), /not a kubeconfig: a YAML mapping was expected/);
     assert.match(
-      refusal(kubeconfig("{ server: 'https://k' }", '{}', 'nope')),
+      await refusal(kubeconfig("{ server: 'https://k' }", '{}', "''")),
+      /no current-context is set/,
+    );
+    assert.match(
+      await refusal(kubeconfig("{ server: 'https://k' }", '{}', 'nope')),
       /current-context "nope" is not among its contexts/,
     );
-    assert.match(refusal(kubeconfig('{}', '{}')), /cluster "c" has no server/);
-    assert.match(refusal(kubeconfig("{ server: 'not a url' }", '{}')), /cluster "c": server is not a URL/);
+    assert.match(await refusal(kubeconfig('{}', '{}')), /cluster "c" has no server/);
     assert.match(
-      refusal(kubeconfig("{ server: 'http://k' }", '{}')),
+      await refusal(kubeconfig("{ server: 'not a url' }", '{}')),
+      /cluster "c": server is not a URL/,
+    );
+    assert.match(
+      await refusal(kubeconfig("{ server: 'http://k' }", '{}')),
       /server must be https \(http only with insecure-skip-tls-verify: true\)/,
     );
     assert.equal(
-      loadKubeConfig({
-        kubeconfigYaml: kubeconfig("{ server: 'http://k', insecure-skip-tls-verify: true }", '{}'),
-      }).server,
+      (
+        await loadKubeConfig({
+          kubeconfigYaml: kubeconfig("{ server: 'http://k', insecure-skip-tls-verify: true }", '{}'),
+        })
+      ).server,
       'http://k',
     );
     assert.match(
-      refusal(kubeconfig("{ server: 'https://k' }", `{ client-certificate-data: ${b64('CERT')} }`)),
+      await refusal(kubeconfig("{ server: 'https://k' }", `{ client-certificate-data: ${b64('CERT')} }`)),
       /user "u": client-certificate and client-key must be given together/,
     );
     assert.match(
-      refusal(kubeconfig("{ server: 'https://k', certificate-authority: /nonexistent/ca.crt }", '{}')),
+      await refusal(kubeconfig("{ server: 'https://k', certificate-authority: /nonexistent/ca.crt }", '{}')),
       /cluster "c": cannot read certificate-authority \/nonexistent\/ca.crt: ENOENT/,
     );
     assert.match(
-      refusal(kubeconfig("{ server: 'https://k' }", '{ token: [1, 2] }')),
+      await refusal(kubeconfig("{ server: 'https://k' }", '{ token: [1, 2] }')),
       /user "u": token must be a string/,
     );
-    assert.match(refusal('clusters: {}\n'), /clusters must be a list/);
-    assert.match(refusal('contexts: [{ context: {} }]\n'), /contexts\[0\] has no name/);
+    assert.match(await refusal('clusters: {}\n'), /clusters must be a list/);
+    assert.match(await refusal('contexts: [{ context: {} }]\n'), /contexts\[0\] has no name/);
     assert.match(
-      refusal(
+      await refusal(
         `${kubeconfig("{ server: 'https://k' }", '{}')}`.replace(
           'user: u, namespace',
           'user: nobody, namespace',
@@ -218,8 +230,8 @@ current-context: other
       ),
       /context "ctx" names user "nobody", which is not defined/,
     );
-    assert.throws(
-      () => loadKubeConfig({ kubeconfigPath: join(dir, 'absent') }),
+    await assert.rejects(
+      loadKubeConfig({ kubeconfigPath: join(dir, 'absent') }),
       /^KubeConfigError: cannot load kubeconfig .*absent: cannot read .*absent: ENOENT$/,
     );
   });
