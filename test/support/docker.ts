@@ -4,10 +4,12 @@ import Docker from 'dockerode';
 import { systemClock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
 import { DockerPodProvider, type DockerPodProviderOptions } from '../../lib/provider/docker/docker-pods.ts';
+import { kubeVolumeSources } from '../../lib/provider/docker/factory.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
 import { DEFAULT_PROBER_IMAGE } from '../../lib/provider/docker/settings.ts';
+import type { VolumeSources } from '../../lib/provider/docker/volume-delivery.ts';
 import { type TestEnv, testEnv } from './env.ts';
-import { waitFor } from './kube.ts';
+import { kubeletClients, waitFor } from './kube.ts';
 
 /**
  * The Docker provider against the run's engine, a Podman service or a Docker
@@ -48,8 +50,24 @@ export function testDockerProvider(
       proberImage: PROBER_IMAGE,
       engineSocket: env.docker.host.replace(/^unix:\/\//, ''),
     },
+    // As the factory gives it: pods from the API server carry the service account's token Secret volume.
+    volumeSources: apiVolumeSources(env),
     ...overrides,
   });
+}
+
+/** The file volumes' ConfigMaps, Secrets and pods, read with the kubelet's identity at first use. */
+function apiVolumeSources(env: TestEnv): VolumeSources {
+  let sources: VolumeSources | undefined;
+  const api = () => {
+    sources ??= kubeVolumeSources(kubeletClients(env).core);
+    return sources;
+  };
+  return {
+    configMap: (namespace, name) => api().configMap(namespace, name),
+    secret: (namespace, name) => api().secret(namespace, name),
+    pod: (namespace, name) => api().pod?.(namespace, name) ?? Promise.resolve(undefined),
+  };
 }
 
 /** A pod bound to `node` whose containers run `sh -c <script>` in the test image. */
