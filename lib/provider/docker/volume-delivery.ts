@@ -111,22 +111,7 @@ export class VolumeDelivery {
       if (!files) continue;
       const dir = heldVolumePath(volume.name);
       if (await pathExists(this.deps.docker, infraId, `${dir}/${DATA_DIR_NAME}`, signal)) continue;
-      const data = new Map<string, SourceData>();
-      let failure: string | undefined;
-      for (const source of sourcesToRead(files)) {
-        try {
-          data.set(
-            sourceKey(source.kind, source.name),
-            source.kind === 'configMap'
-              ? await this.deps.sources.configMap(plan.namespace, source.name)
-              : await this.deps.sources.secret(plan.namespace, source.name),
-          );
-        } catch (err) {
-          failure = `failed to get ${source.kind === 'configMap' ? 'configmap' : 'secret'} "${source.name}": ${errorMessage(err)}`;
-          break;
-        }
-      }
-      const payload = failure === undefined ? volumePayload(files, data) : { error: failure };
+      const payload = await this.#payload(plan, files, signal);
       if ('error' in payload) {
         await this.#failed(plan, volume.name, payload.error, pod);
         return false;
