@@ -8,6 +8,7 @@ import type {
   CoreV1ApiListNamespacedServiceRequest,
   CoreV1ApiListPodForAllNamespacesRequest,
   CoreV1ApiPatchNamespacedEventRequest,
+  CoreV1ApiPatchNamespacedPodStatusRequest,
   CoreV1ApiPatchNodeRequest,
   CoreV1ApiPatchNodeStatusRequest,
   CoreV1ApiReadNamespacedConfigMapRequest,
@@ -79,6 +80,15 @@ export class CoreApi {
   readNamespacedPod(param: CoreV1ApiReadNamespacedPodRequest, options?: RequestOptions): Promise<V1Pod> {
     const path = namespaced(param.namespace, 'pods', param.name);
     return this.calls.object('Pod', 'GET', path, param, options);
+  }
+
+  /** The patch strategy is the Content-Type of `options` (setHeaderOptions). */
+  patchNamespacedPodStatus(
+    param: CoreV1ApiPatchNamespacedPodStatusRequest,
+    options: RequestOptions,
+  ): Promise<V1Pod> {
+    const path = `${namespaced(param.namespace, 'pods', param.name)}/status`;
+    return this.calls.object('Pod', 'PATCH', path, param, options);
   }
 
   replaceNamespacedPodStatus(

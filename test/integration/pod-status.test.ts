@@ -177,15 +177,15 @@ describe('pod-status', () => {
 
   it('with pod-sync writing statuses at once and pod-status polling meanwhile, each plain pod gets one status write', async (t) => {
     const names = Array.from({ length: 8 }, (_, i) => `once-${i}`);
-    // Status PUTs of this process (pod-sync and pod-status both run in it), by pod: a PUT whose
-    // content equals the stored status changes no resourceVersion, so a watch could not see it.
+    // Status writes (PATCH) of this process (pod-sync and pod-status both run in it), by pod: a write
+    // whose content equals the stored status changes no resourceVersion, so a watch could not see it.
     const puts = new Map<string, number>();
     const prefix = `/api/v1/namespaces/${namespace}/pods/`;
     const onRequest = (message: unknown) => {
       if (typeof message !== 'object' || message === null || !('request' in message)) return;
       const { method, path } = message.request as ClientRequest;
       const match = path.startsWith(prefix) ? /^([^/?]+)\/status/.exec(path.slice(prefix.length)) : null;
-      if (method === 'PUT' && match?.[1]) puts.set(match[1], (puts.get(match[1]) ?? 0) + 1);
+      if (method === 'PATCH' && match?.[1]) puts.set(match[1], (puts.get(match[1]) ?? 0) + 1);
     };
     subscribe('http.client.request.start', onRequest);
     t.after(() => unsubscribe('http.client.request.start', onRequest));
@@ -205,7 +205,7 @@ describe('pod-status', () => {
     for (const name of names) {
       const pod = await readPod(name);
       assert.equal(pod?.status?.phase, 'Running', name);
-      assert.equal(puts.get(name), 1, `${name}: status PUTs`);
+      assert.equal(puts.get(name), 1, `${name}: status writes`);
       const reported = await provider.getPod(namespace, name);
       assert.equal(
         (await knownPods.get(node, namespace, name))?.statusHash,

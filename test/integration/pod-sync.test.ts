@@ -339,7 +339,7 @@ describe('pod-sync', () => {
         assert.deepEqual(outcomes(await publish(detail(terminating, 'MODIFIED'))), ['force-deleted']);
       });
       // Read, terminated status, force delete: the kubelet's order.
-      assert.deepEqual(requests, ['GET', 'PUT', 'DELETE']);
+      assert.deepEqual(requests, ['GET', 'PATCH', 'DELETE']);
       await waitFor(() => statuses.some((s) => s.startsWith('DELETED')), {
         timeoutMs: 10_000,
         what: 'the watch to see the pod deleted',
@@ -726,7 +726,7 @@ describe('pod-sync with what the event says (the node, the uid gone, pod-watchâ€
     const requests = await podRequests('added-once', async () => {
       assert.deepEqual(outcomes(await publish(detail(pod))), ['created']);
     });
-    assert.deepEqual(requests.sort(), ['GET', 'PUT'], 'one read, one status write');
+    assert.deepEqual(requests.sort(), ['GET', 'PATCH'], 'one read, one status write');
     // Delivered again: the pod is read, the claim on "no record" fails, and the record decides.
     const again = await publish(detail(pod));
     assert.deepEqual(outcomes(again), ['skipped-unchanged']);
@@ -883,7 +883,7 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
     await createPod('push-fails');
     // The real API client, with its status writes refused as an outage of that one call would.
     const refusing = Object.create(kubelet.core) as typeof kubelet.core;
-    refusing.replaceNamespacedPodStatus = async () => {
+    refusing.patchNamespacedPodStatus = async () => {
       throw new Error('status write refused');
     };
     const result = await reconciler(provider, { core: refusing }).reconcile(namespace, 'push-fails');

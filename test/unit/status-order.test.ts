@@ -98,15 +98,19 @@ describe('status order', () => {
     const writes: V1PodStatus[] = [];
     const core = {
       readNamespacedPod: async () => stored,
-      replaceNamespacedPodStatus: async ({ body }: { body: V1Pod }) => {
+      patchNamespacedPodStatus: async ({ body }: { body: V1Pod }) => {
         if (body.metadata?.resourceVersion !== stored.metadata?.resourceVersion)
           throw new KubeApiError(
             409,
             { kind: 'Status', code: 409 },
-            'PUT /api/v1/namespaces/ns/pods/p/status',
+            'PATCH /api/v1/namespaces/ns/pods/p/status',
           );
         writes.push(body.status ?? {});
-        stored = { ...body, metadata: { ...body.metadata, resourceVersion: '3' } };
+        stored = {
+          ...stored,
+          status: { ...stored.status, ...body.status },
+          metadata: { ...stored.metadata, resourceVersion: '3' },
+        };
         return stored;
       },
     } as unknown as CoreApi;

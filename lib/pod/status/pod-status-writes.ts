@@ -1,6 +1,7 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../../kube/client.ts';
 import type { CoreApi } from '../../kube/core-api.ts';
+import { PatchStrategy, setHeaderOptions } from '../../kube/patch.ts';
 import {
   type KnownPod,
   KnownPodConflictError,
@@ -9,6 +10,7 @@ import {
 } from '../known/known-pods.ts';
 import { isTerminalPhase, mergeStatus, reportedStatusToWrite } from './pod-status-builders.ts';
 import { isOlderReading, stampReadAt } from './status-order.ts';
+import { podStatusPatch } from './status-patch.ts';
 
 /**
  * Writes to the API server on a pod's behalf: its status (guarded by its uid
@@ -41,11 +43,15 @@ export function podRef(pod: V1Pod): PodRef {
   };
 }
 
+const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
 /**
- * Replaces the pod's status with `make(current pod)`, read fresh and written
- * with its resourceVersion, so nothing another writer changed meanwhile is
- * lost (a 409 reads again, up to 3 times, and asks `make` again about what
- * it read). `gone` when the pod no longer exists under this uid;
+ * Sets the pod's status to `make(current pod)`, read fresh and written as a
+ * merge patch from the status read (status-patch.ts: a field neither names
+ * stays as the API server has it),
+ * guarded by the pod's uid and resourceVersion, so nothing another writer
+ * changed meanwhile is lost (a 409 reads again, up to 3 times, and asks
+ * `make` again about what it read). `gone` when the pod no longer exists under this uid;
  * `unchanged` when `make` returns undefined, `stale` when it returns
  * OLDER_READING.
  *
@@ -78,11 +84,11 @@ export async function writePodStatus(
     if (status === OLDER_READING) return 'stale';
     if (!status) return 'unchanged';
     try {
-      await core.replaceNamespacedPodStatus({
-        namespace: ref.namespace,
-        name: ref.name,
-        body: { ...pod, status },
-      });
+      const guard = { uid: ref.uid, resourceVersion: pod.metadata?.resourceVersion };
+      await core.patchNamespacedPodStatus(
+        { namespace: ref.namespace, name: ref.name, body: podStatusPatch(pod.status, status, guard) },
+        MERGE_PATCH,
+      );
       return 'written';
     } catch (err) {
       if (isNotFound(err)) return 'gone';
