@@ -19,8 +19,14 @@
  * runtime with its sandboxes in one killable process, the mock provider),
  * with a control plane and a DynamoDB Local of its own, and every period at
  * its production value (the harness shortens them for scenarios). The
- * report (a markdown table) goes to stdout; progress to stderr. Record it in
- * docs/benchmarks.md, "Faults", with the machine and the date.
+ * functions reach kube-apiserver and DynamoDB Local through proxies on
+ * loopback (test/support/fault-proxies.ts), which pass everything through
+ * unless a fault delays or refuses it; the workload and the measuring reach
+ * both directly. With the proxy in front, kube-apiserver stopped resets the
+ * functions' connections instead of refusing them: the same network error
+ * to the clients. The report (a markdown table) goes to stdout; progress to
+ * stderr. Record it in docs/benchmarks.md, "Faults", with the machine, the
+ * date and the load.
  *
  * Measured per fault, over the fault and until the pods it touched have
  * converged (or the convergence deadline):

@@ -11,7 +11,7 @@
  *   answers half the requests (a seeded draw) with
  *   ProvisionedThroughputExceededException or ThrottlingException, which
  *   the AWS SDK's own retry strategy handles;
- * - DynamoDB transaction conflicts: a quarter of the writes answered with
+ * - DynamoDB transaction conflicts: half the writes answered with
  *   TransactionCanceledException (TransactionConflict) or
  *   TransactionConflictException, which the SDK does not retry;
  * - PutEvents partial failure: the local bus refuses every other entry;
@@ -307,13 +307,13 @@ describe('fault classes against the whole deployment', () => {
     await healthy(t, since);
   });
 
-  it('converges after DynamoDB transaction conflicts (a quarter of the writes refused)', {
+  it('converges after DynamoDB transaction conflicts (half the writes refused)', {
     timeout: 5 * 60_000,
   }, async (t) => {
     const since = mark();
     await underDynamoFault(
       t,
-      refuseAtRate(0.25, transactionConflict, { filter: (r) => WRITE_OPERATIONS.has(r.operation) }),
+      refuseAtRate(0.5, transactionConflict, { filter: (r) => WRITE_OPERATIONS.has(r.operation) }),
       10,
     );
     await healthy(t, since);
