@@ -38,18 +38,18 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { PipelineHarness } from '../harness/pipeline-harness.ts';
 import { mockProviderSetup } from '../harness/providers/mock.ts';
 import { testEnv } from '../support/env.ts';
-import { rotateServingCertificate } from '../support/serving-cert.ts';
 import {
   type DelayProxy,
   type DynamoFaultProxy,
-  startDelayProxy,
   refuseAtRate,
+  startDelayProxy,
   startDynamoFaultProxy,
   throttled,
   transactionConflict,
   WRITE_OPERATIONS,
 } from '../support/fault-proxies.ts';
 import { readyStatus, uniqueName, waitFor } from '../support/kube.ts';
+import { rotateServingCertificate } from '../support/serving-cert.ts';
 
 const env = testEnv();
 const CONVERGE_MS = 2 * 60_000;
