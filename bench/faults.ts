@@ -404,7 +404,7 @@ function sum(counts: ReadonlyMap<string, number>): number {
 /** Refuses DynamoDB requests through the proxy with `refuse` for the window, and says how many it refused. */
 function refuseDynamoDb(windowS: number, refuse: DynamoFaultProxy['refuse']): Fault['run'] {
   return async ({ dynamoProxy }) => {
-    const before = sum(dynamoProxy.refused);
+    dynamoProxy.refused.clear();
     dynamoProxy.refuse = refuse;
     try {
       await delay(windowS * 1_000);
@@ -412,7 +412,7 @@ function refuseDynamoDb(windowS: number, refuse: DynamoFaultProxy['refuse']): Fa
       dynamoProxy.refuse = undefined;
     }
     log(
-      `refused ${sum(dynamoProxy.refused) - before} DynamoDB requests: ${JSON.stringify(Object.fromEntries(dynamoProxy.refused))}`,
+      `refused ${sum(dynamoProxy.refused)} DynamoDB requests: ${JSON.stringify(Object.fromEntries(dynamoProxy.refused))}`,
     );
   };
 }

@@ -18,7 +18,10 @@
  * - kube-apiserver's serving certificate rotated (same CA, a new key) while
  *   the functions are warm, their kept-alive connections then reset.
  *
- * In each, pods are created and deleted while the fault is on. A slow API
+ * - wall clocks 30 s apart: a lock contender ahead or behind by 30 s (an
+ *   injected clock) against a live and a frozen holder, on DynamoDB Local.
+ *
+ * In each deployment fault, pods are created and deleted while the fault is on. A slow API
  * server and refused PutEvents entries stay on until those pods have
  * converged (progress under the fault, within 2 minutes); the DynamoDB
  * faults until the proxy has refused a number of requests, the SIGSTOP for
@@ -35,6 +38,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
+import { type Clock, systemClock } from '../../lib/clock.ts';
+import { DynamoDbLockStore } from '../../lib/lock/dynamodb-lock-store.ts';
+import { LockManager } from '../../lib/lock/lock.ts';
 import { PipelineHarness } from '../harness/pipeline-harness.ts';
 import { mockProviderSetup } from '../harness/providers/mock.ts';
 import { testEnv } from '../support/env.ts';
@@ -48,7 +54,7 @@ import {
   transactionConflict,
   WRITE_OPERATIONS,
 } from '../support/fault-proxies.ts';
-import { readyStatus, uniqueName, waitFor } from '../support/kube.ts';
+import { freshTable, readyStatus, uniqueName, waitFor } from '../support/kube.ts';
 import { rotateServingCertificate } from '../support/serving-cert.ts';
 
 const env = testEnv();
@@ -69,6 +75,39 @@ function kubeconfigThrough(kubeconfig: string, address: string): string {
 function apiServerPid(): number {
   return Number(readFileSync(join(env.controlPlaneDir, 'pids', 'kube-apiserver.pid'), 'utf8'));
 }
+
+/** The system clock with its wall time `offsetMs` away; monotonic time and sleeps unchanged. */
+function skewed(offsetMs: number): Clock {
+  return { ...systemClock, now: () => Date.now() + offsetMs };
+}
+
+describe('wall clocks 30 s apart between invocations', () => {
+  for (const offsetMs of [30_000, -30_000]) {
+    it(`a contender ${offsetMs > 0 ? 'ahead' : 'behind'} by 30 s takes no live lock, and a frozen one only after a whole TTL of its own`, async () => {
+      const { table } = await freshTable(env);
+      const store = new DynamoDbLockStore(table);
+      const name = uniqueName('skew');
+      const ttlMs = 1_500;
+      const holder = new LockManager({ store, owner: 'holder', ttlMs, clock: systemClock });
+      const contender = new LockManager({ store, owner: 'contender', ttlMs, clock: skewed(offsetMs) });
+      const handle = await holder.tryAcquire(name);
+      assert.ok(handle);
+      const keep = setInterval(() => holder.renew(handle).catch(() => undefined), 400);
+      try {
+        const got = await contender.acquire(name, { pollMs: 200, until: performance.now() + 3 * ttlMs });
+        assert.equal(got, undefined, 'the live holder keeps its lock');
+      } finally {
+        clearInterval(keep);
+      }
+      // The holder freezes: the contender takes over after watching the record unchanged for one TTL.
+      const frozenAt = performance.now();
+      const taken = await contender.acquire(name, { pollMs: 200, until: performance.now() + 10_000 });
+      assert.ok(taken, 'taken over once the holder stopped');
+      assert.ok(performance.now() - frozenAt >= ttlMs, 'not before a whole TTL');
+      assert.equal(holder.isValid(handle), false);
+    });
+  }
+});
 
 describe('fault classes against the whole deployment', () => {
   let h: PipelineHarness | undefined;
