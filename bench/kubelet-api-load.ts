@@ -129,6 +129,8 @@ async function main(): Promise<void> {
         metadata: { name: 'ticker' },
         spec: {
           nodeName: node,
+          // The namespace is new: its service account may have no token yet.
+          automountServiceAccountToken: false,
           containers: [
             {
               name: 'main',
