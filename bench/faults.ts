@@ -19,8 +19,14 @@
  * runtime with its sandboxes in one killable process, the mock provider),
  * with a control plane and a DynamoDB Local of its own, and every period at
  * its production value (the harness shortens them for scenarios). The
- * report (a markdown table) goes to stdout; progress to stderr. Record it in
- * docs/benchmarks.md, "Faults", with the machine and the date.
+ * functions reach kube-apiserver and DynamoDB Local through proxies on
+ * loopback (test/support/fault-proxies.ts), which pass everything through
+ * unless a fault delays or refuses it; the workload and the measuring reach
+ * both directly. With the proxy in front, kube-apiserver stopped resets the
+ * functions' connections instead of refusing them: the same network error
+ * to the clients. The report (a markdown table) goes to stdout; progress to
+ * stderr. Record it in docs/benchmarks.md, "Faults", with the machine, the
+ * date and the load.
  *
  * Measured per fault, over the fault and until the pods it touched have
  * converged (or the convergence deadline):
@@ -37,7 +43,7 @@
  *   count is what pod-sync's dead-letter queue would receive on AWS; the
  *   reconciler repairs what they missed.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -47,6 +53,17 @@ import { mapSettledLimit } from '../lib/util/map-limit.ts';
 import { shell } from '../test/harness/harness-pods.ts';
 import { PipelineHarness } from '../test/harness/pipeline-harness.ts';
 import { mockProviderSetup } from '../test/harness/providers/mock.ts';
+import {
+  type DelayProxy,
+  type DynamoFaultProxy,
+  refuseAtRate,
+  startDelayProxy,
+  startDynamoFaultProxy,
+  throttled,
+  transactionConflict,
+  WRITE_OPERATIONS,
+} from '../test/support/fault-proxies.ts';
+import { rotateServingCertificate } from '../test/support/serving-cert.ts';
 import {
   type BenchEnvironment,
   benchLog,
@@ -347,6 +364,10 @@ interface FaultContext {
   env: BenchEnvironment;
   h: PipelineHarness;
   workload: Workload;
+  /** In front of kube-apiserver for the functions (not for the workload and the sampler): passes through unless a fault delays it. */
+  kubeProxy: DelayProxy;
+  /** In front of DynamoDB Local for the functions: forwards everything unless a fault refuses. */
+  dynamoProxy: DynamoFaultProxy;
 }
 
 interface Fault {
@@ -373,6 +394,26 @@ function freezeDynamoDb(seconds: number): Fault['run'] {
     } finally {
       process.kill(env.dynamo.pid, 'SIGCONT');
     }
+  };
+}
+
+function sum(counts: ReadonlyMap<string, number>): number {
+  return [...counts.values()].reduce((a, n) => a + n, 0);
+}
+
+/** Refuses DynamoDB requests through the proxy with `refuse` for the window, and says how many it refused. */
+function refuseDynamoDb(windowS: number, refuse: DynamoFaultProxy['refuse']): Fault['run'] {
+  return async ({ dynamoProxy }) => {
+    dynamoProxy.refused.clear();
+    dynamoProxy.refuse = refuse;
+    try {
+      await delay(windowS * 1_000);
+    } finally {
+      dynamoProxy.refuse = undefined;
+    }
+    log(
+      `refused ${sum(dynamoProxy.refused)} DynamoDB requests: ${JSON.stringify(Object.fromEntries(dynamoProxy.refused))}`,
+    );
   };
 }
 
@@ -485,6 +526,82 @@ function faults(d: Durations): Fault[] {
         await env.controlPlane.restartControllers();
       },
     },
+    {
+      name: 'apiserver-sigstop',
+      description: `kube-apiserver stalled (SIGSTOP, connections accepted, no answer) for ${d.apiserverDownS} s`,
+      run: async ({ env }) => {
+        const pid = env.pids.get('kube-apiserver');
+        if (!pid) throw new Error('no kube-apiserver pid');
+        process.kill(pid, 'SIGSTOP');
+        try {
+          await delay(d.apiserverDownS * 1_000);
+        } finally {
+          process.kill(pid, 'SIGCONT');
+        }
+      },
+    },
+    {
+      name: 'apiserver-slow',
+      description: `kube-apiserver behind a proxy holding every chunk 1 s each way, for ${window}`,
+      run: async ({ kubeProxy }) => {
+        kubeProxy.delayMs = 1_000;
+        try {
+          await delay(d.windowS * 1_000);
+        } finally {
+          kubeProxy.delayMs = 0;
+        }
+      },
+    },
+    {
+      name: 'dynamodb-throttled',
+      description: `half the DynamoDB requests refused (ProvisionedThroughputExceededException, ThrottlingException) for ${window}`,
+      run: (ctx) => {
+        let turn = 0;
+        return refuseDynamoDb(
+          d.windowS,
+          refuseAtRate(0.5, () =>
+            throttled(turn++ % 2 === 0 ? 'ProvisionedThroughputExceededException' : 'ThrottlingException'),
+          ),
+        )(ctx);
+      },
+    },
+    {
+      name: 'dynamodb-conflicts',
+      description: `a quarter of the DynamoDB writes refused as transaction conflicts for ${window}`,
+      run: refuseDynamoDb(
+        d.windowS,
+        refuseAtRate(0.25, transactionConflict, { filter: (r) => WRITE_OPERATIONS.has(r.operation) }),
+      ),
+    },
+    {
+      name: 'putevents-partial',
+      description: `every other PutEvents entry refused (FailedEntryCount > 0) for ${window}`,
+      run: async ({ h }) => {
+        let entries = 0;
+        h.deployment.bus.failEntries(() => entries++ % 2 === 0, 'ThrottlingException');
+        try {
+          await delay(d.windowS * 1_000);
+        } finally {
+          h.deployment.bus.failEntries(undefined);
+        }
+      },
+    },
+    {
+      name: 'cert-rotation',
+      description: "kube-apiserver's serving certificate replaced (same CA) while the functions are warm",
+      run: async ({ env, kubeProxy }) => {
+        const rotated = await rotateServingCertificate({
+          controlPlaneDir: env.controlPlane.dir,
+          server: env.controlPlane.server,
+          caFile: env.controlPlane.ca.cert,
+        });
+        log(
+          `kube-apiserver serves ${rotated.after} (was ${rotated.before}) ${fixed(rotated.reloadMs / 1000)} s after the files changed`,
+        );
+        // Kept-alive connections would go on with the old certificate: dropped, so every function handshakes again.
+        kubeProxy.resetConnections();
+      },
+    },
   ];
 }
 
@@ -558,6 +675,19 @@ async function main(): Promise<number> {
   const env = await startBenchEnvironment({ dir: join(dir, 'control-plane'), log });
   let h: PipelineHarness | undefined;
   let workload: Workload | undefined;
+  const apiserver = new URL(env.controlPlane.server);
+  const kubeProxy = await startDelayProxy({ host: apiserver.hostname, port: Number(apiserver.port) });
+  const dynamoProxy = await startDynamoFaultProxy(env.dynamo.endpoint);
+  // The functions' kubeconfig names the proxy; the certificate names 127.0.0.1 whatever the port.
+  const kubeletKubeconfig = join(dir, 'kubelet-through-proxy.kubeconfig');
+  writeFileSync(
+    kubeletKubeconfig,
+    readFileSync(env.controlPlane.kubeletKubeconfig, 'utf8').replaceAll(
+      `https://${apiserver.host}`,
+      `https://${kubeProxy.address}`,
+    ),
+    { mode: 0o600 },
+  );
   const results: FaultResult[] = [];
   let code = 0;
   try {
@@ -565,14 +695,14 @@ async function main(): Promise<number> {
       environment: {
         kube: {
           adminKubeconfig: env.controlPlane.adminKubeconfig,
-          kubeletKubeconfig: env.controlPlane.kubeletKubeconfig,
+          kubeletKubeconfig,
         },
         dynamodb: { endpoint: env.dynamo.endpoint, region: 'local' },
       },
       provider: mockProviderSetup(),
       nodeCount: args.nodes,
       nodePrefix: 'fault',
-      env: PRODUCTION_PERIODS,
+      env: { ...PRODUCTION_PERIODS, SVK_DYNAMODB_ENDPOINT: dynamoProxy.endpoint },
       // serverless.yml's schedules (the tick keeper's, or the continuous functions' with their
       // timeout) and pod-sync's reserved concurrency.
       cadence: args.cadence,
@@ -588,7 +718,7 @@ async function main(): Promise<number> {
     for (const fault of faults(args.durations)) {
       if (signal.aborted) break;
       if (!selected(args, fault.name)) continue;
-      results.push(await measure({ env, h, workload }, namespace, fault));
+      results.push(await measure({ env, h, workload, kubeProxy, dynamoProxy }, namespace, fault));
       writeFileSync(join(dir, 'results.json'), JSON.stringify(results, null, 2));
     }
   } catch (err) {
@@ -598,6 +728,8 @@ async function main(): Promise<number> {
   } finally {
     await workload?.stop();
     await h?.stop({ drainTimeoutMs: 120_000 }).catch((err: unknown) => log(`harness stop: ${String(err)}`));
+    await kubeProxy.stop();
+    await dynamoProxy.stop();
     await env.stop();
   }
   // Which functions actually ran shows the cadence the run measured.
