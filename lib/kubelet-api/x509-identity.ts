@@ -34,8 +34,8 @@ export function parseCertificateBundle(pem: string): X509Certificate[] {
 /**
  * Verifies `pem` (the client's leaf certificate) against the CA bundle, as
  * a kubelet verifies its clients against `--client-ca-file`: signed by one
- * of the CAs, valid at `now`, usable for client authentication; then reads
- * its identity.
+ * of the CAs, that CA and the certificate both valid at `now`, usable for
+ * client authentication; then reads its identity.
  * @throws CertificateRejectedError saying why it is not accepted.
  */
 export function verifyClientCertificate(
@@ -51,9 +51,16 @@ export function verifyClientCertificate(
       cause: err,
     });
   }
-  const issuer = cas.find((ca) => ca.ca && leaf.checkIssued(ca) && leaf.verify(ca.publicKey));
-  if (!issuer) throw new CertificateRejectedError('the client certificate is not signed by the client CA');
-  if (now < Date.parse(leaf.validFrom) || now > Date.parse(leaf.validTo)) {
+  const issuers = cas.filter((ca) => ca.ca && leaf.checkIssued(ca) && leaf.verify(ca.publicKey));
+  const [signer] = issuers;
+  if (!signer) throw new CertificateRejectedError('the client certificate is not signed by the client CA');
+  // As Go's x509 Verify, which the kubelet uses: every certificate of the chain must be valid now, the CA too.
+  if (!issuers.some((ca) => validAt(ca, now))) {
+    throw new CertificateRejectedError(
+      `the client CA that signed the client certificate is not valid now (valid from ${signer.validFrom} to ${signer.validTo})`,
+    );
+  }
+  if (!validAt(leaf, now)) {
     throw new CertificateRejectedError(
       `the client certificate is not valid now (valid from ${leaf.validFrom} to ${leaf.validTo})`,
     );
@@ -66,6 +73,10 @@ export function verifyClientCertificate(
   if (!identity.user)
     throw new CertificateRejectedError('the client certificate names no user (no CommonName)');
   return identity;
+}
+
+function validAt(cert: X509Certificate, now: number): boolean {
+  return now >= Date.parse(cert.validFrom) && now <= Date.parse(cert.validTo);
 }
 
 interface Tlv {
