@@ -118,8 +118,12 @@ function children(der: Uint8Array, parent: Tlv): Tlv[] {
 const OID_COMMON_NAME = '55 04 03';
 const OID_ORGANIZATION = '55 04 0a';
 
-/** CommonName (the last one, as Go's pkix.Name keeps it) and Organization values of the subject. */
-function subjectIdentity(der: Uint8Array): CertificateIdentity {
+/**
+ * CommonName (the last one, as Go's pkix.Name keeps it) and Organization
+ * values of the subject of a certificate's DER.
+ * @throws CertificateRejectedError when the DER is not a certificate it can read.
+ */
+export function subjectIdentity(der: Uint8Array): CertificateIdentity {
   const certificate = tlv(der, 0);
   const [tbs] = children(der, certificate);
   if (!tbs) throw new CertificateRejectedError('malformed certificate');
@@ -152,14 +156,20 @@ function decodeString(der: Uint8Array, value: Tlv): string {
   const bytes = der.subarray(value.start, value.end);
   if (value.tag === BMP_STRING) return new TextDecoder('utf-16be').decode(bytes);
   if (value.tag === UNIVERSAL_STRING) {
+    // UCS-4: four bytes a character, each a Unicode scalar value (no surrogate, at most U+10FFFF).
+    if (bytes.length % 4 !== 0)
+      throw new CertificateRejectedError('malformed UniversalString in the subject');
     let out = '';
-    for (let i = 0; i + 3 < bytes.length; i += 4) {
-      out += String.fromCodePoint(
-        ((bytes[i] ?? 0) << 24) |
-          ((bytes[i + 1] ?? 0) << 16) |
-          ((bytes[i + 2] ?? 0) << 8) |
-          (bytes[i + 3] ?? 0),
-      );
+    for (let i = 0; i < bytes.length; i += 4) {
+      const point =
+        (bytes[i] ?? 0) * 0x1000000 +
+        ((bytes[i + 1] ?? 0) << 16) +
+        ((bytes[i + 2] ?? 0) << 8) +
+        (bytes[i + 3] ?? 0);
+      if (point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff)) {
+        throw new CertificateRejectedError('malformed UniversalString in the subject');
+      }
+      out += String.fromCodePoint(point);
     }
     return out;
   }
