@@ -104,11 +104,14 @@ export async function admitKubeletApiRequest(
 /**
  * Why the event did not come from our front, or undefined when it did. The
  * client certificate in an event is only as good as the front that verified
- * it: API Gateway's mutual TLS on our custom domain. Anyone else allowed to
- * invoke the function (another API, a direct `lambda:InvokeFunction`) could
- * put any certificate's PEM there, the API server's own included, so an event
- * that does not name our API and stage is refused before its certificate is
- * read.
+ * it: API Gateway's mutual TLS on our custom domain, mapped to our API's
+ * stage. Another API (or another stage of ours, reached some other way)
+ * allowed to invoke the function hands it whatever certificate its own front
+ * took, or none checked at all, so an event that does not name our API and
+ * stage is refused before its certificate is read. What this cannot tell: a
+ * caller invoking the function directly can name our API too; the resource
+ * policy and IAM keep that to the deployers (docs/kubelet-api.md, "Whom it
+ * trusts").
  */
 export function checkSource(request: KubeletApiRequest, source: KubeletApiSource): string | undefined {
   const clip = (text: string | undefined) => JSON.stringify((text ?? '').slice(0, 64));
