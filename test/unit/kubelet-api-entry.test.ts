@@ -8,10 +8,16 @@ import assert from 'node:assert/strict';
 import type { Readable } from 'node:stream';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
+import type { Dependencies } from '../../lib/app/dependencies.ts';
 import { systemClock } from '../../lib/clock.ts';
+import { loadConfig } from '../../lib/config/load-config.ts';
 import type { KubeClients } from '../../lib/kube/client.ts';
 import type { ClusterReviews } from '../../lib/kubelet-api/cluster-reviews.ts';
-import { kubeletApi } from '../../lib/kubelet-api/kubelet-api-entry.ts';
+import {
+  KubeletApiConfigError,
+  kubeletApi,
+  kubeletApiDependencies,
+} from '../../lib/kubelet-api/kubelet-api-entry.ts';
 import type { KubeletApiDependencies } from '../../lib/kubelet-api/serve.ts';
 import { TtlCache } from '../../lib/kubelet-api/ttl-cache.ts';
 import { createLogger } from '../../lib/log/logger.ts';
@@ -68,6 +74,14 @@ async function text(body: string | Readable): Promise<string> {
 const invocation = () => ({ signal: new AbortController().signal, requestId: 'lambda-request-7' });
 
 describe('kubelet API: whose events it serves', () => {
+  it('does not start without the id of the API in front of it', () => {
+    const config = loadConfig({ SVK_NODE_NAMES: 'vk-1', SVK_KUBELET_API_DOMAIN: 'nodes.example.com' });
+    assert.throws(
+      () => kubeletApiDependencies({ config } as Dependencies),
+      (err) => err instanceof KubeletApiConfigError && /SVK_KUBELET_API_ID/.test(err.message),
+    );
+  });
+
   const reviews: ClusterReviews = {
     reviewToken: async () => ({ user: 'admin', groups: ['system:masters'] }),
     reviewAccess: async () => ({ allowed: true, reason: '' }),

@@ -303,6 +303,19 @@ describe('node endpoints and their settings', () => {
     assert.deepEqual(withDomain.node.kubeletApiEndpoint, domain);
     assert.equal(withDomain.node.kubeletPort, 443);
     assert.equal(withDomain.kubeletApi.followMaxMs, 300_000);
+    assert.equal(
+      withDomain.kubeletApi.source,
+      undefined,
+      'no API named: the kubelet API function refuses to start',
+    );
+    assert.deepEqual(
+      loadConfig({
+        SVK_NODE_NAMES: 'vk-1',
+        SVK_KUBELET_API_DOMAIN: 'nodes.example.com',
+        SVK_KUBELET_API_ID: 'a1b2c3d4e5',
+      }).kubeletApi.source,
+      { apiId: 'a1b2c3d4e5', stage: 'kubelet' },
+    );
     const withAddresses = loadConfig({
       SVK_NODE_NAMES: 'vk-1,vk-2',
       SVK_KUBELET_API_ADDRESSES: 'vk-1=127.5.0.1, vk-2=127.5.0.2',
@@ -337,6 +350,8 @@ describe('node endpoints and their settings', () => {
       ],
       [{ SVK_KUBELET_API_FOLLOW_SECONDS: '900' }, 'SVK_KUBELET_API_FOLLOW_SECONDS', /at most 840/],
       [{ SVK_KUBELET_API_CLIENT_CA_DATA: 'bm90IGEgcGVt' }, 'SVK_KUBELET_API_CLIENT_CA_DATA', /PEM/],
+      [{ SVK_KUBELET_API_ID: 'a1b2/c3' }, 'SVK_KUBELET_API_ID', /must be an API id/],
+      [{ SVK_KUBELET_API_STAGE: 'kube let' }, 'SVK_KUBELET_API_STAGE', /must be a stage name/],
     ] as const) {
       assert.throws(
         () => loadConfig(env),
