@@ -32,7 +32,11 @@ export function createKubeletApiHandler(env: Record<string, string | undefined> 
     .handler((event, context) => {
       const { deps, invocation } = invocationScope(context);
       api ??= kubeletApiDependencies(deps);
-      return kubeletApi(event, { ...api, log: invocationLog(api.log, invocation) }, invocation.signal);
+      return kubeletApi(
+        event,
+        { ...api, log: invocationLog(api.log, invocation) },
+        { signal: invocation.signal, requestId: invocation.requestId },
+      );
     });
 }
 

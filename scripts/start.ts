@@ -226,7 +226,8 @@ async function useCluster(
  * For the local control plane on loopback, its serving certificate signed
  * by that cluster's CA; for a cluster joined, where its API server can reach
  * it (lib/local/kubelet-api/joined-cluster.ts). Sets
- * SVK_KUBELET_API_ADDRESSES and SVK_KUBELET_PORT in `env`.
+ * SVK_KUBELET_API_ADDRESSES, SVK_KUBELET_PORT, SVK_KUBELET_API_ID and
+ * SVK_KUBELET_API_STAGE in `env`.
  */
 async function useKubeletApi(
   config: Config,

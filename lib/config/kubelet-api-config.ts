@@ -11,7 +11,23 @@ export interface KubeletApiSettings {
   followMaxMs: number;
   /** PEM of the CA(s) client certificates must chain to; the kubeconfig's cluster CA when undefined. */
   clientCaPem?: string;
+  /**
+   * The one API (and stage) whose events the function serves: a request
+   * whose `requestContext` names another was not verified by our front.
+   * Undefined when SVK_KUBELET_API_ID is unset (the kubelet API function then
+   * refuses to start).
+   */
+  source?: KubeletApiSource;
 }
+
+/** The API Gateway REST API and stage that front the kubelet API function. */
+export interface KubeletApiSource {
+  apiId: string;
+  stage: string;
+}
+
+/** The stage infra/kubelet-api.yml deploys the API to. */
+export const KUBELET_API_STAGE = 'kubelet';
 
 /** API Gateway ends a streamed response after 15 minutes; the function's 900 s timeout must outlast the follow. */
 export const MAX_FOLLOW_SECONDS = 840;
@@ -72,6 +88,15 @@ export const KUBELET_API_VARIABLES = {
     ),
     300,
   ),
+  SVK_KUBELET_API_ID: z.optional(
+    z.string().check(z.trim(), z.regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be an API id (letters, digits, - _)')),
+  ),
+  SVK_KUBELET_API_STAGE: z._default(
+    z
+      .string()
+      .check(z.trim(), z.regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be a stage name (letters, digits, - _)')),
+    KUBELET_API_STAGE,
+  ),
   SVK_KUBELET_API_CLIENT_CA_DATA: z.optional(
     z
       .pipe(
@@ -98,6 +123,8 @@ interface KubeletApiValues {
   SVK_KUBELET_API_ADDRESSES: NodePlaces | undefined;
   SVK_KUBELET_API_FOLLOW_SECONDS: number;
   SVK_KUBELET_API_CLIENT_CA_DATA: string | undefined;
+  SVK_KUBELET_API_ID: string | undefined;
+  SVK_KUBELET_API_STAGE: string;
 }
 
 export function kubeletApiSettings(e: KubeletApiValues): KubeletApiSettings {
@@ -115,6 +142,9 @@ export function kubeletApiSettings(e: KubeletApiValues): KubeletApiSettings {
     ...(endpoint ? { endpoint } : {}),
     followMaxMs: e.SVK_KUBELET_API_FOLLOW_SECONDS * 1000,
     ...(e.SVK_KUBELET_API_CLIENT_CA_DATA ? { clientCaPem: e.SVK_KUBELET_API_CLIENT_CA_DATA } : {}),
+    ...(e.SVK_KUBELET_API_ID
+      ? { source: { apiId: e.SVK_KUBELET_API_ID, stage: e.SVK_KUBELET_API_STAGE } }
+      : {}),
   };
 }
 

@@ -25,7 +25,7 @@ function clientCaPem(configured: string | undefined, context: KubeContext): stri
 
 /**
  * The kubelet API's dependencies from the function's.
- * @throws KubeletApiConfigError when no endpoint (domain or addresses) is configured or no client CA is known.
+ * @throws KubeletApiConfigError when no endpoint (domain or addresses) or API id is configured, or no client CA is known.
  */
 export function kubeletApiDependencies(deps: Dependencies): KubeletApiDependencies {
   const { config } = deps;
@@ -35,10 +35,17 @@ export function kubeletApiDependencies(deps: Dependencies): KubeletApiDependenci
       'the kubelet API needs SVK_KUBELET_API_DOMAIN (AWS) or SVK_KUBELET_API_ADDRESSES (local) to tell its nodes apart',
     );
   }
+  const { source } = config.kubeletApi;
+  if (!source) {
+    throw new KubeletApiConfigError(
+      "the kubelet API needs SVK_KUBELET_API_ID, the id of the API Gateway REST API in front of it (set by infra/kubelet-api.yml; locally by the front): it serves only that API's events",
+    );
+  }
   const clientCas = parseCertificateBundle(clientCaPem(config.kubeletApi.clientCaPem, deps.kube.context));
   if (clientCas.length === 0) throw new KubeletApiConfigError('the client CA bundle holds no certificate');
   return {
     nodes: config.nodeNames,
+    source,
     endpoint,
     clientCas,
     reviews: kubeClusterReviews(deps.kube, deps.clock),

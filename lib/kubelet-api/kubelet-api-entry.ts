@@ -1,5 +1,9 @@
 import { Readable } from 'node:stream';
-import { isKubeletApiEventError, parseKubeletApiEvent } from './kubelet-api-request.ts';
+import {
+  isKubeletApiEventError,
+  type KubeletApiRequest,
+  parseKubeletApiEvent,
+} from './kubelet-api-request.ts';
 import { textResponse } from './responses.ts';
 import { type KubeletApiDependencies, serveKubeletApi } from './serve.ts';
 
@@ -12,23 +16,41 @@ export interface StreamedResponse {
   body: string | Readable;
 }
 
+/** The invocation a request is served in. */
+export interface KubeletApiInvocation {
+  /** Aborts when the client goes away or the invocation ends. */
+  signal: AbortSignal;
+  /** The Lambda request id, which every log line of the invocation carries (`function_request_id`). */
+  requestId: string;
+}
+
 /**
  * One API Gateway event: a malformed event is answered 400 naming what is
- * wrong, an unexpected failure 500 (and logged), never a hung request.
+ * wrong; an unexpected failure is logged and answered 500 with the request
+ * id that finds its log line, never the error's own text (it may name hosts,
+ * ARNs, or what the API server said), and never a hung request.
  */
 export async function kubeletApi(
   event: unknown,
   deps: KubeletApiDependencies,
-  signal: AbortSignal,
+  invocation: KubeletApiInvocation,
 ): Promise<StreamedResponse> {
   let response: Awaited<ReturnType<typeof serveKubeletApi>>;
+  let request: KubeletApiRequest | undefined;
   try {
-    response = await serveKubeletApi(parseKubeletApiEvent(event), deps, signal);
+    request = parseKubeletApiEvent(event);
+    response = await serveKubeletApi(request, deps, invocation.signal);
   } catch (err) {
     if (isKubeletApiEventError(err)) response = textResponse(400, err.message);
     else {
-      deps.log.error({ err }, 'kubelet API request failed');
-      response = textResponse(500, `internal error: ${err instanceof Error ? err.message : String(err)}`);
+      deps.log.error(
+        { err, ...(request?.requestId ? { api_request_id: request.requestId } : {}), path: request?.path },
+        'kubelet API request failed',
+      );
+      response = textResponse(
+        500,
+        `internal error (request id ${invocation.requestId}): see the kubelet API function's log`,
+      );
     }
   }
   const { body } = response;

@@ -31,6 +31,13 @@ export interface KubeletApiRequest {
   bearerToken?: string;
   /** API Gateway's (or the front's) request id, for the logs. */
   requestId?: string;
+  /**
+   * The REST API and stage that say they sent the event
+   * (`requestContext.apiId`, `requestContext.stage`): only our own front's
+   * are served (see checkSource in serve.ts).
+   */
+  apiId?: string;
+  stage?: string;
 }
 
 /** The event is not an API Gateway REST API proxy event we can serve. */
@@ -54,6 +61,8 @@ const eventSchema = z.object({
   multiValueQueryStringParameters: multiMap,
   requestContext: z.object({
     requestId: z.string().optional(),
+    apiId: z.string().optional(),
+    stage: z.string().optional(),
     domainName: z.string().optional(),
     identity: z
       .object({ clientCert: z.object({ clientCertPem: z.string() }).nullish() })
@@ -92,6 +101,8 @@ export function parseKubeletApiEvent(event: unknown): KubeletApiRequest {
     ...(pem ? { clientCertPem: pem } : {}),
     ...(bearer ? { bearerToken: bearer } : {}),
     ...(e.requestContext.requestId ? { requestId: e.requestContext.requestId } : {}),
+    ...(e.requestContext.apiId ? { apiId: e.requestContext.apiId } : {}),
+    ...(e.requestContext.stage ? { stage: e.requestContext.stage } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { X509Certificate } from 'node:crypto';
 import type { Clock } from '../clock.ts';
+import type { KubeletApiSource } from '../config/kubelet-api-config.ts';
 import { isNotFound, type KubeClients } from '../kube/client.ts';
 import { rawGet } from '../kube/raw-get.ts';
 import type { Logger } from '../log/logger.ts';
@@ -18,6 +19,8 @@ import type { TtlCache } from './ttl-cache.ts';
 export interface KubeletApiDependencies {
   /** The nodes of this deployment: only they are served. */
   nodes: readonly string[];
+  /** The API and stage whose events are served: any other event is refused before anything else is read. */
+  source: KubeletApiSource;
   endpoint: KubeletApiEndpoint;
   /** The CAs client certificates must chain to (the cluster CA unless configured). */
   clientCas: readonly X509Certificate[];
@@ -60,14 +63,20 @@ export type KubeletApiAdmission =
   | { refused: KubeletApiResponse };
 
 /**
- * What every request goes through first, streaming upgrades included:
- * authentication (client certificate or bearer token; never anonymous), the
- * node from the Host, and a SubjectAccessReview of the kubelet's mapping.
+ * What every request goes through first, streaming upgrades included: the
+ * event's origin (our own API and stage), authentication (client
+ * certificate or bearer token; never anonymous), the node from the Host, and
+ * a SubjectAccessReview of the kubelet's mapping.
  */
 export async function admitKubeletApiRequest(
   request: KubeletApiRequest,
   deps: KubeletApiDependencies,
 ): Promise<KubeletApiAdmission> {
+  const foreign = checkSource(request, deps.source);
+  if (foreign) {
+    deps.log.warn({ path: request.path, reason: foreign }, 'kubelet API: event from another source refused');
+    return { refused: textResponse(403, 'Forbidden: this request did not come through the kubelet API') };
+  }
   const authn = await authenticate(request, deps.clientCas, deps.reviews, deps.clock.now());
   if ('rejected' in authn) {
     deps.log.info(
@@ -90,6 +99,29 @@ export async function admitKubeletApiRequest(
     return { refused: textResponse(403, forbiddenMessage(identity, access)) };
   }
   return { node, context };
+}
+
+/**
+ * Why the event did not come from our front, or undefined when it did. The
+ * client certificate in an event is only as good as the front that verified
+ * it: API Gateway's mutual TLS on our custom domain, mapped to our API's
+ * stage. Another API (or another stage of ours, reached some other way)
+ * allowed to invoke the function hands it whatever certificate its own front
+ * took, or none checked at all, so an event that does not name our API and
+ * stage is refused before its certificate is read. What this cannot tell: a
+ * caller invoking the function directly can name our API too; the resource
+ * policy and IAM keep that to the deployers (docs/kubelet-api.md, "Whom it
+ * trusts").
+ */
+export function checkSource(request: KubeletApiRequest, source: KubeletApiSource): string | undefined {
+  const clip = (text: string | undefined) => JSON.stringify((text ?? '').slice(0, 64));
+  if (request.apiId !== source.apiId) {
+    return `requestContext.apiId ${clip(request.apiId)} is not the kubelet API's ${clip(source.apiId)}`;
+  }
+  if (request.stage !== source.stage) {
+    return `requestContext.stage ${clip(request.stage)} is not the kubelet API's ${clip(source.stage)}`;
+  }
+  return undefined;
 }
 
 async function route(

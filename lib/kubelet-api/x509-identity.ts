@@ -34,8 +34,8 @@ export function parseCertificateBundle(pem: string): X509Certificate[] {
 /**
  * Verifies `pem` (the client's leaf certificate) against the CA bundle, as
  * a kubelet verifies its clients against `--client-ca-file`: signed by one
- * of the CAs, valid at `now`, usable for client authentication; then reads
- * its identity.
+ * of the CAs, that CA and the certificate both valid at `now`, usable for
+ * client authentication; then reads its identity.
  * @throws CertificateRejectedError saying why it is not accepted.
  */
 export function verifyClientCertificate(
@@ -51,9 +51,16 @@ export function verifyClientCertificate(
       cause: err,
     });
   }
-  const issuer = cas.find((ca) => ca.ca && leaf.checkIssued(ca) && leaf.verify(ca.publicKey));
-  if (!issuer) throw new CertificateRejectedError('the client certificate is not signed by the client CA');
-  if (now < Date.parse(leaf.validFrom) || now > Date.parse(leaf.validTo)) {
+  const issuers = cas.filter((ca) => ca.ca && leaf.checkIssued(ca) && leaf.verify(ca.publicKey));
+  const [signer] = issuers;
+  if (!signer) throw new CertificateRejectedError('the client certificate is not signed by the client CA');
+  // As Go's x509 Verify, which the kubelet uses: every certificate of the chain must be valid now, the CA too.
+  if (!issuers.some((ca) => validAt(ca, now))) {
+    throw new CertificateRejectedError(
+      `the client CA that signed the client certificate is not valid now (valid from ${signer.validFrom} to ${signer.validTo})`,
+    );
+  }
+  if (!validAt(leaf, now)) {
     throw new CertificateRejectedError(
       `the client certificate is not valid now (valid from ${leaf.validFrom} to ${leaf.validTo})`,
     );
@@ -66,6 +73,10 @@ export function verifyClientCertificate(
   if (!identity.user)
     throw new CertificateRejectedError('the client certificate names no user (no CommonName)');
   return identity;
+}
+
+function validAt(cert: X509Certificate, now: number): boolean {
+  return now >= Date.parse(cert.validFrom) && now <= Date.parse(cert.validTo);
 }
 
 interface Tlv {
@@ -107,8 +118,12 @@ function children(der: Uint8Array, parent: Tlv): Tlv[] {
 const OID_COMMON_NAME = '55 04 03';
 const OID_ORGANIZATION = '55 04 0a';
 
-/** CommonName (the last one, as Go's pkix.Name keeps it) and Organization values of the subject. */
-function subjectIdentity(der: Uint8Array): CertificateIdentity {
+/**
+ * CommonName (the last one, as Go's pkix.Name keeps it) and Organization
+ * values of the subject of a certificate's DER.
+ * @throws CertificateRejectedError when the DER is not a certificate it can read.
+ */
+export function subjectIdentity(der: Uint8Array): CertificateIdentity {
   const certificate = tlv(der, 0);
   const [tbs] = children(der, certificate);
   if (!tbs) throw new CertificateRejectedError('malformed certificate');
@@ -141,14 +156,20 @@ function decodeString(der: Uint8Array, value: Tlv): string {
   const bytes = der.subarray(value.start, value.end);
   if (value.tag === BMP_STRING) return new TextDecoder('utf-16be').decode(bytes);
   if (value.tag === UNIVERSAL_STRING) {
+    // UCS-4: four bytes a character, each a Unicode scalar value (no surrogate, at most U+10FFFF).
+    if (bytes.length % 4 !== 0)
+      throw new CertificateRejectedError('malformed UniversalString in the subject');
     let out = '';
-    for (let i = 0; i + 3 < bytes.length; i += 4) {
-      out += String.fromCodePoint(
-        ((bytes[i] ?? 0) << 24) |
-          ((bytes[i + 1] ?? 0) << 16) |
-          ((bytes[i + 2] ?? 0) << 8) |
-          (bytes[i + 3] ?? 0),
-      );
+    for (let i = 0; i < bytes.length; i += 4) {
+      const point =
+        (bytes[i] ?? 0) * 0x1000000 +
+        ((bytes[i + 1] ?? 0) << 16) +
+        ((bytes[i + 2] ?? 0) << 8) +
+        (bytes[i + 3] ?? 0);
+      if (point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff)) {
+        throw new CertificateRejectedError('malformed UniversalString in the subject');
+      }
+      out += String.fromCodePoint(point);
     }
     return out;
   }

@@ -36,6 +36,12 @@ export interface KubeletApiFrontOptions {
   port?: number;
   /** PEM of the CA(s) client certificates must chain to: the front's truststore. */
   clientCa: string;
+  /**
+   * The API id and stage this front puts in `requestContext`, as API Gateway
+   * names its REST API and stage: the function serves only the ones it is
+   * configured with (SVK_KUBELET_API_ID, SVK_KUBELET_API_STAGE).
+   */
+  source: { apiId: string; stage: string };
   /** The serving certificate and key (PEM). */
   serving: { cert: string; key: string };
   /** The function's timeout: the longest one request may take. */
@@ -85,7 +91,8 @@ export async function startKubeletApiFront(options: KubeletApiFrontOptions): Pro
       if (upgrade)
         server.on(
           'upgrade',
-          (req: IncomingMessage, socket: Duplex, head: Buffer) => void upgradeOne(req, socket, head, upgrade),
+          (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+            void upgradeOne(req, socket, head, upgrade, options.source),
         );
       servers.push(server);
       port = await listen(server, address, port);
@@ -131,7 +138,7 @@ async function serve(
     signal: controller.signal,
   });
   try {
-    await options.handler(proxyEvent(req, cert) as never, stream as never, context);
+    await options.handler(proxyEvent(req, cert, options.source) as never, stream as never, context);
   } catch (err) {
     // A handler that throws is an invocation error: API Gateway answers 502 when nothing was sent yet.
     if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
@@ -145,13 +152,14 @@ async function upgradeOne(
   socket: Duplex,
   head: Buffer,
   upgrade: UpgradeHandler,
+  source: KubeletApiFrontOptions['source'],
 ): Promise<void> {
   // As for any request: a verified certificate goes to the handler, which also takes bearer tokens.
   const tls = req.socket as TLSSocket;
   const peer = tls.authorized ? tls.getPeerCertificate(true) : undefined;
   const cert = peer?.raw ? new X509Certificate(peer.raw) : undefined;
   try {
-    await upgrade(proxyEvent(req, cert), req, socket, head);
+    await upgrade(proxyEvent(req, cert, source), req, socket, head);
   } catch (err) {
     socket.destroy();
     process.emitWarning(`kubelet API upgrade failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -163,7 +171,11 @@ async function upgradeOne(
  * sends for `req`, with `X-Forwarded-Port` set to the port reached, as API
  * Gateway sets it (nodes that share an address have ports of their own).
  */
-function proxyEvent(req: IncomingMessage, cert: X509Certificate | undefined): unknown {
+function proxyEvent(
+  req: IncomingMessage,
+  cert: X509Certificate | undefined,
+  source: KubeletApiFrontOptions['source'],
+): unknown {
   const url = new URL(req.url ?? '/', 'https://front.invalid');
   const headers: Record<string, string> = {};
   const multiValueHeaders: Record<string, string[]> = {};
@@ -199,7 +211,8 @@ function proxyEvent(req: IncomingMessage, cert: X509Certificate | undefined): un
       httpMethod: req.method ?? 'GET',
       path: url.pathname,
       requestId,
-      stage: 'local',
+      apiId: source.apiId,
+      stage: source.stage,
       // The node's own address the client connected to, as API Gateway names the custom domain it
       // served. The Host header stays as sent: kube-apiserver's node proxy sends its own.
       domainName: req.socket.localAddress ?? '',

@@ -1,4 +1,4 @@
-import { randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createKubeletApiHandler } from '../../functions/kubelet-api.ts';
 import type { KubeletStreamingOptions } from '../kubelet-api/streaming/kubelet-streaming.ts';
@@ -65,8 +65,8 @@ export type LocalKubeletApiTrust =
 
 export type LocalKubeletApiOptions = LocalKubeletApiTrust & {
   /**
-   * The functions' environment. SVK_KUBELET_API_ADDRESSES and SVK_KUBELET_PORT
-   * are set on it (the handler reads it at its first request), so pass the
+   * The functions' environment. SVK_KUBELET_API_ADDRESSES, SVK_KUBELET_PORT,
+   * SVK_KUBELET_API_ID and SVK_KUBELET_API_STAGE are set on it (the handler reads it at its first request), so pass the
    * same object to the other functions: their nodes then publish these
    * addresses and ports.
    */
@@ -95,6 +95,10 @@ export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Pro
   const shared = options.address;
   const addresses = shared ? Object.fromEntries(nodes.map((n) => [n, shared])) : localNodeAddresses(nodes);
   const { serving, clientCa } = trust(options);
+  // As API Gateway names its REST API: the handler serves only the events of this id and stage.
+  const source = { apiId: `local${randomBytes(5).toString('hex')}`, stage: 'local' };
+  options.env.SVK_KUBELET_API_ID = source.apiId;
+  options.env.SVK_KUBELET_API_STAGE = source.stage;
   const handler = createKubeletApiHandler(options.env);
   // The upgrades the fronts take themselves (exec, attach, port-forward), served from the same environment.
   const streaming = createKubeletStreaming(options.env, options.streaming);
@@ -111,6 +115,7 @@ export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Pro
         addresses: [address],
         port,
         clientCa,
+        source,
         serving: await serving(node, address),
       });
       fronts.push(front);

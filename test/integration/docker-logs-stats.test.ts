@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
+import Docker from 'dockerode';
 import { isProviderNotFound } from '../../lib/provider/provider.ts';
 import {
   containerStatus,
@@ -11,7 +15,9 @@ import {
   testEngine,
   waitForPod,
 } from '../support/docker.ts';
+import { testEnv } from '../support/env.ts';
 import { uniqueName, waitFor } from '../support/kube.ts';
+import { StallingEngineProxy } from '../support/stalling-engine-proxy.ts';
 
 describe('docker provider: logs, stats and node listing on a real engine', () => {
   const provider = testDockerProvider();
@@ -167,3 +173,98 @@ describe('docker provider: logs, stats and node listing on a real engine', () =>
     assert.equal(await readAll(await provider.containerLogs(pod, 'main', {})), 'hello from /tmp\n');
   });
 });
+
+describe('docker provider: a container log streams from the engine, follow or not', () => {
+  const env = testEnv();
+  const provider = testDockerProvider();
+  const dir = mkdtempSync(join(tmpdir(), 'svk-log-stream-'));
+  let proxy: StallingEngineProxy;
+  let viaProxy: ReturnType<typeof testDockerProvider>;
+  let pod: V1Pod;
+  // 30,000 lines of 11 bytes ("line 00001\n"): about 570 KB of frames from the engine.
+  const LINES = 30_000;
+
+  before(async () => {
+    // Lets the first 16 KiB of a log answer through, then holds the rest back.
+    proxy = await StallingEngineProxy.start(
+      env.docker.host.replace(/^unix:\/\//, ''),
+      join(dir, 'engine.sock'),
+      16 * 1024,
+    );
+    viaProxy = testDockerProvider({ docker: new Docker({ socketPath: proxy.socketPath }) });
+    pod = shellPod(uniqueName('ns'), 'long-log', {
+      main: `seq -w 1 ${LINES} | sed 's/^/line /'; sleep 3600`,
+    });
+    await provider.createPod(pod);
+    await waitFor(
+      async () =>
+        (await readAll(await provider.containerLogs(pod, 'main', { tailLines: 1 }))) === `line ${LINES}\n`,
+      { timeoutMs: 30_000, what: 'the whole log written' },
+    );
+  });
+
+  after(async () => {
+    await provider.deletePod(pod).catch(() => undefined);
+    await proxy?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The first `lines` lines of the log. */
+  async function firstLines(stream: AsyncIterable<Uint8Array>, lines: number): Promise<string[]> {
+    let text = '';
+    for await (const chunk of stream) {
+      text += Buffer.from(chunk).toString('utf8');
+      if (text.split('\n').length > lines) break;
+    }
+    return text.split('\n').slice(0, lines);
+  }
+
+  it('hands over a non-follow log’s first lines while the engine is still sending the rest (not read whole first)', async () => {
+    const abort = new AbortController();
+    try {
+      const lines = await within(
+        (async () => firstLines(await viaProxy.containerLogs(pod, 'main', {}, abort.signal), 100))(),
+        10_000,
+        'the first 100 lines (else the log was not streamed)',
+      );
+      assert.deepEqual(
+        lines,
+        Array.from({ length: 100 }, (_, i) => `line ${String(i + 1).padStart(5, '0')}`),
+      );
+    } finally {
+      abort.abort();
+      proxy.release();
+    }
+  });
+
+  it('ends at limitBytes and closes the engine’s answer, not read to its end', async () => {
+    const before = proxy.closedEarly;
+    const read = (async () => readAll(await viaProxy.containerLogs(pod, 'main', { limitBytes: 100 })))();
+    const text = await within(read, 10_000, 'the first 100 bytes (else the log was not streamed)');
+    assert.equal(text.length, 100);
+    assert.equal(
+      text,
+      Array.from({ length: 10 }, (_, i) => `line ${String(i + 1).padStart(5, '0')}\n`)
+        .join('')
+        .slice(0, 100),
+    );
+    await waitFor(async () => proxy.closedEarly > before, {
+      timeoutMs: 10_000,
+      what: 'the engine connection closed with at most 16 KiB of the log read',
+    });
+    proxy.release();
+  });
+});
+
+/** What `read` resolves to, or a failure naming `what` once `timeoutMs` passed without it. */
+async function within<T>(read: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([read, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

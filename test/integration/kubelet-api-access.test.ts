@@ -29,6 +29,7 @@ import {
 } from '../support/kube.ts';
 import {
   frontGet,
+  frontSource,
   invokeStreaming,
   issuePem,
   newCertificateAuthority,
@@ -219,7 +220,11 @@ describe('kubelet API authentication in the handler itself', () => {
     headers: { Host: `${address(nodeA)}:${api.port}`, ...headers },
     queryStringParameters: null,
     multiValueQueryStringParameters: null,
-    requestContext: { requestId: 'test', identity: { clientCert: null } },
+    requestContext: {
+      requestId: 'test',
+      ...frontSource(functionEnvironment),
+      identity: { clientCert: null },
+    },
   });
 
   it('takes a bearer token the API server authenticates (TokenReview)', async () => {
@@ -249,6 +254,34 @@ describe('kubelet API authentication in the handler itself', () => {
       status: 404,
       body: 'no node of this deployment answers at elsewhere.example.com\n',
     });
+  });
+
+  it('serves an event only from its own API and stage: a certificate in any other event proves nothing', async () => {
+    // The cluster-admin's certificate, as anyone allowed to invoke the function could put it in an event.
+    const withCert = (requestContext: Record<string, unknown>) => ({
+      ...event({}, '/pods'),
+      requestContext: {
+        requestId: 'trust',
+        ...requestContext,
+        identity: { clientCert: { clientCertPem: certs.admin.cert } },
+      },
+    });
+    const ours = frontSource(functionEnvironment);
+    const h = handler();
+    const served = await invokeStreaming(h, withCert(ours));
+    assert.equal(served.status, 200, served.body);
+    const refused = { status: 403, body: 'Forbidden: this request did not come through the kubelet API\n' };
+    assert.deepEqual(await invokeStreaming(h, withCert({})), refused, 'no API named');
+    assert.deepEqual(
+      await invokeStreaming(h, withCert({ ...ours, apiId: 'a1b2c3d4e5' })),
+      refused,
+      'another API',
+    );
+    assert.deepEqual(
+      await invokeStreaming(h, withCert({ ...ours, stage: 'test' })),
+      refused,
+      'another stage',
+    );
   });
 
   it('answers an event that is not a REST API proxy event with 400 naming what is wrong', async () => {

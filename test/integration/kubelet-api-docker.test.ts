@@ -34,7 +34,7 @@ import {
   uniqueName,
   waitFor,
 } from '../support/kube.ts';
-import { invokeStreaming, kubectl, kubectlStreaming } from '../support/kubelet-api.ts';
+import { frontSource, invokeStreaming, kubectl, kubectlStreaming } from '../support/kubelet-api.ts';
 import { consecutiveFrom, logLines, numbered, numberOf, stampedLines } from '../support/log-lines.ts';
 
 const env = testEnv();
@@ -337,7 +337,11 @@ describe('the kubelet API on real containers (docker provider)', () => {
       headers: { Host: `${api.addresses[node]}:${api.port}`, Authorization: `Bearer ${token}` },
       queryStringParameters: query,
       multiValueQueryStringParameters: { follow: ['true'], tailLines: ['1'] },
-      requestContext: { requestId: 'follow-bound', identity: { clientCert: null } },
+      requestContext: {
+        requestId: 'follow-bound',
+        ...frontSource(functions),
+        identity: { clientCert: null },
+      },
     });
     assert.equal(answer.status, 200);
     const lines = logLines(answer.body);

@@ -32,7 +32,7 @@ import {
   uniqueName,
   waitFor,
 } from '../support/kube.ts';
-import { invokeStreaming, kubectl } from '../support/kubelet-api.ts';
+import { frontSource, invokeStreaming, kubectl } from '../support/kubelet-api.ts';
 
 const env = testEnv();
 const admin = adminClients(env);
@@ -208,7 +208,11 @@ describe('the kubelet API through the real API server and kubectl', () => {
       headers: { Host: `${api.addresses[nodeA]}:${api.port}`, Authorization: `Bearer ${token}` },
       queryStringParameters: { follow: 'true', tailLines: '1' },
       multiValueQueryStringParameters: { follow: ['true'], tailLines: ['1'] },
-      requestContext: { requestId: 'follow-bound', identity: { clientCert: null } },
+      requestContext: {
+        requestId: 'follow-bound',
+        ...frontSource(functions),
+        identity: { clientCert: null },
+      },
     });
     assert.equal(answer.status, 200);
     // The last line so far, then what the ticker printed during the 2 s: the stream ended on its own.

@@ -734,6 +734,31 @@ describe('serverless package (offline, no AWS credentials)', () => {
     );
   });
 
+  it('tells the kubelet API function its own API and stage, and bounds it: reserved concurrency, stage throttling', () => {
+    const fn = resources.KubeletApiLambdaFunction?.Properties;
+    const variables =
+      (fn?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {};
+    assert.deepEqual(variables.SVK_KUBELET_API_ID, { Ref: 'KubeletApiRestApi' });
+    const stage = resources.KubeletApiStage?.Properties;
+    assert.equal(stage?.StageName, 'kubelet');
+    assert.equal(
+      variables.SVK_KUBELET_API_STAGE,
+      stage?.StageName,
+      'the stage the function checks is the one deployed',
+    );
+    assert.equal(fn?.ReservedConcurrentExecutions, 100);
+    assert.deepEqual(stage?.MethodSettings, [
+      { ResourcePath: '/*', HttpMethod: '*', ThrottlingRateLimit: 250, ThrottlingBurstLimit: 500 },
+    ]);
+    // Only the kubelet API function is told an API id.
+    for (const [name, resource] of Object.entries(resources)) {
+      if (resource.Type !== 'AWS::Lambda::Function' || name === 'KubeletApiLambdaFunction') continue;
+      const env = (resource.Properties.Environment as { Variables?: Record<string, unknown> } | undefined)
+        ?.Variables;
+      assert.equal(env?.SVK_KUBELET_API_ID, undefined, name);
+    }
+  });
+
   it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access, the docker engine secret, the ECS container logs', () => {
     const role = resources.KubeletApiRole?.Properties;
     // This package: cluster access, the ecs-fargate provider's logs and tracing; the docker

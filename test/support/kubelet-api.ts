@@ -138,6 +138,17 @@ class CollectingStream extends Writable {
 }
 
 /**
+ * The `requestContext.apiId` and `stage` of the front startLocalKubeletApi
+ * started for `env` (it sets them there): the only ones the handler serves.
+ */
+export function frontSource(env: Record<string, string | undefined>): { apiId: string; stage: string } {
+  const apiId = env.SVK_KUBELET_API_ID;
+  const stage = env.SVK_KUBELET_API_STAGE;
+  if (!apiId || !stage) throw new Error('no kubelet API front was started with this environment');
+  return { apiId, stage };
+}
+
+/**
  * Invokes a streaming handler once with `event` (no front in between) and
  * reads its answer as API Gateway would: the JSON prelude up to eight NUL
  * bytes, then the body.

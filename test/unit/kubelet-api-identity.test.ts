@@ -89,6 +89,22 @@ describe('client certificates', () => {
     );
   });
 
+  it('refuses a certificate that is valid when the CA that signed it is not (expired), as Go verifies a chain', async () => {
+    // The CA is good for ten years; this certificate for twenty.
+    const outliving = await issuePem(clusterCa, dir, 'outliving', {
+      commonName: 'outliving',
+      usage: 'client',
+      days: 7300,
+    });
+    assert.equal(verifyClientCertificate(outliving.cert, cas(), Date.now()).user, 'outliving');
+    const [ca] = cas();
+    const afterCa = Date.parse(ca?.validTo ?? '') + 86_400_000;
+    assert.match(
+      rejection(() => verifyClientCertificate(outliving.cert, cas(), afterCa)),
+      /the client CA that signed the client certificate is not valid now \(valid from .* to .*\)/,
+    );
+  });
+
   it('accepts a certificate of any CA of a bundle', async () => {
     const bundle = parseCertificateBundle(
       readFileSync(otherCa.cert, 'utf8') + readFileSync(clusterCa.cert, 'utf8'),

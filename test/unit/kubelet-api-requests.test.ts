@@ -89,6 +89,18 @@ describe('log query', () => {
     assert.deepEqual(q({}), {});
   });
 
+  it('reads the longest sinceSeconds and a sinceTime before 1970 as the whole log: a valid time, never before the epoch', () => {
+    assert.deepEqual(q({ sinceSeconds: ['2147483647'] }), { since: new Date(0) });
+    assert.deepEqual(q({ sinceTime: ['1900-01-01T00:00:00Z'] }), { since: new Date(0) });
+    assert.deepEqual(q({ sinceTime: ['2024-02-29T23:59:59.5+01:30'] }), {
+      since: new Date('2024-02-29T22:29:59.500Z'),
+    });
+    assert.deepEqual(q({ tailLines: ['2147483647'], limitBytes: ['2147483647'] }), {
+      tailLines: 2147483647,
+      limitBytes: 2147483647,
+    });
+  });
+
   it('refuses what the kubelet refuses, naming the parameter', () => {
     for (const [query, message] of [
       [{ tailLines: ['-1'] }, /tailLines must be at least 0/],
@@ -98,6 +110,20 @@ describe('log query', () => {
       [{ sinceTime: ['yesterday'] }, /sinceTime="yesterday" is not an RFC 3339 time/],
       [{ follow: ['maybe'] }, /follow="maybe" is not a boolean/],
       [{ tailLines: ['1.5'] }, /not a whole number/],
+      // Bounded: a sinceSeconds above about 8.6e9 was an Invalid Date handed to the provider.
+      [{ sinceSeconds: ['9000000000'] }, /sinceSeconds must be at most 2147483647 \(got 9000000000\)/],
+      [{ sinceSeconds: ['9'.repeat(400)] }, /sinceSeconds must be at most 2147483647/],
+      [{ tailLines: ['2147483648'] }, /tailLines must be at most 2147483647/],
+      [{ tail: ['99999999999'] }, /tailLines must be at most 2147483647/],
+      [{ limitBytes: ['1e3'] }, /limitBytes="1e3" is not a whole number/],
+      [{ limitBytes: ['4294967296'] }, /limitBytes must be at most 2147483647/],
+      // RFC 3339 as Go reads it: no February 31st, hour 24, leap second or offset beyond 23:59.
+      [{ sinceTime: ['2026-02-31T00:00:00Z'] }, /sinceTime="2026-02-31T00:00:00Z" is not an RFC 3339 time/],
+      [{ sinceTime: ['2026-02-29T00:00:00Z'] }, /sinceTime=.* is not an RFC 3339 time/],
+      [{ sinceTime: ['2026-03-01T24:00:00Z'] }, /sinceTime=.* is not an RFC 3339 time/],
+      [{ sinceTime: ['2026-03-01T10:00:60Z'] }, /sinceTime=.* is not an RFC 3339 time/],
+      [{ sinceTime: ['2026-03-01T10:00:00+24:00'] }, /sinceTime=.* is not an RFC 3339 time/],
+      [{ sinceTime: ['2026-03-01T10:00:00.1234567890Z'] }, /sinceTime=.* is not an RFC 3339 time/],
     ] as const) {
       assert.throws(
         () => q(query),
@@ -277,6 +303,19 @@ describe('node endpoints and their settings', () => {
     assert.deepEqual(withDomain.node.kubeletApiEndpoint, domain);
     assert.equal(withDomain.node.kubeletPort, 443);
     assert.equal(withDomain.kubeletApi.followMaxMs, 300_000);
+    assert.equal(
+      withDomain.kubeletApi.source,
+      undefined,
+      'no API named: the kubelet API function refuses to start',
+    );
+    assert.deepEqual(
+      loadConfig({
+        SVK_NODE_NAMES: 'vk-1',
+        SVK_KUBELET_API_DOMAIN: 'nodes.example.com',
+        SVK_KUBELET_API_ID: 'a1b2c3d4e5',
+      }).kubeletApi.source,
+      { apiId: 'a1b2c3d4e5', stage: 'kubelet' },
+    );
     const withAddresses = loadConfig({
       SVK_NODE_NAMES: 'vk-1,vk-2',
       SVK_KUBELET_API_ADDRESSES: 'vk-1=127.5.0.1, vk-2=127.5.0.2',
@@ -311,6 +350,8 @@ describe('node endpoints and their settings', () => {
       ],
       [{ SVK_KUBELET_API_FOLLOW_SECONDS: '900' }, 'SVK_KUBELET_API_FOLLOW_SECONDS', /at most 840/],
       [{ SVK_KUBELET_API_CLIENT_CA_DATA: 'bm90IGEgcGVt' }, 'SVK_KUBELET_API_CLIENT_CA_DATA', /PEM/],
+      [{ SVK_KUBELET_API_ID: 'a1b2/c3' }, 'SVK_KUBELET_API_ID', /must be an API id/],
+      [{ SVK_KUBELET_API_STAGE: 'kube let' }, 'SVK_KUBELET_API_STAGE', /must be a stage name/],
     ] as const) {
       assert.throws(
         () => loadConfig(env),

@@ -89,24 +89,29 @@ export class KubeletStreaming {
       if (isKubeletApiEventError(err)) return refuse(socket, textResponse(400, err.message));
       throw err;
     }
+    // An unexpected failure is answered with the request id its log line carries, not the error's text.
+    const internal = () =>
+      textResponse(
+        500,
+        `internal error (request id ${request.requestId ?? 'none'}): see the kubelet API's log`,
+      );
     let deps: KubeletApiDependencies;
     try {
       deps = await this.deps();
     } catch (err) {
-      return refuse(
-        socket,
-        textResponse(500, `internal error: ${err instanceof Error ? err.message : String(err)}`),
+      process.emitWarning(
+        `kubelet API (request id ${request.requestId ?? 'none'}): its dependencies could not be built: ${err instanceof Error ? err.message : String(err)}`,
       );
+      return refuse(socket, internal());
     }
     try {
       await this.serve(request, req, socket, head, deps);
     } catch (err) {
-      deps.log.error({ err, path: request.path }, 'kubelet API: a streaming request failed');
-      if (!socket.destroyed)
-        refuse(
-          socket,
-          textResponse(500, `internal error: ${err instanceof Error ? err.message : String(err)}`),
-        );
+      deps.log.error(
+        { err, path: request.path, api_request_id: request.requestId },
+        'kubelet API: a streaming request failed',
+      );
+      if (!socket.destroyed) refuse(socket, internal());
     }
   }
 

@@ -36,27 +36,61 @@ export async function containerLogs(
     );
   }
   const follow = (options.follow ?? false) && !options.previous;
+  return readEngineLog(deps.docker, target.id, spec.tty, { ...options, follow }, signal);
+}
+
+/**
+ * One container's log from the engine, rendered as the kubelet serves it and
+ * cut at `limitBytes`. Always a stream, follow or not: dockerode's
+ * `container.logs` reads a non-follow log whole into memory before handing
+ * it over, which for a long log is the function's memory and the client's
+ * wait; read as a stream, the client gets its first lines at once, and once
+ * `limitBytes` went through (the engine has no byte limit of its own) the
+ * engine's connection is closed instead of read to its end.
+ */
+export async function readEngineLog(
+  docker: Docker,
+  containerId: string,
+  tty: boolean,
+  options: ContainerLogOptions,
+  signal?: AbortSignal,
+): Promise<AsyncIterable<Uint8Array>> {
   const query = {
     stdout: true,
     stderr: true,
     timestamps: true,
+    follow: options.follow ?? false,
     ...(options.tailLines !== undefined ? { tail: options.tailLines } : {}),
     ...(options.since ? { since: engineSince(options.since) } : {}),
-    ...(signal ? { abortSignal: signal } : {}),
   };
-  const engineContainer = deps.docker.getContainer(target.id);
-  const source: Buffer | NodeJS.ReadableStream = follow
-    ? await engineContainer.logs({ ...query, follow: true })
-    : await engineContainer.logs({ ...query, follow: false });
+  const source = await engineLogStream(docker, containerId, query, signal);
   const render = { sinceMs: options.since?.getTime(), timestamps: options.timestamps ?? false };
-  return limitBytes(rendered(engineLogLines(chunksOf(source), spec.tty), render), options.limitBytes);
+  return limitBytes(rendered(engineLogLines(chunksOf(source), tty), render), options.limitBytes);
 }
 
-async function* chunksOf(source: Buffer | NodeJS.ReadableStream): AsyncGenerator<Buffer> {
-  if (Buffer.isBuffer(source)) {
-    yield source;
-    return;
-  }
+/** `GET /containers/{id}/logs` as a byte stream, as dockerode's `logs` asks for it (same status codes and errors). */
+function engineLogStream(
+  docker: Docker,
+  containerId: string,
+  query: Record<string, unknown>,
+  signal: AbortSignal | undefined,
+): Promise<NodeJS.ReadableStream> {
+  return new Promise((resolve, reject) => {
+    docker.modem.dial(
+      {
+        path: `/containers/${encodeURIComponent(containerId)}/logs?`,
+        method: 'GET',
+        isStream: true,
+        statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
+        options: query,
+        ...(signal ? { abortSignal: signal } : {}),
+      },
+      (err, data) => (err ? reject(err) : resolve(data as NodeJS.ReadableStream)),
+    );
+  });
+}
+
+async function* chunksOf(source: NodeJS.ReadableStream): AsyncGenerator<Buffer> {
   for await (const piece of source) yield typeof piece === 'string' ? Buffer.from(piece) : piece;
 }
 
