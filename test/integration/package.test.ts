@@ -711,7 +711,8 @@ describe('serverless package (offline, no AWS credentials)', () => {
     );
     const permission = resources.KubeletApiInvokePermission?.Properties;
     assert.equal(permission?.Principal, 'apigateway.amazonaws.com');
-    assert.match(JSON.stringify(permission?.SourceArn), /execute-api:.*\$\{KubeletApiRestApi\}\/\*\/\*\/\*/);
+    // Invoked from the API's own stage only.
+    assert.match(JSON.stringify(permission?.SourceArn), /execute-api:.*\$\{KubeletApiRestApi\}\/kubelet\/\*\/\*"/);
 
     const fn = resources.KubeletApiLambdaFunction?.Properties;
     assert.equal(fn?.Handler, 'functions/kubelet-api.handler');
