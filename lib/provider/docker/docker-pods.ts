@@ -23,6 +23,7 @@ import {
   isStartUnderWay,
 } from './engine-errors.ts';
 import { engineKindOnce } from './engine-kind.ts';
+import { engineSelinuxOnce } from './engine-selinux.ts';
 import { EngineState } from './engine-state.ts';
 import { ImagePuller } from './image-puller.ts';
 import { describe, infraName, LABELS, podIdentity } from './names.ts';
@@ -87,6 +88,7 @@ export class DockerPodProvider implements PodProvider {
       puller,
       settings,
       engineKind,
+      engineSelinux: engineSelinuxOnce(docker),
       clock,
       log,
       registryAuth: options.registryAuth ?? (async () => undefined),
@@ -335,7 +337,8 @@ export class DockerPodProvider implements PodProvider {
     await this.deps.puller.ensure(settings.infraImage, signal);
     for (let attempt = 1; ; attempt++) {
       try {
-        await docker.createContainer({ ...infraConfig(plan, settings), ...opts });
+        const selinux = await this.deps.engineSelinux();
+        await docker.createContainer({ ...infraConfig(plan, settings, selinux), ...opts });
       } catch (err) {
         if (!isNameConflict(err)) throw err;
       }

@@ -32,6 +32,8 @@ export interface AdvanceDeps {
   settings: EngineSettings & { hostIp: string };
   /** Docker Engine or Podman, which name a joining container's hostname differently. */
   engineKind: () => Promise<EngineKind>;
+  /** Whether the engine host enforces SELinux (engine-selinux.ts). */
+  engineSelinux: () => Promise<boolean>;
   clock: Clock;
   log: Logger;
   /** Registry credentials for a pod's image, from its imagePullSecrets. */
@@ -168,8 +170,11 @@ async function moveOn(
       signal,
     );
     images.set(view.plan.name, image);
-    if (image.kind === 'ready' && mounted)
-      changed = (await createInstance(deps, plan, view, step.attempt, infra.id, podLog)) || changed;
+    // A container with the pod's address in its env waits for the infra container's (it has one once running).
+    const addressed =
+      !view.plan.addressEnv?.some((a) => a.field !== 'status.hostIP') || infra.ip !== undefined;
+    if (image.kind === 'ready' && mounted && addressed)
+      changed = (await createInstance(deps, plan, view, step.attempt, infra, podLog)) || changed;
   }
   for (const old of progress.garbage) {
     state.invalidate(old.id);
@@ -263,10 +268,11 @@ async function createInstance(
   plan: PodPlan,
   view: ContainerView,
   attempt: number,
-  infraId: string,
+  infra: InfraInstance,
   log: Logger,
 ): Promise<boolean> {
   if (removalOf(plan.uid)) return false;
+  const infraId = infra.id;
   const bind = await terminationMessageBind(deps.docker, plan, view.plan, attempt, infraId, deps.mountpoints);
   const engine = await deps.engineKind();
   let id: string;
@@ -281,6 +287,11 @@ async function createInstance(
       engine,
       bind ? [bind] : [],
       dirs,
+      {
+        selinux: await deps.engineSelinux(),
+        hostIp: deps.settings.hostIp,
+        ...(infra.ip ? { podIp: infra.ip } : {}),
+      },
     );
     id = (await deps.docker.createContainer(config)).id;
   } catch (err) {

@@ -1,4 +1,4 @@
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1SELinuxOptions } from '@kubernetes/client-node';
 import type { DownwardApiOptions } from '../../kube/downward-api.ts';
 import { expandEnv } from '../../kube/env-expansion.ts';
 import { parseQuantity } from '../../kube/quantity.ts';
@@ -37,6 +37,8 @@ export interface PodPlan extends PodIdentity {
   dns?: { nameservers: string[]; searches: string[]; options: string[] };
   extraHosts: string[];
   sharePid: boolean;
+  /** The pod's seLinuxOptions: the infra container's label where the engine host has SELinux. */
+  seLinux?: SeLinuxLabel;
   /**
    * The pod's terminationGracePeriodSeconds, reported back in the pod getPod
    * returns. A delete does not read it: a graceful one ends at its API
@@ -64,6 +66,18 @@ export interface PlannedVolume {
   held?: boolean;
 }
 
+/** An SELinux context's parts (seLinuxOptions), each set only when given. */
+export interface SeLinuxLabel {
+  user?: string;
+  role?: string;
+  type?: string;
+  level?: string;
+}
+
+/** The downward API's fields the pod gets only once it has an address: env resolved before then reads them empty. */
+export const ADDRESS_FIELDS = ['status.podIP', 'status.podIPs', 'status.hostIP'] as const;
+export type AddressField = (typeof ADDRESS_FIELDS)[number];
+
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
@@ -78,6 +92,12 @@ export interface ContainerPlan {
   workingDir?: string;
   /** `NAME=value`, resolved by the pipeline. */
   env: string[];
+  /**
+   * The variables of `env` that are the pod's or node's address (a fieldRef to one of ADDRESS_FIELDS) and
+   * that the pipeline resolved empty, before the pod had one: set when the container is created, from the
+   * infra container's address (instanceConfig).
+   */
+  addressEnv?: Array<{ name: string; field: AddressField }>;
   tty: boolean;
   stdin: boolean;
   stdinOnce: boolean;
@@ -95,6 +115,8 @@ export interface ContainerPlan {
   readOnlyRootfs: boolean;
   noNewPrivileges: boolean;
   capDrop: string[];
+  /** The container's seLinuxOptions, else the pod's: its label where the engine host has SELinux. */
+  seLinux?: SeLinuxLabel;
   /** Probes and lifecycle hooks, run by the node's prober (prober/prober-agent.ts); absent when none. */
   probes?: ContainerProbes;
   /**
@@ -180,6 +202,7 @@ export function podPlan(
       : {}),
     extraHosts: (spec?.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)),
     sharePid: spec?.shareProcessNamespace ?? false,
+    ...seLinuxOf(spec?.securityContext?.seLinuxOptions),
     gracePeriodSeconds: spec?.terminationGracePeriodSeconds ?? 30,
     imagePullSecrets: (spec?.imagePullSecrets ?? []).flatMap((s) => (s.name ? [s.name] : [])),
   };
@@ -195,6 +218,10 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
   const cpuRequest = quantity(c.resources?.requests?.cpu);
   const probes = containerProbes(c);
   const { command, args } = containerArgv(c);
+  const addressEnv = (c.env ?? []).flatMap((e) => {
+    const field = ADDRESS_FIELDS.find((f) => f === e.valueFrom?.fieldRef?.fieldPath);
+    return field && !e.value ? [{ name: e.name, field }] : [];
+  });
   return {
     name: c.name,
     image: c.image ?? '',
@@ -203,6 +230,7 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
     ...(args ? { args } : {}),
     ...(c.workingDir ? { workingDir: c.workingDir } : {}),
     env: (c.env ?? []).map((e) => `${e.name}=${e.value ?? ''}`),
+    ...(addressEnv.length > 0 ? { addressEnv } : {}),
     tty: c.tty ?? false,
     stdin: c.stdin ?? false,
     stdinOnce: c.stdinOnce ?? false,
@@ -229,6 +257,8 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
     readOnlyRootfs: sc?.readOnlyRootFilesystem ?? false,
     noNewPrivileges: sc?.allowPrivilegeEscalation === false,
     capDrop: sc?.capabilities?.drop ?? [],
+    // The kubelet takes the container's seLinuxOptions whole when it has some, else the pod's.
+    ...seLinuxOf(sc?.seLinuxOptions ?? podSc?.seLinuxOptions),
     ...(hasProbesOrHooks(probes) ? { probes: expandProbeCommands(probes, c) } : {}),
     ...(c.terminationMessagePath
       ? {
@@ -239,6 +269,16 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
         }
       : {}),
   };
+}
+
+function seLinuxOf(options: V1SELinuxOptions | undefined): { seLinux?: SeLinuxLabel } {
+  if (!options) return {};
+  const label: SeLinuxLabel = {};
+  for (const part of ['user', 'role', 'type', 'level'] as const) {
+    const value = options[part];
+    if (value) label[part] = value;
+  }
+  return Object.keys(label).length > 0 ? { seLinux: label } : {};
 }
 
 function restartPolicy(value: string | undefined): RestartPolicy {

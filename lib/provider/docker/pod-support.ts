@@ -33,6 +33,8 @@ import { hostnameProblem } from './pod-hostname.ts';
  * accepted as RuntimeDefault only (what the engine applies anyway), and
  * appArmorProfile (which the engine applies only where the host has
  * AppArmor, unknown here), hostUsers: false and runtimeClassName are refused.
+ * seLinuxOptions are the engine's label options where its host has SELinux
+ * and ignored where it has not, as the kubelet does (engine-selinux.ts).
  */
 
 /** The annotation AppArmor profiles were asked for with before Kubernetes 1.30, per container. */
@@ -57,7 +59,6 @@ export function unsupportedFields(
   if (spec.hostIPC) refuse('spec.hostIPC', 'pods never share the Docker host IPC namespace');
   if ((spec.ephemeralContainers ?? []).length > 0) refuse('spec.ephemeralContainers', 'not supported');
   if (spec.securityContext?.sysctls?.length) refuse('spec.securityContext.sysctls', 'not supported');
-  if (spec.securityContext?.seLinuxOptions) refuse('spec.securityContext.seLinuxOptions', 'not supported');
   if (spec.securityContext?.fsGroup !== undefined) refuse('spec.securityContext.fsGroup', 'not supported');
   if (spec.securityContext?.seccompProfile && spec.securityContext.seccompProfile.type !== 'RuntimeDefault')
     refuse('spec.securityContext.seccompProfile', 'only RuntimeDefault is supported');
@@ -150,7 +151,6 @@ function containerReasons(
   if (sc?.privileged) refuse('securityContext.privileged', 'privileged containers are refused');
   if (sc?.capabilities?.add?.length)
     refuse('securityContext.capabilities.add', 'added capabilities are refused');
-  if (sc?.seLinuxOptions) refuse('securityContext.seLinuxOptions', 'not supported');
   if (sc?.windowsOptions) refuse('securityContext.windowsOptions', 'not supported');
   if (sc?.procMount && sc.procMount !== 'Default') refuse('securityContext.procMount', 'not supported');
   if (sc?.seccompProfile && sc.seccompProfile.type !== 'RuntimeDefault')

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import { infraConfig, instanceConfig } from '../../lib/provider/docker/container-config.ts';
+import { engineHasSelinux, engineSelinuxOnce } from '../../lib/provider/docker/engine-selinux.ts';
+import { podPlan } from '../../lib/provider/docker/pod-plan.ts';
+import { planEnv, planFromEnv } from '../../lib/provider/docker/pod-plan-codec.ts';
+import { unsupportedFields } from '../../lib/provider/docker/pod-support.ts';
+
+const identity = { namespace: 'n', name: 'p', uid: 'u', node: 'vk' };
+const settings = { network: 'bridge', infraImage: 'pause' };
+
+function pod(spec: Partial<V1PodSpec>): V1Pod {
+  return {
+    metadata: { namespace: 'n', name: 'p', uid: 'u' },
+    spec: { containers: [{ name: 'app', image: 'busybox:1.36' }], ...spec },
+  };
+}
+
+function planOf(p: V1Pod) {
+  const plan = podPlan(p, identity, 'cluster.local');
+  // What the engine keeps is what the provider acts on: every plan here goes through the codec.
+  const kept = planFromEnv([planEnv(plan)]);
+  assert.ok(kept, 'the plan survives its codec');
+  return kept;
+}
+
+describe('docker provider: seLinuxOptions', () => {
+  const selinuxPod = pod({
+    securityContext: { seLinuxOptions: { level: 's0' } },
+    containers: [
+      { name: 'app', image: 'busybox:1.36' },
+      {
+        name: 'own',
+        image: 'busybox:1.36',
+        securityContext: { seLinuxOptions: { type: 'spc_t', user: 'system_u' } },
+      },
+    ],
+  });
+
+  it("accepts the pod's and a container's, as the EmptyDir conformance specs set them", () => {
+    assert.deepEqual(unsupportedFields(selinuxPod, 'cluster.local'), []);
+  });
+
+  it("becomes the engine's label options only where its host has SELinux; a container's replaces the pod's whole", () => {
+    const plan = planOf(selinuxPod);
+    const [app, own] = plan.containers;
+    assert.ok(app && own);
+    assert.deepEqual(
+      instanceConfig(plan, app, 'app', 0, 'i', 'podman', [], new Map(), { selinux: true }).HostConfig
+        ?.SecurityOpt,
+      ['label=level:s0'],
+    );
+    assert.deepEqual(
+      instanceConfig(plan, own, 'app', 0, 'i', 'podman', [], new Map(), { selinux: true }).HostConfig
+        ?.SecurityOpt,
+      ['label=user:system_u', 'label=type:spc_t'],
+    );
+    assert.deepEqual(infraConfig(plan, settings, true).HostConfig?.SecurityOpt, ['label=level:s0']);
+    assert.equal(
+      instanceConfig(plan, app, 'app', 0, 'i', 'podman', [], new Map(), {}).HostConfig?.SecurityOpt,
+      undefined,
+    );
+    assert.equal(infraConfig(plan, settings).HostConfig?.SecurityOpt, undefined);
+  });
+
+  it('keeps no-new-privileges beside the label', () => {
+    const plan = planOf(
+      pod({
+        securityContext: { seLinuxOptions: { level: 's0:c1,c2' } },
+        containers: [{ name: 'app', image: 'b', securityContext: { allowPrivilegeEscalation: false } }],
+      }),
+    );
+    const app = plan.containers[0];
+    assert.ok(app);
+    assert.deepEqual(
+      instanceConfig(plan, app, 'app', 0, 'i', 'docker', [], new Map(), { selinux: true }).HostConfig
+        ?.SecurityOpt,
+      ['no-new-privileges', 'label=level:s0:c1,c2'],
+    );
+  });
+
+  it("reads SELinux from the engine's security options, once", async () => {
+    assert.equal(
+      engineHasSelinux({ SecurityOptions: ['name=seccomp,profile=default', 'name=selinux'] }),
+      true,
+    );
+    assert.equal(
+      engineHasSelinux({ SecurityOptions: ['name=seccomp,profile=default', 'name=rootless'] }),
+      false,
+    );
+    assert.equal(engineHasSelinux({ SecurityOptions: null }), false);
+    let asked = 0;
+    const selinux = engineSelinuxOnce({
+      info: async () => {
+        asked++;
+        if (asked === 1) throw new Error('engine not up');
+        return { SecurityOptions: ['name=selinux'] };
+      },
+    });
+    await assert.rejects(selinux(), /engine not up/);
+    assert.equal(await selinux(), true);
+    assert.equal(await selinux(), true);
+    assert.equal(asked, 2, 'a failed ask is made again, a good answer kept');
+  });
+});
+
+describe("docker provider: the pod's address in env", () => {
+  // As the pipeline hands the pod over: resolved before the pod has an address, the reference kept beside.
+  const resolved = pod({
+    containers: [
+      {
+        name: 'app',
+        image: 'busybox:1.36',
+        env: [
+          { name: 'POD_IP', value: '', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+          { name: 'POD_IPS', value: '', valueFrom: { fieldRef: { fieldPath: 'status.podIPs' } } },
+          { name: 'HOST_IP', value: '', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
+          { name: 'POD_NAME', value: 'p', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+          { name: 'PLAIN', value: 'x=1' },
+        ],
+      },
+    ],
+  });
+
+  it('sets status.podIP, status.podIPs and status.hostIP when the container is created, from the infra container', () => {
+    const plan = planOf(resolved);
+    const app = plan.containers[0];
+    assert.ok(app);
+    const config = instanceConfig(plan, app, 'app', 0, 'i', 'podman', [], new Map(), {
+      podIp: '10.88.0.7',
+      hostIp: '192.168.1.4',
+    });
+    assert.deepEqual(config.Env, [
+      'POD_IP=10.88.0.7',
+      'POD_IPS=10.88.0.7',
+      'HOST_IP=192.168.1.4',
+      'POD_NAME=p',
+      'PLAIN=x=1',
+    ]);
+  });
+
+  it('leaves a value the pipeline already resolved (a host IP it knew) and every other variable as it is', () => {
+    const known = pod({
+      containers: [
+        {
+          name: 'app',
+          image: 'b',
+          env: [
+            { name: 'HOST_IP', value: '10.0.0.9', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
+          ],
+        },
+      ],
+    });
+    const plan = planOf(known);
+    const app = plan.containers[0];
+    assert.ok(app);
+    assert.equal(app.addressEnv, undefined);
+    assert.deepEqual(
+      instanceConfig(plan, app, 'app', 0, 'i', 'podman', [], new Map(), {
+        podIp: '1.2.3.4',
+        hostIp: '5.6.7.8',
+      }).Env,
+      ['HOST_IP=10.0.0.9'],
+    );
+  });
+});
