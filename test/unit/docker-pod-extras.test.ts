@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { infraConfig, instanceConfig } from '../../lib/provider/docker/container-config.ts';
 import { engineHasSelinux, engineSelinuxOnce } from '../../lib/provider/docker/engine-selinux.ts';
+import { managedHostsFile } from '../../lib/provider/docker/etc-hosts.ts';
 import { podPlan } from '../../lib/provider/docker/pod-plan.ts';
 import { planEnv, planFromEnv } from '../../lib/provider/docker/pod-plan-codec.ts';
 import { unsupportedFields } from '../../lib/provider/docker/pod-support.ts';
@@ -163,5 +164,41 @@ describe("docker provider: the pod's address in env", () => {
       }).Env,
       ['HOST_IP=10.0.0.9'],
     );
+  });
+});
+
+describe('docker provider: hostAliases in the kubelet-managed /etc/hosts', () => {
+  it('writes one line per alias with all its hostnames, under the kubelet header', () => {
+    assert.equal(
+      managedHostsFile(['10.88.0.7'], 'web-0', 'web.shop.svc.cluster.local', [
+        { ip: '123.45.67.89', hostnames: ['foo', 'bar'] },
+        { ip: '::1', hostnames: ['v6'] },
+      ]),
+      [
+        '# Kubernetes-managed hosts file.',
+        '127.0.0.1\tlocalhost',
+        '::1\tlocalhost ip6-localhost ip6-loopback',
+        'fe00::0\tip6-localnet',
+        'fe00::0\tip6-mcastprefix',
+        'fe00::1\tip6-allnodes',
+        'fe00::2\tip6-allrouters',
+        '10.88.0.7\tweb-0.web.shop.svc.cluster.local\tweb-0',
+        '',
+        '# Entries added by HostAliases.',
+        '123.45.67.89\tfoo\tbar',
+        '::1\tv6',
+        '',
+      ].join('\n'),
+    );
+    assert.match(managedHostsFile(['10.88.0.7'], 'p', undefined, []), /\n10\.88\.0\.7\tp\n$/);
+  });
+
+  it('plans the file (and its volume) only for a pod with hostAliases', () => {
+    const plan = planOf(pod({ hostAliases: [{ ip: '123.45.67.89', hostnames: ['foo', 'bar'] }] }));
+    assert.deepEqual(plan.hostAliases, [{ ip: '123.45.67.89', hostnames: ['foo', 'bar'] }]);
+    assert.ok(plan.volumes.some((v) => v.name === 'etc_hosts' && v.held));
+    const plain = planOf(pod({}));
+    assert.equal(plain.hostAliases, undefined);
+    assert.equal(plain.volumes.length, 0);
   });
 });

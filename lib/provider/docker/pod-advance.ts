@@ -12,6 +12,7 @@ import {
 } from './engine-errors.ts';
 import type { EngineKind } from './engine-kind.ts';
 import type { EngineState } from './engine-state.ts';
+import { etcHostsBind } from './etc-hosts.ts';
 import type { ImagePuller, RegistryAuth } from './image-puller.ts';
 import { LABELS } from './names.ts';
 import type { InfraInstance, ObservedPod } from './observed-pod.ts';
@@ -170,7 +171,7 @@ async function moveOn(
       signal,
     );
     images.set(view.plan.name, image);
-    // A container with the pod's address in its env waits for the infra container's (it has one once running).
+    // A container with the pod's address in its env or /etc/hosts waits for the infra container's (set once it runs).
     const addressed =
       !view.plan.addressEnv?.some((a) => a.field !== 'status.hostIP') || infra.ip !== undefined;
     if (image.kind === 'ready' && mounted && addressed)
@@ -274,6 +275,7 @@ async function createInstance(
   if (removalOf(plan.uid)) return false;
   const infraId = infra.id;
   const bind = await terminationMessageBind(deps.docker, plan, view.plan, attempt, infraId, deps.mountpoints);
+  const hosts = await etcHostsBind(deps.docker, plan, infra, deps.mountpoints, new Date(deps.clock.now()));
   const engine = await deps.engineKind();
   let id: string;
   try {
@@ -285,7 +287,7 @@ async function createInstance(
       attempt,
       infraId,
       engine,
-      bind ? [bind] : [],
+      [...(bind ? [bind] : []), ...(hosts ? [hosts] : [])],
       dirs,
       {
         selinux: await deps.engineSelinux(),

@@ -134,6 +134,7 @@ const planSchema = z.object({
     .object({ nameservers: z.array(z.string()), searches: z.array(z.string()), options: z.array(z.string()) })
     .optional(),
   extraHosts: z.array(z.string()),
+  hostAliases: z.array(z.object({ ip: z.string(), hostnames: z.array(z.string()) })).optional(),
   sharePid: z.boolean(),
   seLinux: seLinuxSchema,
   gracePeriodSeconds: z.number(),

@@ -11,7 +11,7 @@ import {
 } from '../container-probes.ts';
 import { type FileVolume, fileVolume, isFileVolume, mountSubPath } from '../file-volumes.ts';
 import { isAdmissionTokenProjection } from '../service-account-volume.ts';
-import { type PodIdentity, TERMINATION_VOLUME } from './names.ts';
+import { HOSTS_VOLUME, type PodIdentity, TERMINATION_VOLUME } from './names.ts';
 import { podHostname } from './pod-hostname.ts';
 
 /**
@@ -36,6 +36,8 @@ export interface PodPlan extends PodIdentity {
   hostPorts: Array<{ containerPort: number; hostPort: number; protocol: string; hostIp?: string }>;
   dns?: { nameservers: string[]; searches: string[]; options: string[] };
   extraHosts: string[];
+  /** The pod's hostAliases: its /etc/hosts is then written as the kubelet writes it (etc-hosts.ts). */
+  hostAliases?: Array<{ ip: string; hostnames: string[] }>;
   sharePid: boolean;
   /** The pod's seLinuxOptions: the infra container's label where the engine host has SELinux. */
   seLinux?: SeLinuxLabel;
@@ -148,6 +150,10 @@ export function podPlan(
   );
   const dnsConfig = spec?.dnsConfig;
   const { hostname, domainname } = podHostname(pod, clusterDomain);
+  const hostAliases = (spec?.hostAliases ?? []).map((a) => ({
+    ip: a.ip ?? '',
+    hostnames: a.hostnames ?? [],
+  }));
   return {
     ...identity,
     restartPolicy: restartPolicy(spec?.restartPolicy),
@@ -174,6 +180,7 @@ export function podPlan(
       ...([...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].some((c) => c.terminationMessagePath)
         ? [{ name: TERMINATION_VOLUME, memory: false }]
         : []),
+      ...(hostAliases.length > 0 ? [{ name: HOSTS_VOLUME, memory: false, held: true }] : []),
     ],
     hostPorts: (spec?.containers ?? []).flatMap((c) =>
       (c.ports ?? []).flatMap((p) =>
@@ -201,6 +208,7 @@ export function podPlan(
         }
       : {}),
     extraHosts: (spec?.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)),
+    ...(hostAliases.length > 0 ? { hostAliases } : {}),
     sharePid: spec?.shareProcessNamespace ?? false,
     ...seLinuxOf(spec?.securityContext?.seLinuxOptions),
     gracePeriodSeconds: spec?.terminationGracePeriodSeconds ?? 30,
