@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import { atomicLayout, updateLayout } from '../../lib/provider/docker/atomic-layout.ts';
 import { infraConfig, instanceConfig } from '../../lib/provider/docker/container-config.ts';
 import { engineHasSelinux, engineSelinuxOnce } from '../../lib/provider/docker/engine-selinux.ts';
 import { managedHostsFile } from '../../lib/provider/docker/etc-hosts.ts';
+import { fsGroupMode, volumeRootEntry } from '../../lib/provider/docker/fs-group.ts';
 import { podPlan } from '../../lib/provider/docker/pod-plan.ts';
 import { planEnv, planFromEnv } from '../../lib/provider/docker/pod-plan-codec.ts';
 import { unsupportedFields } from '../../lib/provider/docker/pod-support.ts';
+import { tarArchive } from '../../lib/provider/docker/tar-archive.ts';
 
 const identity = { namespace: 'n', name: 'p', uid: 'u', node: 'vk' };
 const settings = { network: 'bridge', infraImage: 'pause' };
@@ -200,5 +203,71 @@ describe('docker provider: hostAliases in the kubelet-managed /etc/hosts', () =>
     const plain = planOf(pod({}));
     assert.equal(plain.hostAliases, undefined);
     assert.equal(plain.volumes.length, 0);
+  });
+});
+
+describe('docker provider: fsGroup', () => {
+  const files = [
+    { path: 'data-1', mode: 0o440, content: Buffer.from('value-1') },
+    { path: 'dir/data-2', mode: 0o400, content: Buffer.from('value-2') },
+  ];
+
+  it('is accepted, with fsGroupChangePolicy, and every container gets it first among its supplementary groups', () => {
+    const fsPod = pod({
+      securityContext: { fsGroup: 1001, fsGroupChangePolicy: 'OnRootMismatch', supplementalGroups: [5, 6] },
+      initContainers: [{ name: 'init', image: 'b' }],
+    });
+    assert.deepEqual(unsupportedFields(fsPod, 'cluster.local'), []);
+    const plan = planOf(fsPod);
+    assert.equal(plan.fsGroup, 1001);
+    for (const c of [...plan.initContainers, ...plan.containers])
+      assert.deepEqual(c.groupAdd, ['1001', '5', '6']);
+  });
+
+  it("puts a file volume's directories and files in the group with the kubelet's read-only bits and setgid", () => {
+    const layout = atomicLayout(files, '..ts', 1001);
+    const byName = new Map(layout.map((e) => [e.name, e]));
+    assert.deepEqual(byName.get('.'), { type: 'dir', name: '.', mode: 0o2777, gid: 1001 });
+    assert.deepEqual(byName.get('..ts'), { type: 'dir', name: '..ts', mode: 0o2755, gid: 1001 });
+    assert.deepEqual(byName.get('..ts/dir'), { type: 'dir', name: '..ts/dir', mode: 0o2755, gid: 1001 });
+    const data1 = byName.get('..ts/data-1');
+    assert.ok(data1?.type === 'file');
+    assert.equal(data1.mode, 0o440, 'defaultMode 0440 stays -r--r-----, as the Secrets spec expects');
+    assert.equal(data1.gid, 1001);
+    const data2 = byName.get('..ts/dir/data-2');
+    assert.ok(data2?.type === 'file');
+    assert.equal(data2.mode, 0o440, 'group read added to 0400');
+    assert.deepEqual(byName.get('..data'), { type: 'symlink', name: '..data', target: '..ts' });
+    // An update writes the same ownership.
+    const update = updateLayout(files, '..ts2', 1001);
+    assert.ok(update.every((e) => e.type === 'symlink' || e.gid === 1001));
+    assert.equal(update.filter((e) => e.type !== 'symlink').length, 4);
+  });
+
+  it('changes nothing without one', () => {
+    const layout = atomicLayout(files, '..ts');
+    assert.ok(layout.every((e) => e.type === 'symlink' || e.gid === undefined));
+    assert.equal(layout[0]?.name, '..ts', 'no entry for the volume root');
+  });
+
+  it("gives an emptyDir the kubelet's 0777, and with an fsGroup its group, read-write bits and setgid", () => {
+    assert.deepEqual(volumeRootEntry(undefined), { type: 'dir', name: '.', mode: 0o777 });
+    assert.deepEqual(volumeRootEntry(2000), { type: 'dir', name: '.', mode: 0o2777, gid: 2000 });
+    assert.equal(fsGroupMode(0o644, false, false), 0o664);
+    assert.equal(fsGroupMode(0o700, true, false), 0o2770);
+    assert.equal(fsGroupMode(0o400, false, true), 0o440);
+  });
+
+  it('writes the group into the archive: ustar for a small id, a PAX record for a large one', () => {
+    const tar = tarArchive([{ type: 'dir', name: '.', mode: 0o2777, gid: 1001 }], new Date(0));
+    assert.equal(tar.subarray(0, 2).toString(), './');
+    assert.equal(tar.subarray(100, 107).toString(), '0002777');
+    assert.equal(tar.subarray(116, 123).toString(), '0001751');
+    const big = tarArchive(
+      [{ type: 'file', name: 'f', mode: 0o440, gid: 3_000_000_000, content: Buffer.from('x') }],
+      new Date(0),
+    );
+    assert.equal(big.subarray(156, 157).toString(), 'x', 'a PAX header first');
+    assert.match(big.subarray(512, 1024).toString(), / gid=3000000000\n/);
   });
 });

@@ -78,7 +78,7 @@ export function infraConfig(
 /**
  * The volumes the infra container holds for the pod's lifetime: the
  * termination messages' volume, each `medium: Memory` emptyDir, and each
- * held volume (file volumes, emptyDirs a subPath mount uses). The
+ * held volume (file volumes, emptyDirs, a managed /etc/hosts). The
  * engines mount a tmpfs volume while a container uses it and unmount it,
  * contents and all, when the last one stops; held by the infra container,
  * its files outlive a container's restart, as a kubelet's emptyDir does.

@@ -14,6 +14,7 @@ import { deletingConfig, infraConfig, volumeConfig } from './container-config.ts
 import { containerLogs } from './container-logs.ts';
 import type { DockerPodProviderOptions } from './docker-pod-options.ts';
 import { DockerContainerStreams } from './docker-streams.ts';
+import { prepareEmptyDirs } from './empty-dirs.ts';
 import { engineChanges } from './engine-changes.ts';
 import {
   isEngineNotFound,
@@ -150,7 +151,10 @@ export class DockerPodProvider implements PodProvider {
     // A uid being deleted never comes back (a create that read its pod before the delete, retried late).
     if (current?.deleting || removalOf(plan.uid))
       return current ? (await advancePod(this.deps, current, signal))?.status : undefined;
-    if (!current?.infra) await this.createInfra(plan, signal);
+    if (!current?.infra) {
+      await this.createInfra(plan, signal);
+      await prepareEmptyDirs(this.options, plan, signal);
+    }
     if (needsProber(plan)) await this.probers.ensure(plan.node, signal);
     const observed = (await this.state.pods({ [LABELS.uid]: plan.uid }, signal)).get(plan.uid);
     if (!observed) throw new Error(`docker provider: pod ${describe(plan)} vanished while it was created`);

@@ -137,6 +137,7 @@ const planSchema = z.object({
   hostAliases: z.array(z.object({ ip: z.string(), hostnames: z.array(z.string()) })).optional(),
   sharePid: z.boolean(),
   seLinux: seLinuxSchema,
+  fsGroup: z.number().optional(),
   gracePeriodSeconds: z.number(),
   imagePullSecrets: z.array(z.string()),
 });

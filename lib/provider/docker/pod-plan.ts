@@ -41,6 +41,8 @@ export interface PodPlan extends PodIdentity {
   sharePid: boolean;
   /** The pod's seLinuxOptions: the infra container's label where the engine host has SELinux. */
   seLinux?: SeLinuxLabel;
+  /** The pod's fsGroup: the group of its volumes' files (fs-group.ts) and a supplementary group of every container. */
+  fsGroup?: number;
   /**
    * The pod's terminationGracePeriodSeconds, reported back in the pod getPod
    * returns. A delete does not read it: a graceful one ends at its API
@@ -61,9 +63,10 @@ export interface PlannedVolume {
   /** What a configMap, secret, downwardAPI or projected volume holds. */
   files?: FileVolume;
   /**
-   * Mounted in the infra container at FILE_VOLUMES_DIR (file volumes, and
-   * emptyDirs a subPath mount uses): files reach it there through the engine
-   * API, and its directory on the engine host is where subPath binds start.
+   * Mounted in the infra container at HELD_VOLUMES_DIR (file volumes,
+   * emptyDirs, the /etc/hosts of a pod with hostAliases): files and the
+   * directory's mode reach it there through the engine API, and its
+   * directory on the engine host is where subPath binds start.
    */
   held?: boolean;
 }
@@ -143,11 +146,6 @@ export function podPlan(
   const tokenVolumes = new Set(
     (spec?.volumes ?? []).filter((v) => isAdmissionTokenProjection(v, pod)).map((v) => v.name),
   );
-  const subPathVolumes = new Set(
-    [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].flatMap((c) =>
-      (c.volumeMounts ?? []).filter((m) => m.subPath || m.subPathExpr).map((m) => m.name),
-    ),
-  );
   const dnsConfig = spec?.dnsConfig;
   const { hostname, domainname } = podHostname(pod, clusterDomain);
   const hostAliases = (spec?.hostAliases ?? []).map((a) => ({
@@ -163,14 +161,8 @@ export function podPlan(
     containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     volumes: [
       ...(spec?.volumes ?? []).flatMap((v): PlannedVolume[] => {
-        if (v.emptyDir)
-          return [
-            {
-              name: v.name,
-              memory: v.emptyDir.medium === 'Memory',
-              ...(subPathVolumes.has(v.name) ? { held: true } : {}),
-            },
-          ];
+        // Held by the infra container, which sets its directory's mode and group (volumeRootEntry) and holds it.
+        if (v.emptyDir) return [{ name: v.name, memory: v.emptyDir.medium === 'Memory', held: true }];
         if (tokenVolumes.has(v.name) || !isFileVolume(v)) return [];
         const planned = fileVolume(v, pod, downward);
         if ('reasons' in planned) throw new Error(`pod-plan: ${planned.reasons.join('; ')}`);
@@ -211,6 +203,7 @@ export function podPlan(
     ...(hostAliases.length > 0 ? { hostAliases } : {}),
     sharePid: spec?.shareProcessNamespace ?? false,
     ...seLinuxOf(spec?.securityContext?.seLinuxOptions),
+    ...(spec?.securityContext?.fsGroup !== undefined ? { fsGroup: spec.securityContext.fsGroup } : {}),
     gracePeriodSeconds: spec?.terminationGracePeriodSeconds ?? 30,
     imagePullSecrets: (spec?.imagePullSecrets ?? []).flatMap((s) => (s.name ? [s.name] : [])),
   };
@@ -261,7 +254,11 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
     ...(cpuRequest !== undefined ? { cpuShares: Math.max(2, Math.round(cpuRequest * 1024)) } : {}),
     // The engine takes a group only beside a user: runAsGroup alone is refused (pod-support.ts).
     ...(uid !== undefined ? { user: gid !== undefined ? `${uid}:${gid}` : String(uid) } : {}),
-    groupAdd: (podSc?.supplementalGroups ?? []).map(String),
+    // The kubelet's order: fsGroup, then the supplemental groups.
+    groupAdd: [
+      ...(podSc?.fsGroup !== undefined ? [podSc.fsGroup] : []),
+      ...(podSc?.supplementalGroups ?? []),
+    ].map(String),
     readOnlyRootfs: sc?.readOnlyRootFilesystem ?? false,
     noNewPrivileges: sc?.allowPrivilegeEscalation === false,
     capDrop: sc?.capabilities?.drop ?? [],

@@ -19,8 +19,10 @@ import { hostnameProblem } from './pod-hostname.ts';
  * nothing here: dnsPolicy ClusterFirst (containers use the engine's DNS);
  * the pipeline's own business: enableServiceLinks (the service variables
  * are in the env it hands over) and activeDeadlineSeconds (pod-status
- * enforces it); and fields that only qualify a refused one
- * (fsGroupChangePolicy, seLinuxChangePolicy, overhead) or an operation the
+ * enforces it); fsGroupChangePolicy (the provider writes every file of a
+ * volume itself, so each is in the fsGroup from the start, which both
+ * policies lead to); fields that only qualify a refused one
+ * (seLinuxChangePolicy, overhead) or an operation the
  * provider never performs (resizePolicy). docs/providers/docker.md lists
  * every field of the pod spec and what becomes of it.
  *
@@ -59,7 +61,6 @@ export function unsupportedFields(
   if (spec.hostIPC) refuse('spec.hostIPC', 'pods never share the Docker host IPC namespace');
   if ((spec.ephemeralContainers ?? []).length > 0) refuse('spec.ephemeralContainers', 'not supported');
   if (spec.securityContext?.sysctls?.length) refuse('spec.securityContext.sysctls', 'not supported');
-  if (spec.securityContext?.fsGroup !== undefined) refuse('spec.securityContext.fsGroup', 'not supported');
   if (spec.securityContext?.seccompProfile && spec.securityContext.seccompProfile.type !== 'RuntimeDefault')
     refuse('spec.securityContext.seccompProfile', 'only RuntimeDefault is supported');
   if (spec.securityContext?.appArmorProfile)

@@ -117,7 +117,7 @@ export class VolumeDelivery {
         return false;
       }
       const digest = payloadDigest(payload.files);
-      const layout = atomicLayout(payload.files, timestampDirName(new Date(now), digest));
+      const layout = atomicLayout(payload.files, timestampDirName(new Date(now), digest), plan.fsGroup);
       await this.deps.docker.getContainer(infraId).putArchive(tarArchive(layout, new Date(now)), {
         path: dir,
         ...(signal ? { abortSignal: signal } : {}),
