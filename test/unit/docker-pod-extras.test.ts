@@ -1,15 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import type Docker from 'dockerode';
+import { createLogger } from '../../lib/log/logger.ts';
 import { atomicLayout, updateLayout } from '../../lib/provider/docker/atomic-layout.ts';
 import { infraConfig, instanceConfig } from '../../lib/provider/docker/container-config.ts';
 import { engineHasSelinux, engineSelinuxOnce } from '../../lib/provider/docker/engine-selinux.ts';
 import { managedHostsFile } from '../../lib/provider/docker/etc-hosts.ts';
 import { fsGroupMode, volumeRootEntry } from '../../lib/provider/docker/fs-group.ts';
+import { MOUNT_WAIT_MS, mountWaitOver, unableToMountMessage } from '../../lib/provider/docker/mount-wait.ts';
 import { podPlan } from '../../lib/provider/docker/pod-plan.ts';
 import { planEnv, planFromEnv } from '../../lib/provider/docker/pod-plan-codec.ts';
 import { unsupportedFields } from '../../lib/provider/docker/pod-support.ts';
 import { tarArchive } from '../../lib/provider/docker/tar-archive.ts';
+import { VolumeDelivery } from '../../lib/provider/docker/volume-delivery.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
 const identity = { namespace: 'n', name: 'p', uid: 'u', node: 'vk' };
 const settings = { network: 'bridge', infraImage: 'pause' };
@@ -269,5 +274,63 @@ describe('docker provider: fsGroup', () => {
     );
     assert.equal(big.subarray(156, 157).toString(), 'x', 'a PAX header first');
     assert.match(big.subarray(512, 1024).toString(), / gid=3000000000\n/);
+  });
+});
+
+describe('docker provider: the kubelet summary of a pod that cannot mount its volumes', () => {
+  it('names the unmounted and unattached volumes in the kubelet words', () => {
+    assert.equal(
+      unableToMountMessage(['config'], ['config', 'scratch']),
+      'Unable to attach or mount volumes: unmounted volumes=[config], unattached volumes=[config scratch]: timed out waiting for the condition',
+    );
+    assert.equal(mountWaitOver(0, MOUNT_WAIT_MS - 1), false);
+    assert.equal(mountWaitOver(0, MOUNT_WAIT_MS), true);
+  });
+
+  it('records one summary per 2 min 3 s of failed tries, beside each try its own MountVolume.SetUp Event', async () => {
+    const clock = new FakeClock();
+    const events: Array<{ reason: string; message: string }> = [];
+    // The engine as the delivery sees it before a volume is filled: no `..data` in it.
+    const notFound = Object.assign(new Error('no such file'), { statusCode: 404 });
+    const docker = {
+      getContainer: () => ({ infoArchive: async () => Promise.reject(notFound) }),
+    } as unknown as Docker;
+    const delivery = new VolumeDelivery({
+      docker,
+      clock,
+      log: createLogger({ level: 'silent' }),
+      sources: { configMap: async () => undefined, secret: async () => undefined },
+      events: { record: async (_pod, _type, reason, message) => void events.push({ reason, message }) },
+      swapImage: 'busybox',
+      pullImage: async () => {},
+    });
+    const plan = planOf(
+      pod({
+        volumes: [
+          { name: 'config', configMap: { name: 'missing' } },
+          { name: 'scratch', emptyDir: {} },
+        ],
+        containers: [{ name: 'app', image: 'b', terminationMessagePath: '/dev/termination-log' }],
+      }),
+    );
+    const eventPod = () => pod({});
+    const summaries = () => events.filter((e) => e.message.startsWith('Unable to attach or mount volumes'));
+    // A reconcile looks every 10 s for 5 minutes: tries as the back-off lets them, summaries at 2 min 3 s waits.
+    for (let t = 0; t <= 300_000; t += 10_000) {
+      assert.equal(await delivery.ensure(plan, 'infra', eventPod), false);
+      if (t === 120_000) assert.equal(summaries().length, 0, 'none before 2 min 3 s');
+      await clock.advance(10_000);
+    }
+    const tries = events.filter((e) => e.message.startsWith('MountVolume.SetUp failed for volume "config"'));
+    assert.ok(tries.length >= 5, `tries: ${tries.length}`);
+    assert.deepEqual(
+      summaries().map((e) => e.reason),
+      ['FailedMount', 'FailedMount'],
+      'one at 2 min 10 s, one at 4 min 20 s: not one per try',
+    );
+    assert.equal(
+      summaries()[0]?.message,
+      'Unable to attach or mount volumes: unmounted volumes=[config], unattached volumes=[config scratch]: timed out waiting for the condition',
+    );
   });
 });
