@@ -172,8 +172,9 @@ async function moveOn(
     );
     images.set(view.plan.name, image);
     // A container with the pod's address in its env or /etc/hosts waits for the infra container's (set once it runs).
-    const addressed =
-      !view.plan.addressEnv?.some((a) => a.field !== 'status.hostIP') || infra.ip !== undefined;
+    const needsAddress =
+      view.plan.addressEnv?.some((a) => a.field !== 'status.hostIP') || (plan.hostAliases?.length ?? 0) > 0;
+    const addressed = !needsAddress || infra.ip !== undefined;
     if (image.kind === 'ready' && mounted && addressed)
       changed = (await createInstance(deps, plan, view, step.attempt, infra, podLog)) || changed;
   }
