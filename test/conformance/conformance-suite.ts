@@ -5,6 +5,7 @@ import { testEnv } from '../support/env.ts';
 import { commandAndDeadlineScenarios } from './scenarios/command-and-deadline.ts';
 import { deletionScenarios } from './scenarios/deletion.ts';
 import { lifecycleScenarios } from './scenarios/lifecycle.ts';
+import { podExtrasScenarios } from './scenarios/pod-extras.ts';
 import { podShapeScenarios } from './scenarios/pod-shape.ts';
 import { probeScenarios } from './scenarios/probes.ts';
 import { restartScenario } from './scenarios/restart.ts';
@@ -45,6 +46,7 @@ export function conformanceSuite(setup: ProviderSetup, options: Partial<Pipeline
     probeScenarios(ctx);
     commandAndDeadlineScenarios(ctx);
     volumeScenarios(ctx);
+    podExtrasScenarios(ctx);
   });
   describe(`provider conformance: ${setup.name}, every function killed`, () => {
     restartScenario(ctx);

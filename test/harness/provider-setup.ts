@@ -92,7 +92,8 @@ export type ScenarioId =
   | 'active-deadline'
   | 'file-volumes'
   | 'volume-update'
-  | 'volume-missing-source';
+  | 'volume-missing-source'
+  | 'pod-extras';
 
 export interface ProviderSetup {
   /** `SVK_PROVIDER` of the functions. */

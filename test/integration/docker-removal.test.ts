@@ -4,6 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { systemClock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
 import { engineKindOnce } from '../../lib/provider/docker/engine-kind.ts';
+import { engineSelinuxOnce } from '../../lib/provider/docker/engine-selinux.ts';
 import { EngineState } from '../../lib/provider/docker/engine-state.ts';
 import { ImagePuller } from '../../lib/provider/docker/image-puller.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
@@ -185,6 +186,7 @@ function advanceDeps(): AdvanceDeps {
     puller: new ImagePuller({ docker, clock: systemClock, log, timeoutMs: 30_000 }),
     settings: { network: env.docker.network, infraImage: INFRA_IMAGE, hostIp: '127.0.0.1' },
     engineKind: engineKindOnce(docker),
+    engineSelinux: engineSelinuxOnce(docker),
     clock: systemClock,
     log,
     registryAuth: async () => undefined,

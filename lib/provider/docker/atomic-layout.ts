@@ -1,4 +1,5 @@
 import type { FileProjection } from '../file-volumes.ts';
+import { volumeRootEntry, withFsGroup } from './fs-group.ts';
 import type { TarEntry } from './tar-archive.ts';
 
 /**
@@ -29,9 +30,15 @@ export function timestampDirName(now: Date, suffix: string): string {
  * mode), then `..data`, then the user-visible links; in that order, so that
  * a link is never there before what it points at.
  */
-export function atomicLayout(files: readonly FileProjection[], timestampDir: string): TarEntry[] {
+export function atomicLayout(
+  files: readonly FileProjection[],
+  timestampDir: string,
+  /** The pod's fsGroup: the volume, its directories and files in its group (fs-group.ts). */
+  fsGroup?: number,
+): TarEntry[] {
   return [
-    ...timestampedFiles(files, timestampDir),
+    ...(fsGroup !== undefined ? [volumeRootEntry(fsGroup)] : []),
+    ...withFsGroup(timestampedFiles(files, timestampDir), fsGroup, true),
     { type: 'symlink', name: DATA_DIR_NAME, target: timestampDir },
     ...visibleNames(files).map(
       (v): TarEntry => ({ type: 'symlink', name: v, target: `${DATA_DIR_NAME}/${v}` }),
@@ -45,9 +52,13 @@ export function atomicLayout(files: readonly FileProjection[], timestampDir: str
  * the swap (a rename of `..data_tmp` over `..data`, then the links of new
  * names made and those of names gone removed), which an archive cannot do.
  */
-export function updateLayout(files: readonly FileProjection[], timestampDir: string): TarEntry[] {
+export function updateLayout(
+  files: readonly FileProjection[],
+  timestampDir: string,
+  fsGroup?: number,
+): TarEntry[] {
   return [
-    ...timestampedFiles(files, timestampDir),
+    ...withFsGroup(timestampedFiles(files, timestampDir), fsGroup, true),
     { type: 'symlink', name: NEW_DATA_DIR_NAME, target: timestampDir },
   ];
 }

@@ -11,7 +11,7 @@ import {
   TERMINATION_VOLUME,
   volumeName,
 } from './names.ts';
-import type { ContainerPlan, PodPlan } from './pod-plan.ts';
+import type { AddressField, ContainerPlan, PodPlan, SeLinuxLabel } from './pod-plan.ts';
 import { planEnv } from './pod-plan-codec.ts';
 
 /**
@@ -32,7 +32,13 @@ export interface EngineSettings {
 }
 
 /** The infra ("pause") container: the pod's network and IPC namespaces, hostname, DNS and host ports. */
-export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.ContainerCreateOptions {
+export function infraConfig(
+  plan: PodPlan,
+  settings: EngineSettings,
+  /** The engine host enforces SELinux (engine-selinux.ts): the pod's seLinuxOptions become its label. */
+  selinux = false,
+): Docker.ContainerCreateOptions {
+  const labels = selinux ? labelOptions(plan.seLinux) : [];
   const exposed = Object.fromEntries(plan.hostPorts.map((p) => [`${p.containerPort}/${p.protocol}`, {}]));
   const bindings: Record<string, Array<{ HostPort: string; HostIp?: string }>> = {};
   for (const p of plan.hostPorts) {
@@ -61,6 +67,7 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
       PortBindings: bindings,
       ...(binds.length > 0 ? { Binds: binds } : {}),
       ExtraHosts: plan.extraHosts,
+      ...(labels.length > 0 ? { SecurityOpt: labels } : {}),
       ...(plan.dns
         ? { Dns: plan.dns.nameservers, DnsSearch: plan.dns.searches, DnsOptions: plan.dns.options }
         : {}),
@@ -71,7 +78,7 @@ export function infraConfig(plan: PodPlan, settings: EngineSettings): Docker.Con
 /**
  * The volumes the infra container holds for the pod's lifetime: the
  * termination messages' volume, each `medium: Memory` emptyDir, and each
- * held volume (file volumes, emptyDirs a subPath mount uses). The
+ * held volume (file volumes, emptyDirs, a managed /etc/hosts). The
  * engines mount a tmpfs volume while a container uses it and unmount it,
  * contents and all, when the last one stops; held by the infra container,
  * its files outlive a container's restart, as a kubelet's emptyDir does.
@@ -94,6 +101,38 @@ export function heldVolumePath(volume: string): string {
   return `${HELD_VOLUMES_DIR}/${volume}`;
 }
 
+/** What an instance's create options take from the engine and the running pod, beside its plan. */
+export interface InstanceFacts {
+  /** The engine host enforces SELinux (engine-selinux.ts): the container's seLinuxOptions become its label. */
+  selinux?: boolean;
+  /** The infra container's address (the pod IP) and the node's, for the container's addressEnv. */
+  podIp?: string;
+  hostIp?: string;
+}
+
+/** The engine's label options (`label=level:s0`...) for an SELinux context. */
+export function labelOptions(label: SeLinuxLabel | undefined): string[] {
+  if (!label) return [];
+  return (['user', 'role', 'type', 'level'] as const).flatMap((part) =>
+    label[part] ? [`label=${part}:${label[part]}`] : [],
+  );
+}
+
+/**
+ * The container's env with its address variables set (ContainerPlan.addressEnv), as the kubelet resolves
+ * them when it creates the container, once the pod sandbox has its IP.
+ */
+export function containerEnv(container: ContainerPlan, facts: InstanceFacts): string[] {
+  const late = new Map(container.addressEnv?.map((a) => [a.name, a.field]));
+  if (late.size === 0) return container.env;
+  const value = (field: AddressField) => (field === 'status.hostIP' ? facts.hostIp : facts.podIp) ?? '';
+  return container.env.map((entry) => {
+    const name = entry.slice(0, entry.indexOf('='));
+    const field = late.get(name);
+    return field ? `${name}=${value(field)}` : entry;
+  });
+}
+
 /**
  * One instance of an init or app container, joined to the infra container's
  * namespaces. Its hostname is the infra container's, as a pod's containers
@@ -111,7 +150,12 @@ export function instanceConfig(
   extraBinds: readonly string[] = [],
   /** The directories on the engine host of the volumes a subPath mount uses, by Kubernetes volume name. */
   volumeDirs: ReadonlyMap<string, string> = new Map(),
+  facts: InstanceFacts = {},
 ): Docker.ContainerCreateOptions {
+  const securityOpt = [
+    ...(container.noNewPrivileges ? ['no-new-privileges'] : []),
+    ...(facts.selinux ? labelOptions(container.seLinux) : []),
+  ];
   return {
     name: instanceName(plan.uid, role, container.name, attempt),
     Image: container.image,
@@ -120,7 +164,7 @@ export function instanceConfig(
     ...(!container.command && container.args ? { Cmd: container.args } : {}),
     ...(container.workingDir ? { WorkingDir: container.workingDir } : {}),
     ...(container.user ? { User: container.user } : {}),
-    Env: container.env,
+    Env: containerEnv(container, facts),
     Tty: container.tty,
     OpenStdin: container.stdin,
     StdinOnce: container.stdinOnce,
@@ -151,7 +195,7 @@ export function instanceConfig(
       ...(container.memoryBytes !== undefined ? { Memory: container.memoryBytes } : {}),
       ...(container.cpuShares !== undefined ? { CpuShares: container.cpuShares } : {}),
       ReadonlyRootfs: container.readOnlyRootfs,
-      ...(container.noNewPrivileges ? { SecurityOpt: ['no-new-privileges'] } : {}),
+      ...(securityOpt.length > 0 ? { SecurityOpt: securityOpt } : {}),
       ...(container.capDrop.length > 0 ? { CapDrop: container.capDrop } : {}),
       ...(container.groupAdd.length > 0 ? { GroupAdd: container.groupAdd } : {}),
     },

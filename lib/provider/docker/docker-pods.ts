@@ -14,6 +14,7 @@ import { deletingConfig, infraConfig, volumeConfig } from './container-config.ts
 import { containerLogs } from './container-logs.ts';
 import type { DockerPodProviderOptions } from './docker-pod-options.ts';
 import { DockerContainerStreams } from './docker-streams.ts';
+import { prepareEmptyDirs } from './empty-dirs.ts';
 import { engineChanges } from './engine-changes.ts';
 import {
   isEngineNotFound,
@@ -23,6 +24,7 @@ import {
   isStartUnderWay,
 } from './engine-errors.ts';
 import { engineKindOnce } from './engine-kind.ts';
+import { engineSelinuxOnce } from './engine-selinux.ts';
 import { EngineState } from './engine-state.ts';
 import { ImagePuller } from './image-puller.ts';
 import { describe, infraName, LABELS, podIdentity } from './names.ts';
@@ -87,6 +89,7 @@ export class DockerPodProvider implements PodProvider {
       puller,
       settings,
       engineKind,
+      engineSelinux: engineSelinuxOnce(docker),
       clock,
       log,
       registryAuth: options.registryAuth ?? (async () => undefined),
@@ -148,7 +151,10 @@ export class DockerPodProvider implements PodProvider {
     // A uid being deleted never comes back (a create that read its pod before the delete, retried late).
     if (current?.deleting || removalOf(plan.uid))
       return current ? (await advancePod(this.deps, current, signal))?.status : undefined;
-    if (!current?.infra) await this.createInfra(plan, signal);
+    if (!current?.infra) {
+      await this.createInfra(plan, signal);
+      await prepareEmptyDirs(this.options, plan, signal);
+    }
     if (needsProber(plan)) await this.probers.ensure(plan.node, signal);
     const observed = (await this.state.pods({ [LABELS.uid]: plan.uid }, signal)).get(plan.uid);
     if (!observed) throw new Error(`docker provider: pod ${describe(plan)} vanished while it was created`);
@@ -335,7 +341,8 @@ export class DockerPodProvider implements PodProvider {
     await this.deps.puller.ensure(settings.infraImage, signal);
     for (let attempt = 1; ; attempt++) {
       try {
-        await docker.createContainer({ ...infraConfig(plan, settings), ...opts });
+        const selinux = await this.deps.engineSelinux();
+        await docker.createContainer({ ...infraConfig(plan, settings, selinux), ...opts });
       } catch (err) {
         if (!isNameConflict(err)) throw err;
       }

@@ -119,6 +119,9 @@ export const TERMINATION_VOLUME = 'termination_messages';
 /** Where the infra container mounts it. */
 export const TERMINATION_DIR = '/svk-termination';
 
+/** A pod's volume of its kubelet-managed /etc/hosts (etc-hosts.ts): not a DNS label, never a Kubernetes volume's name. */
+export const HOSTS_VOLUME = 'etc_hosts';
+
 /** Engine list filters (`label=key=value`). */
 export function labelFilter(labels: Record<string, string>): string[] {
   return Object.entries(labels).map(([key, value]) => `${key}=${value}`);

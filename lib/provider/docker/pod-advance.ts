@@ -12,6 +12,7 @@ import {
 } from './engine-errors.ts';
 import type { EngineKind } from './engine-kind.ts';
 import type { EngineState } from './engine-state.ts';
+import { etcHostsBind } from './etc-hosts.ts';
 import type { ImagePuller, RegistryAuth } from './image-puller.ts';
 import { LABELS } from './names.ts';
 import type { InfraInstance, ObservedPod } from './observed-pod.ts';
@@ -32,6 +33,8 @@ export interface AdvanceDeps {
   settings: EngineSettings & { hostIp: string };
   /** Docker Engine or Podman, which name a joining container's hostname differently. */
   engineKind: () => Promise<EngineKind>;
+  /** Whether the engine host enforces SELinux (engine-selinux.ts). */
+  engineSelinux: () => Promise<boolean>;
   clock: Clock;
   log: Logger;
   /** Registry credentials for a pod's image, from its imagePullSecrets. */
@@ -168,8 +171,12 @@ async function moveOn(
       signal,
     );
     images.set(view.plan.name, image);
-    if (image.kind === 'ready' && mounted)
-      changed = (await createInstance(deps, plan, view, step.attempt, infra.id, podLog)) || changed;
+    // A container with the pod's address in its env or /etc/hosts waits for the infra container's (set once it runs).
+    const needsAddress =
+      view.plan.addressEnv?.some((a) => a.field !== 'status.hostIP') || (plan.hostAliases?.length ?? 0) > 0;
+    const addressed = !needsAddress || infra.ip !== undefined;
+    if (image.kind === 'ready' && mounted && addressed)
+      changed = (await createInstance(deps, plan, view, step.attempt, infra, podLog)) || changed;
   }
   for (const old of progress.garbage) {
     state.invalidate(old.id);
@@ -263,11 +270,13 @@ async function createInstance(
   plan: PodPlan,
   view: ContainerView,
   attempt: number,
-  infraId: string,
+  infra: InfraInstance,
   log: Logger,
 ): Promise<boolean> {
   if (removalOf(plan.uid)) return false;
+  const infraId = infra.id;
   const bind = await terminationMessageBind(deps.docker, plan, view.plan, attempt, infraId, deps.mountpoints);
+  const hosts = await etcHostsBind(deps.docker, plan, infra, deps.mountpoints, new Date(deps.clock.now()));
   const engine = await deps.engineKind();
   let id: string;
   try {
@@ -279,8 +288,13 @@ async function createInstance(
       attempt,
       infraId,
       engine,
-      bind ? [bind] : [],
+      [...(bind ? [bind] : []), ...(hosts ? [hosts] : [])],
       dirs,
+      {
+        selinux: await deps.engineSelinux(),
+        hostIp: deps.settings.hostIp,
+        ...(infra.ip ? { podIp: infra.ip } : {}),
+      },
     );
     id = (await deps.docker.createContainer(config)).id;
   } catch (err) {

@@ -57,6 +57,15 @@ const fileVolumeSchema = z.object({
   ),
 });
 
+const seLinuxSchema = z
+  .object({
+    user: z.string().optional(),
+    role: z.string().optional(),
+    type: z.string().optional(),
+    level: z.string().optional(),
+  })
+  .optional();
+
 const containerSchema = z.object({
   name: z.string(),
   image: z.string(),
@@ -65,6 +74,9 @@ const containerSchema = z.object({
   args: z.array(z.string()).optional(),
   workingDir: z.string().optional(),
   env: z.array(z.string()),
+  addressEnv: z
+    .array(z.object({ name: z.string(), field: z.enum(['status.podIP', 'status.podIPs', 'status.hostIP']) }))
+    .optional(),
   tty: z.boolean(),
   stdin: z.boolean(),
   stdinOnce: z.boolean(),
@@ -79,6 +91,7 @@ const containerSchema = z.object({
   readOnlyRootfs: z.boolean(),
   noNewPrivileges: z.boolean(),
   capDrop: z.array(z.string()),
+  seLinux: seLinuxSchema,
   probes: z
     .object({
       readiness: probeSchema.optional(),
@@ -121,7 +134,10 @@ const planSchema = z.object({
     .object({ nameservers: z.array(z.string()), searches: z.array(z.string()), options: z.array(z.string()) })
     .optional(),
   extraHosts: z.array(z.string()),
+  hostAliases: z.array(z.object({ ip: z.string(), hostnames: z.array(z.string()) })).optional(),
   sharePid: z.boolean(),
+  seLinux: seLinuxSchema,
+  fsGroup: z.number().optional(),
   gracePeriodSeconds: z.number(),
   imagePullSecrets: z.array(z.string()),
 });

@@ -1,4 +1,4 @@
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1SELinuxOptions } from '@kubernetes/client-node';
 import type { DownwardApiOptions } from '../../kube/downward-api.ts';
 import { expandEnv } from '../../kube/env-expansion.ts';
 import { parseQuantity } from '../../kube/quantity.ts';
@@ -11,7 +11,7 @@ import {
 } from '../container-probes.ts';
 import { type FileVolume, fileVolume, isFileVolume, mountSubPath } from '../file-volumes.ts';
 import { isAdmissionTokenProjection } from '../service-account-volume.ts';
-import { type PodIdentity, TERMINATION_VOLUME } from './names.ts';
+import { HOSTS_VOLUME, type PodIdentity, TERMINATION_VOLUME } from './names.ts';
 import { podHostname } from './pod-hostname.ts';
 
 /**
@@ -36,7 +36,13 @@ export interface PodPlan extends PodIdentity {
   hostPorts: Array<{ containerPort: number; hostPort: number; protocol: string; hostIp?: string }>;
   dns?: { nameservers: string[]; searches: string[]; options: string[] };
   extraHosts: string[];
+  /** The pod's hostAliases: its /etc/hosts is then written as the kubelet writes it (etc-hosts.ts). */
+  hostAliases?: Array<{ ip: string; hostnames: string[] }>;
   sharePid: boolean;
+  /** The pod's seLinuxOptions: the infra container's label where the engine host has SELinux. */
+  seLinux?: SeLinuxLabel;
+  /** The pod's fsGroup: the group of its volumes' files (fs-group.ts) and a supplementary group of every container. */
+  fsGroup?: number;
   /**
    * The pod's terminationGracePeriodSeconds, reported back in the pod getPod
    * returns. A delete does not read it: a graceful one ends at its API
@@ -57,12 +63,25 @@ export interface PlannedVolume {
   /** What a configMap, secret, downwardAPI or projected volume holds. */
   files?: FileVolume;
   /**
-   * Mounted in the infra container at FILE_VOLUMES_DIR (file volumes, and
-   * emptyDirs a subPath mount uses): files reach it there through the engine
-   * API, and its directory on the engine host is where subPath binds start.
+   * Mounted in the infra container at HELD_VOLUMES_DIR (file volumes,
+   * emptyDirs, the /etc/hosts of a pod with hostAliases): files and the
+   * directory's mode reach it there through the engine API, and its
+   * directory on the engine host is where subPath binds start.
    */
   held?: boolean;
 }
+
+/** An SELinux context's parts (seLinuxOptions), each set only when given. */
+export interface SeLinuxLabel {
+  user?: string;
+  role?: string;
+  type?: string;
+  level?: string;
+}
+
+/** The downward API's fields the pod gets only once it has an address: env resolved before then reads them empty. */
+export const ADDRESS_FIELDS = ['status.podIP', 'status.podIPs', 'status.hostIP'] as const;
+export type AddressField = (typeof ADDRESS_FIELDS)[number];
 
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
@@ -78,6 +97,12 @@ export interface ContainerPlan {
   workingDir?: string;
   /** `NAME=value`, resolved by the pipeline. */
   env: string[];
+  /**
+   * The variables of `env` that are the pod's or node's address (a fieldRef to one of ADDRESS_FIELDS) and
+   * that the pipeline resolved empty, before the pod had one: set when the container is created, from the
+   * infra container's address (instanceConfig).
+   */
+  addressEnv?: Array<{ name: string; field: AddressField }>;
   tty: boolean;
   stdin: boolean;
   stdinOnce: boolean;
@@ -95,6 +120,8 @@ export interface ContainerPlan {
   readOnlyRootfs: boolean;
   noNewPrivileges: boolean;
   capDrop: string[];
+  /** The container's seLinuxOptions, else the pod's: its label where the engine host has SELinux. */
+  seLinux?: SeLinuxLabel;
   /** Probes and lifecycle hooks, run by the node's prober (prober/prober-agent.ts); absent when none. */
   probes?: ContainerProbes;
   /**
@@ -119,13 +146,12 @@ export function podPlan(
   const tokenVolumes = new Set(
     (spec?.volumes ?? []).filter((v) => isAdmissionTokenProjection(v, pod)).map((v) => v.name),
   );
-  const subPathVolumes = new Set(
-    [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].flatMap((c) =>
-      (c.volumeMounts ?? []).filter((m) => m.subPath || m.subPathExpr).map((m) => m.name),
-    ),
-  );
   const dnsConfig = spec?.dnsConfig;
   const { hostname, domainname } = podHostname(pod, clusterDomain);
+  const hostAliases = (spec?.hostAliases ?? []).map((a) => ({
+    ip: a.ip ?? '',
+    hostnames: a.hostnames ?? [],
+  }));
   return {
     ...identity,
     restartPolicy: restartPolicy(spec?.restartPolicy),
@@ -135,14 +161,8 @@ export function podPlan(
     containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
     volumes: [
       ...(spec?.volumes ?? []).flatMap((v): PlannedVolume[] => {
-        if (v.emptyDir)
-          return [
-            {
-              name: v.name,
-              memory: v.emptyDir.medium === 'Memory',
-              ...(subPathVolumes.has(v.name) ? { held: true } : {}),
-            },
-          ];
+        // Held by the infra container, which sets its directory's mode and group (volumeRootEntry) and holds it.
+        if (v.emptyDir) return [{ name: v.name, memory: v.emptyDir.medium === 'Memory', held: true }];
         if (tokenVolumes.has(v.name) || !isFileVolume(v)) return [];
         const planned = fileVolume(v, pod, downward);
         if ('reasons' in planned) throw new Error(`pod-plan: ${planned.reasons.join('; ')}`);
@@ -152,6 +172,7 @@ export function podPlan(
       ...([...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].some((c) => c.terminationMessagePath)
         ? [{ name: TERMINATION_VOLUME, memory: false }]
         : []),
+      ...(hostAliases.length > 0 ? [{ name: HOSTS_VOLUME, memory: false, held: true }] : []),
     ],
     hostPorts: (spec?.containers ?? []).flatMap((c) =>
       (c.ports ?? []).flatMap((p) =>
@@ -179,7 +200,10 @@ export function podPlan(
         }
       : {}),
     extraHosts: (spec?.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)),
+    ...(hostAliases.length > 0 ? { hostAliases } : {}),
     sharePid: spec?.shareProcessNamespace ?? false,
+    ...seLinuxOf(spec?.securityContext?.seLinuxOptions),
+    ...(spec?.securityContext?.fsGroup !== undefined ? { fsGroup: spec.securityContext.fsGroup } : {}),
     gracePeriodSeconds: spec?.terminationGracePeriodSeconds ?? 30,
     imagePullSecrets: (spec?.imagePullSecrets ?? []).flatMap((s) => (s.name ? [s.name] : [])),
   };
@@ -195,6 +219,10 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
   const cpuRequest = quantity(c.resources?.requests?.cpu);
   const probes = containerProbes(c);
   const { command, args } = containerArgv(c);
+  const addressEnv = (c.env ?? []).flatMap((e) => {
+    const field = ADDRESS_FIELDS.find((f) => f === e.valueFrom?.fieldRef?.fieldPath);
+    return field && !e.value ? [{ name: e.name, field }] : [];
+  });
   return {
     name: c.name,
     image: c.image ?? '',
@@ -203,6 +231,7 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
     ...(args ? { args } : {}),
     ...(c.workingDir ? { workingDir: c.workingDir } : {}),
     env: (c.env ?? []).map((e) => `${e.name}=${e.value ?? ''}`),
+    ...(addressEnv.length > 0 ? { addressEnv } : {}),
     tty: c.tty ?? false,
     stdin: c.stdin ?? false,
     stdinOnce: c.stdinOnce ?? false,
@@ -225,10 +254,16 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
     ...(cpuRequest !== undefined ? { cpuShares: Math.max(2, Math.round(cpuRequest * 1024)) } : {}),
     // The engine takes a group only beside a user: runAsGroup alone is refused (pod-support.ts).
     ...(uid !== undefined ? { user: gid !== undefined ? `${uid}:${gid}` : String(uid) } : {}),
-    groupAdd: (podSc?.supplementalGroups ?? []).map(String),
+    // The kubelet's order: fsGroup, then the supplemental groups.
+    groupAdd: [
+      ...(podSc?.fsGroup !== undefined ? [podSc.fsGroup] : []),
+      ...(podSc?.supplementalGroups ?? []),
+    ].map(String),
     readOnlyRootfs: sc?.readOnlyRootFilesystem ?? false,
     noNewPrivileges: sc?.allowPrivilegeEscalation === false,
     capDrop: sc?.capabilities?.drop ?? [],
+    // The kubelet takes the container's seLinuxOptions whole when it has some, else the pod's.
+    ...seLinuxOf(sc?.seLinuxOptions ?? podSc?.seLinuxOptions),
     ...(hasProbesOrHooks(probes) ? { probes: expandProbeCommands(probes, c) } : {}),
     ...(c.terminationMessagePath
       ? {
@@ -239,6 +274,16 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
         }
       : {}),
   };
+}
+
+function seLinuxOf(options: V1SELinuxOptions | undefined): { seLinux?: SeLinuxLabel } {
+  if (!options) return {};
+  const label: SeLinuxLabel = {};
+  for (const part of ['user', 'role', 'type', 'level'] as const) {
+    const value = options[part];
+    if (value) label[part] = value;
+  }
+  return Object.keys(label).length > 0 ? { seLinux: label } : {};
 }
 
 function restartPolicy(value: string | undefined): RestartPolicy {

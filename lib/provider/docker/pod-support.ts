@@ -19,8 +19,10 @@ import { hostnameProblem } from './pod-hostname.ts';
  * nothing here: dnsPolicy ClusterFirst (containers use the engine's DNS);
  * the pipeline's own business: enableServiceLinks (the service variables
  * are in the env it hands over) and activeDeadlineSeconds (pod-status
- * enforces it); and fields that only qualify a refused one
- * (fsGroupChangePolicy, seLinuxChangePolicy, overhead) or an operation the
+ * enforces it); fsGroupChangePolicy (the provider writes every file of a
+ * volume itself, so each is in the fsGroup from the start, which both
+ * policies lead to); fields that only qualify a refused one
+ * (seLinuxChangePolicy, overhead) or an operation the
  * provider never performs (resizePolicy). docs/providers/docker.md lists
  * every field of the pod spec and what becomes of it.
  *
@@ -33,6 +35,8 @@ import { hostnameProblem } from './pod-hostname.ts';
  * accepted as RuntimeDefault only (what the engine applies anyway), and
  * appArmorProfile (which the engine applies only where the host has
  * AppArmor, unknown here), hostUsers: false and runtimeClassName are refused.
+ * seLinuxOptions are the engine's label options where its host has SELinux
+ * and ignored where it has not, as the kubelet does (engine-selinux.ts).
  */
 
 /** The annotation AppArmor profiles were asked for with before Kubernetes 1.30, per container. */
@@ -57,8 +61,6 @@ export function unsupportedFields(
   if (spec.hostIPC) refuse('spec.hostIPC', 'pods never share the Docker host IPC namespace');
   if ((spec.ephemeralContainers ?? []).length > 0) refuse('spec.ephemeralContainers', 'not supported');
   if (spec.securityContext?.sysctls?.length) refuse('spec.securityContext.sysctls', 'not supported');
-  if (spec.securityContext?.seLinuxOptions) refuse('spec.securityContext.seLinuxOptions', 'not supported');
-  if (spec.securityContext?.fsGroup !== undefined) refuse('spec.securityContext.fsGroup', 'not supported');
   if (spec.securityContext?.seccompProfile && spec.securityContext.seccompProfile.type !== 'RuntimeDefault')
     refuse('spec.securityContext.seccompProfile', 'only RuntimeDefault is supported');
   if (spec.securityContext?.appArmorProfile)
@@ -150,7 +152,6 @@ function containerReasons(
   if (sc?.privileged) refuse('securityContext.privileged', 'privileged containers are refused');
   if (sc?.capabilities?.add?.length)
     refuse('securityContext.capabilities.add', 'added capabilities are refused');
-  if (sc?.seLinuxOptions) refuse('securityContext.seLinuxOptions', 'not supported');
   if (sc?.windowsOptions) refuse('securityContext.windowsOptions', 'not supported');
   if (sc?.procMount && sc.procMount !== 'Default') refuse('securityContext.procMount', 'not supported');
   if (sc?.seccompProfile && sc.seccompProfile.type !== 'RuntimeDefault')

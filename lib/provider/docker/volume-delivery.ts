@@ -19,6 +19,7 @@ import type { ProviderEventRecorder } from '../provider.ts';
 import { atomicLayout, DATA_DIR_NAME, digestOf, timestampDirName } from './atomic-layout.ts';
 import { heldVolumePath } from './container-config.ts';
 import { pathExists, pathStat } from './engine-archive.ts';
+import { type MountWait, mountWaitOver, podVolumeNames, unableToMountMessage } from './mount-wait.ts';
 import { volumeName } from './names.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
 import { type TarEntry, tarArchive } from './tar-archive.ts';
@@ -92,6 +93,8 @@ export class VolumeDelivery {
   readonly #refreshAt = new Map<string, number>();
   /** The digest of what each volume holds, by `<infra id>/<volume>`, as last seen or written. */
   readonly #digests = new Map<string, string>();
+  /** Pods whose volumes could not be filled yet, since when (mount-wait.ts). */
+  readonly #waits = new Map<string, MountWait>();
 
   constructor(private readonly deps: VolumeDeliveryDeps) {}
 
@@ -105,7 +108,7 @@ export class VolumeDelivery {
     if (volumes.length === 0 || this.#delivered.has(infraId)) return true;
     const now = this.deps.clock.now();
     const retry = this.#retry.get(plan.uid);
-    if (retry && now < retry.at) return false;
+    if (retry && now < retry.at) return this.#stillWaiting(plan, pod);
     for (const volume of volumes) {
       const files = volume.files;
       if (!files) continue;
@@ -114,16 +117,17 @@ export class VolumeDelivery {
       const payload = await this.#payload(plan, files, signal);
       if ('error' in payload) {
         await this.#failed(plan, volume.name, payload.error, pod);
-        return false;
+        return this.#stillWaiting(plan, pod, [volume.name]);
       }
       const digest = payloadDigest(payload.files);
-      const layout = atomicLayout(payload.files, timestampDirName(new Date(now), digest));
+      const layout = atomicLayout(payload.files, timestampDirName(new Date(now), digest), plan.fsGroup);
       await this.deps.docker.getContainer(infraId).putArchive(tarArchive(layout, new Date(now)), {
         path: dir,
         ...(signal ? { abortSignal: signal } : {}),
       });
     }
     this.#retry.delete(plan.uid);
+    this.#waits.delete(plan.uid);
     remember(this.#delivered, infraId);
     this.#refreshAt.set(infraId, now + REFRESH_MS);
     return true;
@@ -215,6 +219,25 @@ export class VolumeDelivery {
       }
     }
     return volumePayload(files, data);
+  }
+
+  /** False, after the kubelet's summary Event once the pod waited 2 min 3 s for its volumes (mount-wait.ts). */
+  async #stillWaiting(plan: PodPlan, pod: () => V1Pod, unmounted?: readonly string[]): Promise<false> {
+    const now = this.deps.clock.now();
+    const wait = this.#waits.get(plan.uid) ?? { since: now, unmounted: [] };
+    const current = { since: wait.since, unmounted: unmounted ?? wait.unmounted };
+    if (mountWaitOver(current.since, now)) {
+      await this.deps.events?.record(
+        pod(),
+        'Warning',
+        'FailedMount',
+        unableToMountMessage(current.unmounted, podVolumeNames(plan)),
+      );
+      current.since = now;
+    }
+    this.#waits.set(plan.uid, current);
+    if (this.#waits.size > MAX_REMEMBERED) this.#waits.delete(this.#waits.keys().next().value ?? '');
+    return false;
   }
 
   async #failed(plan: PodPlan, volume: string, error: string, pod: () => V1Pod): Promise<void> {

@@ -35,7 +35,7 @@ export interface SwapDeps {
  */
 export async function swapVolume(
   deps: SwapDeps,
-  plan: PodIdentity,
+  plan: PodIdentity & { fsGroup?: number },
   volume: string,
   infraId: string,
   files: readonly FileProjection[],
@@ -45,10 +45,12 @@ export async function swapVolume(
   const { docker, clock } = deps;
   const opts = signal ? { abortSignal: signal } : {};
   const dir = timestampDirName(new Date(clock.now()), digest);
-  await docker.getContainer(infraId).putArchive(tarArchive(updateLayout(files, dir), new Date(clock.now())), {
-    path: heldVolumePath(volume),
-    ...opts,
-  });
+  await docker
+    .getContainer(infraId)
+    .putArchive(tarArchive(updateLayout(files, dir, plan.fsGroup), new Date(clock.now())), {
+      path: heldVolumePath(volume),
+      ...opts,
+    });
   await deps.pullImage(deps.swapImage, signal);
   const name = `${volumeName(plan.uid, volume)}_swap`;
   let container: Docker.Container;

@@ -79,6 +79,8 @@ export function ecsProviderSetup(options: { env?: Record<string, string> } = {})
       'volume-update': 'configMap and downwardAPI volumes are refused by name on Fargate',
       'volume-missing-source':
         'configMap volumes are refused by name on Fargate, so a pod never waits for its ConfigMap there',
+      'pod-extras':
+        'fsGroup, seLinuxOptions, hostAliases and Secret volumes are refused by name on Fargate; status.podIP in env is empty there (the task has its address only once it runs)',
     },
   };
 }

@@ -39,6 +39,8 @@ export function mockProviderSetup(): ProviderSetup {
       'volume-update': 'the mock has no files to update',
       'volume-missing-source':
         'the mock mounts no volumes, so it never waits for a ConfigMap (it runs the pod at once)',
+      'pod-extras':
+        'the mock runs no processes and has no filesystem: it accepts fsGroup, seLinuxOptions and hostAliases, and there is no /etc/hosts, file or env to read back',
     },
   };
 }
