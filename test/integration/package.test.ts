@@ -712,7 +712,10 @@ describe('serverless package (offline, no AWS credentials)', () => {
     const permission = resources.KubeletApiInvokePermission?.Properties;
     assert.equal(permission?.Principal, 'apigateway.amazonaws.com');
     // Invoked from the API's own stage only.
-    assert.match(JSON.stringify(permission?.SourceArn), /execute-api:.*\$\{KubeletApiRestApi\}\/kubelet\/\*\/\*"/);
+    assert.match(
+      JSON.stringify(permission?.SourceArn),
+      /execute-api:.*\$\{KubeletApiRestApi\}\/kubelet\/\*\/\*"/,
+    );
 
     const fn = resources.KubeletApiLambdaFunction?.Properties;
     assert.equal(fn?.Handler, 'functions/kubelet-api.handler');
