@@ -128,10 +128,11 @@ export default {
     },
     {
       name: 'no-unresolvable-import',
-      comment: 'Every import resolves to a file.',
+      comment:
+        "Every import resolves to a file (but the adapter bench/kube-client.ts's esbuild plugin resolves for each build: virtual-modules.d.ts).",
       severity: 'error',
       from: {},
-      to: { couldNotResolve: true },
+      to: { couldNotResolve: true, pathNot: '^svk-bench-adapter$' },
     },
   ],
   options: {
