@@ -666,7 +666,7 @@ describe('per-pod overrides', () => {
     );
   });
 
-  it('requires one rule to grant all of a pod\'s overrides, not the union of several rules', () => {
+  it("requires one rule to grant all of a pod's overrides, not the union of several rules", () => {
     // Two grants to two workloads of one namespace: the batch role on spot, the api role in its security group.
     const split: OverrideRule[] = [
       {
