@@ -201,9 +201,12 @@ async function run(): Promise<void> {
  * local control plane (built first when its binaries are missing).
  * `kubeconfig` is for the functions, `kubectlConfig` for the user.
  */
-async function useCluster(
-  stops: Stops,
-): Promise<{ kubeconfig: string; kubectlConfig: string; ca?: CertificateFiles }> {
+async function useCluster(stops: Stops): Promise<{
+  kubeconfig: string;
+  kubectlConfig: string;
+  kubeletApiKubeconfig?: string;
+  ca?: CertificateFiles;
+}> {
   const current = await currentKubeconfig();
   if (current) return { kubeconfig: current, kubectlConfig: current };
   if (!controlPlaneBinariesPresent()) {
@@ -217,6 +220,7 @@ async function useCluster(
   return {
     kubeconfig: controlPlane.kubeletKubeconfig,
     kubectlConfig: controlPlane.adminKubeconfig,
+    kubeletApiKubeconfig: controlPlane.kubeletApiKubeconfig,
     ca: controlPlane.ca,
   };
 }
@@ -231,7 +235,7 @@ async function useCluster(
  */
 async function useKubeletApi(
   config: Config,
-  cluster: { kubectlConfig: string; ca?: CertificateFiles },
+  cluster: { kubectlConfig: string; kubeletApiKubeconfig?: string; ca?: CertificateFiles },
   settings: JoinedKubeletApiSettings,
   env: Record<string, string | undefined>,
   stops: Stops,
@@ -241,6 +245,10 @@ async function useKubeletApi(
   if (cluster.ca) {
     api = await startLocalKubeletApi({
       env,
+      // The kubelet API's own identity (infra/rbac.yaml), unless SVK_KUBECONFIG chose one for every function.
+      ...(cluster.kubeletApiKubeconfig && !process.env.SVK_KUBECONFIG
+        ? { kubeconfig: cluster.kubeletApiKubeconfig }
+        : {}),
       nodes: config.nodeNames,
       ca: CertificateAuthority.open(dirname(cluster.ca.cert)),
       dir: apiDir,

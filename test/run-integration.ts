@@ -134,6 +134,7 @@ async function main(): Promise<number> {
       server: controlPlane.server,
       adminKubeconfig: controlPlane.adminKubeconfig,
       kubeletKubeconfig: controlPlane.kubeletKubeconfig,
+      kubeletApiKubeconfig: controlPlane.kubeletApiKubeconfig,
       ca: controlPlane.ca,
     },
     dynamodb: { endpoint: dynamo.endpoint, tableName, region },

@@ -1,3 +1,5 @@
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { SSMClient } from '@aws-sdk/client-ssm';
 import type { AwsCredentials } from './eks-token.ts';
 
 /**
@@ -23,16 +25,22 @@ export class CredentialSourceError extends Error {
   override readonly name = 'CredentialSourceError';
 }
 
-export function awsCredentialSources(options: { region: string }): ClusterCredentialSources {
-  const { region } = options;
+/**
+ * The sources over the AWS SDK. `clients` replaces the Secrets Manager or SSM
+ * client (tests: the real client with its transport replaced).
+ */
+export function awsCredentialSources(options: {
+  region: string;
+  clients?: { secretsManager?: SecretsManagerClient; ssm?: SSMClient };
+}): ClusterCredentialSources {
+  const { region, clients = {} } = options;
   let provider: (() => Promise<AwsCredentials>) | undefined;
   return {
     async secretString(secretId) {
       const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
       const { awsClientOptions } = await import('../aws/client-options.ts');
-      const out = await new SecretsManagerClient({ region, ...awsClientOptions() }).send(
-        new GetSecretValueCommand({ SecretId: secretId }),
-      );
+      const client = clients.secretsManager ?? new SecretsManagerClient({ region, ...awsClientOptions() });
+      const out = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
       if (out.SecretString) return out.SecretString;
       if (out.SecretBinary) return Buffer.from(out.SecretBinary).toString('utf8');
       throw new CredentialSourceError(`secret ${secretId} has no value`);
@@ -40,9 +48,8 @@ export function awsCredentialSources(options: { region: string }): ClusterCreden
     async parameterValue(name) {
       const { SSMClient, GetParameterCommand } = await import('@aws-sdk/client-ssm');
       const { awsClientOptions } = await import('../aws/client-options.ts');
-      const out = await new SSMClient({ region, ...awsClientOptions() }).send(
-        new GetParameterCommand({ Name: name, WithDecryption: true }),
-      );
+      const client = clients.ssm ?? new SSMClient({ region, ...awsClientOptions() });
+      const out = await client.send(new GetParameterCommand({ Name: name, WithDecryption: true }));
       const value = out.Parameter?.Value;
       if (!value) throw new CredentialSourceError(`SSM parameter ${name} has no value`);
       return value;

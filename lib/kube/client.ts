@@ -33,7 +33,7 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
  */
 export function loadKubeConfig(
   source: KubeConfigSource,
-  options: { keepAlive?: KeepAliveOptions } = {},
+  options: { keepAlive?: KeepAliveOptions; reload?: () => Promise<KubeContext> } = {},
 ): Promise<KubeContext> {
   return loadKubeContext(source, options);
 }

@@ -10,7 +10,8 @@ import { KubeContext } from './kube-context.ts';
  * - a kubeconfig file (SVK_KUBECONFIG; tests and local runs);
  * - a kubeconfig held in Secrets Manager (SVK_KUBECONFIG_SECRET) or in an SSM
  *   SecureString parameter (SVK_KUBECONFIG_PARAMETER), read once per cold
- *   start, never put in the environment or a log line;
+ *   start and again when the API server answers 401 (credentials that
+ *   rotate), never put in the environment or a log line;
  * - EKS IAM authentication (SVK_EKS_CLUSTER_NAME): a token presigned with the
  *   function's own role, the endpoint and CA from SVK_EKS_ENDPOINT and
  *   SVK_EKS_CA_DATA or else eks:DescribeCluster;
@@ -34,7 +35,9 @@ export const TOKEN_REFRESH_MARGIN_MS = 5 * 60_000;
 /**
  * Fills in the bearer token of the EKS user on every request to the API
  * server (typed clients and watches alike), making a new one when none was
- * made yet or the current one is within TOKEN_REFRESH_MARGIN_MS of expiring.
+ * made yet or the current one is within TOKEN_REFRESH_MARGIN_MS of expiring
+ * (its own 15 minutes, or the AWS credentials it was signed with, whichever
+ * ends first).
  * A token is local signing only, so "per invocation or before it expires"
  * costs nothing; concurrent requests share one in-flight generation.
  */
@@ -70,13 +73,12 @@ export class EksTokenAuthenticator implements KubeAuthenticator {
     const now = clock.now();
     // Loaded here, not at cold start: its signer is only for EKS IAM authentication.
     const { createEksToken } = await import('./eks-token.ts');
-    const { token, expiresAt } = await createEksToken({
-      clusterName,
-      region,
-      credentials: await sources.credentials(),
-      now,
-    });
-    this.#current = { token, expiresAt };
+    const credentials = await sources.credentials();
+    const { token, expiresAt } = await createEksToken({ clusterName, region, credentials, now });
+    // STS refuses the presigned call once the session it was signed with has expired: the token
+    // lives until the earlier of its own expiry and its credentials'.
+    const sessionEnds = credentials.expiration?.getTime() ?? Number.POSITIVE_INFINITY;
+    this.#current = { token, expiresAt: Math.min(expiresAt, sessionEnds) };
     return token;
   }
 }
@@ -97,24 +99,31 @@ export async function loadClusterKubeConfig(
     const from = access.kubeconfigSecret
       ? `Secrets Manager secret ${access.kubeconfigSecret}`
       : `SSM parameter ${access.kubeconfigParameter}`;
-    let yaml: string;
-    try {
-      yaml = access.kubeconfigSecret
-        ? await sources.secretString(access.kubeconfigSecret)
-        : await sources.parameterValue(access.kubeconfigParameter ?? '');
-    } catch (err) {
-      // AWS errors name the resource and the reason, never the value.
-      throw new KubeConfigError(`cannot read the kubeconfig from ${from}: ${errorText(err)}`, { cause: err });
-    }
-    try {
-      return await loadKubeConfig({ kubeconfigYaml: yaml });
-    } catch {
-      // The parser's message quotes the offending lines, which may hold a
-      // token or a key: say where, not what.
-      throw new KubeConfigError(
-        `the kubeconfig in ${from} is not a usable kubeconfig (YAML with a current context naming a cluster server)`,
-      );
-    }
+    // Read again when the API server refuses the credentials (401): a rotated token is put in the
+    // secret or parameter first, then the old one revoked (docs/security.md).
+    const load = async (): Promise<KubeContext> => {
+      let yaml: string;
+      try {
+        yaml = access.kubeconfigSecret
+          ? await sources.secretString(access.kubeconfigSecret)
+          : await sources.parameterValue(access.kubeconfigParameter ?? '');
+      } catch (err) {
+        // AWS errors name the resource and the reason, never the value.
+        throw new KubeConfigError(`cannot read the kubeconfig from ${from}: ${errorText(err)}`, {
+          cause: err,
+        });
+      }
+      try {
+        return await loadKubeConfig({ kubeconfigYaml: yaml }, { reload: load });
+      } catch {
+        // The parser's message quotes the offending lines, which may hold a
+        // token or a key: say where, not what.
+        throw new KubeConfigError(
+          `the kubeconfig in ${from} is not a usable kubeconfig (YAML with a current context naming a cluster server)`,
+        );
+      }
+    };
+    return load();
   }
   return loadKubeConfig(
     access.kubeconfigPath ? { kubeconfigPath: access.kubeconfigPath } : { default: true },
@@ -148,6 +157,8 @@ async function eksKubeConfig(
       sources: options.sources,
       clock: options.clock,
     }),
+    // A 401 (an access entry changed, a token refused early): a fresh authenticator makes a new token.
+    reload: () => eksKubeConfig(eks, options),
   });
 }
 

@@ -23,6 +23,8 @@ export interface AwsCredentials {
   accessKeyId: string;
   secretAccessKey: string;
   sessionToken?: string;
+  /** When temporary credentials (a role's session) stop being valid; a token signed with them too. */
+  expiration?: Date;
 }
 
 export interface EksTokenRequest {

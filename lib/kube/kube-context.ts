@@ -18,7 +18,22 @@ export interface KubeContextOptions {
   key?: Buffer;
   authenticator?: KubeAuthenticator;
   keepAlive?: KeepAliveOptions;
+  /**
+   * Reads the context's source again (its kubeconfig file, Secrets Manager
+   * secret or SSM parameter): what {@link KubeContext.renewCredentials}
+   * calls when the API server refuses the credentials (401).
+   */
+  reload?: () => Promise<KubeContext>;
+  /** Monotonic milliseconds, for the spacing of reloads (tests); performance.now() by default. */
+  now?: () => number;
 }
+
+/**
+ * Reloads of one context are at least this far apart: a credential revoked
+ * and not yet replaced in its source costs one read of the source per
+ * interval, not one per refused request.
+ */
+export const RELOAD_MIN_INTERVAL_MS = 10_000;
 
 /**
  * One API server and the identity to use on it: the current context of a
@@ -30,30 +45,91 @@ export class KubeContext {
   readonly name: string;
   /** The API server's URL, without a trailing slash. */
   readonly server: string;
-  /** The cluster CA (PEM) when the kubeconfig names one. */
-  readonly ca: Buffer | undefined;
-  /** The user's static bearer token, if it has one. */
-  readonly token: string | undefined;
   readonly #protocol: string;
-  readonly #tls: TlsIdentity;
-  readonly #authenticator: KubeAuthenticator | undefined;
   readonly #connections: KeptAliveConnections;
+  readonly #reload: (() => Promise<KubeContext>) | undefined;
+  readonly #now: () => number;
+  /** The identity in use: replaced as a whole when a reload brings new credentials. */
+  #identity: {
+    ca: Buffer | undefined;
+    token: string | undefined;
+    tls: TlsIdentity;
+    authenticator: KubeAuthenticator | undefined;
+  };
+  #generation = 0;
+  #reloading: Promise<void> | undefined;
+  #reloadedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: KubeContextOptions) {
     this.name = options.name;
     this.server = options.server.replace(/\/+$/, '');
     this.#protocol = new URL(this.server).protocol;
-    this.ca = options.ca;
-    this.token = options.token || undefined;
-    this.#authenticator = options.authenticator;
-    this.#tls = {
-      ...(options.ca ? { ca: options.ca } : {}),
-      ...(options.cert ? { cert: options.cert } : {}),
-      ...(options.key ? { key: options.key } : {}),
-      ...(options.insecureSkipTlsVerify ? { rejectUnauthorized: false } : {}),
-      ...(options.tlsServerName ? { servername: options.tlsServerName } : {}),
+    this.#identity = {
+      ca: options.ca,
+      token: options.token || undefined,
+      authenticator: options.authenticator,
+      tls: {
+        ...(options.ca ? { ca: options.ca } : {}),
+        ...(options.cert ? { cert: options.cert } : {}),
+        ...(options.key ? { key: options.key } : {}),
+        ...(options.insecureSkipTlsVerify ? { rejectUnauthorized: false } : {}),
+        ...(options.tlsServerName ? { servername: options.tlsServerName } : {}),
+      },
     };
     this.#connections = new KeptAliveConnections(options.keepAlive);
+    this.#reload = options.reload;
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  /** The cluster CA (PEM) when the kubeconfig names one. */
+  get ca(): Buffer | undefined {
+    return this.#identity.ca;
+  }
+
+  /** The user's static bearer token, if it has one. */
+  get token(): string | undefined {
+    return this.#identity.token;
+  }
+
+  /** How many reloads brought credentials in: read before a request, passed to renewCredentials after a 401. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /**
+   * After the API server answered 401 to a request sent with credentials of
+   * `generation`: whether newer credentials are there to try once more.
+   * Reads the source again (its kubeconfig file, secret or parameter) unless
+   * another refused request already did since that request went out; one
+   * read serves every request refused together, and reads are at least
+   * {@link RELOAD_MIN_INTERVAL_MS} apart. A source that cannot be read, or
+   * whose kubeconfig names another server, brings nothing: the 401 stands.
+   */
+  async renewCredentials(generation: number): Promise<boolean> {
+    if (this.#generation !== generation) return true;
+    if (!this.#reload) return false;
+    if (!this.#reloading) {
+      if (this.#now() - this.#reloadedAt < RELOAD_MIN_INTERVAL_MS) return false;
+      this.#reloadedAt = this.#now();
+      this.#reloading = this.#adoptReloaded(this.#reload).finally(() => {
+        this.#reloading = undefined;
+      });
+    }
+    await this.#reloading;
+    return this.#generation !== generation;
+  }
+
+  async #adoptReloaded(reload: () => Promise<KubeContext>): Promise<void> {
+    let next: KubeContext;
+    try {
+      next = await reload();
+    } catch {
+      // Unreadable now: the request keeps its 401, and the next refused one after the interval tries again.
+      return;
+    }
+    if (next.server !== this.server) return;
+    this.#identity = next.#identity;
+    this.#generation++;
   }
 
   /** The URL of an API path (which may hold its query already) with `query` added. */
@@ -67,11 +143,11 @@ export class KubeContext {
 
   /** The headers and the agent of one request, credentials refreshed when due. */
   async connect(): Promise<{ headers: Record<string, string>; agent: HttpAgent }> {
-    const made = this.#authenticator ? await this.#authenticator.credentials() : undefined;
-    const bearer = this.token;
+    const { authenticator, token: bearer, tls } = this.#identity;
+    const made = authenticator ? await authenticator.credentials() : undefined;
     const headers = { ...made?.headers, ...(bearer ? { Authorization: `Bearer ${bearer}` } : {}) };
     if (made?.agent) return { headers, agent: made.agent };
-    const identity = made?.tls ? { ...this.#tls, ...definedOnly(made.tls) } : this.#tls;
+    const identity = made?.tls ? { ...tls, ...definedOnly(made.tls) } : tls;
     return { headers, agent: this.#connections.agent(this.#protocol, identity) };
   }
 }
@@ -81,7 +157,11 @@ function definedOnly(tls: TlsIdentity): TlsIdentity {
 }
 
 /** The context of client-node's KubeConfig: its current context, checked; client-node makes every request's credentials. */
-export function contextFromKubeConfig(kc: KubeConfig, keepAlive?: KeepAliveOptions): KubeContext {
+export function contextFromKubeConfig(
+  kc: KubeConfig,
+  keepAlive?: KeepAliveOptions,
+  reload?: () => Promise<KubeContext>,
+): KubeContext {
   const { context, server, ca, user } = checkCurrentContext(kc);
   return new KubeContext({
     name: context,
@@ -90,17 +170,21 @@ export function contextFromKubeConfig(kc: KubeConfig, keepAlive?: KeepAliveOptio
     ...(typeof user.token === 'string' && user.token ? { token: user.token } : {}),
     authenticator: clientNodeAuthenticator(kc),
     ...(keepAlive ? { keepAlive } : {}),
+    ...(reload ? { reload } : {}),
   });
 }
 
 /**
  * Loads a kubeconfig's current context. `{ default: true }` looks where
  * kubectl does (KUBECONFIG, ~/.kube/config, the in-cluster service account).
+ * A file (or the default lookup) is read again when the API server refuses
+ * the credentials ({@link KubeContext.renewCredentials}); inline YAML is read
+ * again through `options.reload` when given (a secret's or a parameter's).
  * @throws KubeConfigError naming the source and what is wrong with it.
  */
 export async function loadKubeContext(
   source: KubeConfigSource,
-  options: { keepAlive?: KeepAliveOptions } = {},
+  options: { keepAlive?: KeepAliveOptions; reload?: () => Promise<KubeContext> } = {},
 ): Promise<KubeContext> {
   const from =
     'kubeconfigPath' in source
@@ -109,7 +193,9 @@ export async function loadKubeContext(
         ? 'inline kubeconfig'
         : 'default kubeconfig';
   try {
-    return contextFromKubeConfig(await kubeConfigOf(source), options.keepAlive);
+    const reload =
+      options.reload ?? ('kubeconfigYaml' in source ? undefined : () => loadKubeContext(source, options));
+    return contextFromKubeConfig(await kubeConfigOf(source), options.keepAlive, reload);
   } catch (err) {
     if (!(err instanceof KubeConfigError)) throw err;
     throw new KubeConfigError(`cannot load ${from}: ${err.message}`);

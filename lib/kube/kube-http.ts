@@ -148,8 +148,9 @@ export function attemptSignal(ms: number, deadline?: AbortSignal): { signal: Abo
 /**
  * Requests on one context with the clients' rules: each attempt aborted
  * after `requestTimeoutMs` or at the invocation's deadline (lib/deadline.ts),
- * "not now" answers retried (retrying-http.ts), and every attempt counted as
- * it goes out.
+ * "not now" answers retried (retrying-http.ts), a 401 sent once more when
+ * the context's source holds newer credentials (credentials that rotate:
+ * KubeContext.renewCredentials), and every attempt counted as it goes out.
  */
 export class KubeHttp {
   #sent = 0;
@@ -160,7 +161,7 @@ export class KubeHttp {
     readonly requestTimeoutMs: number,
     retry: KubeRetryOptions = {},
   ) {
-    const attempt = async (request: KubeRequest) => {
+    const once = async (request: KubeRequest) => {
       const { signal, done } = attemptSignal(requestTimeoutMs, currentDeadline());
       this.#sent++;
       retry.onAttempt?.();
@@ -169,6 +170,12 @@ export class KubeHttp {
       } finally {
         done();
       }
+    };
+    const attempt = async (request: KubeRequest) => {
+      const generation = context.generation;
+      const response = await once(request);
+      if (response.status !== 401 || !(await context.renewCredentials(generation))) return response;
+      return once(request);
     };
     this.#send = retrying(attempt, retry);
   }

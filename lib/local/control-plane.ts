@@ -90,6 +90,8 @@ export interface ControlPlane {
   adminKubeconfig: string;
   /** kubeconfig of the virtual kubelet's identity (user/group `serverless-virtual-kubelet`), bound to infra/rbac.yaml. */
   kubeletKubeconfig: string;
+  /** kubeconfig of the kubelet API's own identity (user/group `serverless-virtual-kubelet-kubelet-api`), bound to infra/rbac.yaml. */
+  kubeletApiKubeconfig: string;
   /**
    * The cluster CA's certificate and key: it signs kube-apiserver's kubelet
    * client certificate, and can sign a local kubelet API's serving
@@ -199,6 +201,7 @@ class LocalControlPlane implements ControlPlane {
   readonly server: string;
   readonly adminKubeconfig: string;
   readonly kubeletKubeconfig: string;
+  readonly kubeletApiKubeconfig: string;
   readonly ca: CertificateFiles;
   readonly dir: string;
   readonly ports: ControlPlanePorts;
@@ -223,6 +226,7 @@ class LocalControlPlane implements ControlPlane {
     this.server = credentials.server;
     this.adminKubeconfig = credentials.identities.kubeconfigs.admin;
     this.kubeletKubeconfig = credentials.identities.kubeconfigs.kubelet;
+    this.kubeletApiKubeconfig = credentials.identities.kubeconfigs.kubeletApi;
     this.ca = { cert: credentials.ca.cert, key: credentials.ca.key };
     this.dir = settings.dir;
     this.ports = {

@@ -71,6 +71,12 @@ export type LocalKubeletApiOptions = LocalKubeletApiTrust & {
    * addresses and ports.
    */
   env: Record<string, string | undefined>;
+  /**
+   * The kubelet API's own identity (SVK_KUBECONFIG of its handler only, as
+   * deployed: infra/rbac.yaml's `serverless-virtual-kubelet-kubelet-api`);
+   * by default env's.
+   */
+  kubeconfig?: string;
   nodes: readonly string[];
   /** One address of this host for every node, each on its own port; by default each node's own loopback address. */
   address?: string;
@@ -99,9 +105,11 @@ export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Pro
   const source = { apiId: `local${randomBytes(5).toString('hex')}`, stage: 'local' };
   options.env.SVK_KUBELET_API_ID = source.apiId;
   options.env.SVK_KUBELET_API_STAGE = source.stage;
-  const handler = createKubeletApiHandler(options.env);
+  // The handler's own environment: the functions', with its own identity when given.
+  const env = options.kubeconfig ? { ...options.env, SVK_KUBECONFIG: options.kubeconfig } : options.env;
+  const handler = createKubeletApiHandler(env);
   // The upgrades the fronts take themselves (exec, attach, port-forward), served from the same environment.
-  const streaming = createKubeletStreaming(options.env, options.streaming);
+  const streaming = createKubeletStreaming(env, options.streaming);
   const fronts: KubeletApiFront[] = [];
   const ports: Record<string, number> = {};
   try {
@@ -126,9 +134,11 @@ export async function startLocalKubeletApi(options: LocalKubeletApiOptions): Pro
     await Promise.all(fronts.map((f) => f.stop()));
     throw err;
   }
-  options.env.SVK_KUBELET_API_ADDRESSES = addressesVariable(addresses, ports);
   const port = fronts[0]?.port ?? 0;
-  options.env.SVK_KUBELET_PORT = String(port);
+  for (const e of new Set([options.env, env])) {
+    e.SVK_KUBELET_API_ADDRESSES = addressesVariable(addresses, ports);
+    e.SVK_KUBELET_PORT = String(port);
+  }
   return {
     addresses,
     ports,

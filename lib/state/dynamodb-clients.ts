@@ -20,6 +20,12 @@ export interface DynamoDbClientOptions {
   requestTimeoutMs?: number;
   /** Attempts per call, retries of throttling and transient errors included. Default 3. */
   maxAttempts?: number;
+  /**
+   * `default-chain`: the SDK's default credential chain even for a loopback
+   * endpoint, as in AWS (tests of credentials that expire); by default a
+   * loopback endpoint gets DynamoDB Local's fixed key.
+   */
+  credentials?: 'default-chain';
 }
 
 export interface DynamoDbClients {
@@ -36,7 +42,8 @@ export function isLoopback(endpoint: string): boolean {
 
 /** Builds the clients once per cold start, test run or tool, and shares them. */
 export function createDynamoDbClient(options: DynamoDbClientOptions = {}): DynamoDbClients {
-  const local = options.endpoint !== undefined && isLoopback(options.endpoint);
+  const local =
+    options.endpoint !== undefined && isLoopback(options.endpoint) && options.credentials !== 'default-chain';
   const client = new DynamoDBClient({
     ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
     ...(options.region !== undefined || local ? { region: options.region ?? 'local' } : {}),

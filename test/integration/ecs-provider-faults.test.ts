@@ -236,6 +236,51 @@ describe('ECS provider: Secrets stay secret', () => {
   });
 });
 
+describe('ECS provider: a crash between acquiring Secret parameters and writing the record leaks nothing', () => {
+  const secretEnv = (value: string) => [
+    { name: 'PASSWORD', value, valueFrom: { secretKeyRef: { name: 'creds', key: 'password' } } },
+  ];
+  const withValue = (f: EcsFixture, value: string) =>
+    [...f.aws.ssm.parameters.values()].filter((p) => p.value === value).length;
+
+  it('update: the new parameter is on the record before it exists, so the delete after the crash removes it', async () => {
+    const f = fixture();
+    const ns = uniqueName('ecs');
+    const uid = randomUUID();
+    const pod = (value: string) =>
+      ecsPod(ns, 'rotated', [{ name: 'app', script: 'sleep infinity', env: secretEnv(value) }], {}, uid);
+    await f.provider.createPod(pod('first-value-1111'));
+    await running(f, ns, 'rotated');
+    // The Secret changed: the update stores the new value, and dies as SSM creates it (every answer lost).
+    f.aws.ssm.loseAnswers('PutParameter', 3);
+    await assert.rejects(f.provider.updatePod(pod('second-value-2222')), /error occurred on the server side/);
+    assert.equal(withValue(f, 'second-value-2222'), 1, 'the crash came after SSM created the parameter');
+    // The pod is deleted before any retry of the update.
+    await f.provider.deletePod(pod('second-value-2222'));
+    await f.until(async () => (await f.provider.getPod(ns, 'rotated')) === undefined);
+    assert.equal(withValue(f, 'first-value-1111'), 0, 'the old value deleted with the pod');
+    assert.equal(withValue(f, 'second-value-2222'), 0, 'the new value deleted with the pod, not leaked');
+  });
+
+  it('resume: a retried create that crashes as it stores a changed value leaves it on the record', async () => {
+    const f = fixture();
+    const ns = uniqueName('ecs');
+    const uid = randomUUID();
+    const pod = (value: string) =>
+      ecsPod(ns, 'resumed', [{ name: 'app', script: 'sleep infinity', env: secretEnv(value) }], {}, uid);
+    // The first create wrote its record and RunTask started nothing: the retry resumes it.
+    f.aws.ecs.failNextRunTask('RESOURCE:ENI');
+    await assert.rejects(f.provider.createPod(pod('first-value-3333')), (err: Error) => isLaunchFailed(err));
+    f.aws.ssm.loseAnswers('PutParameter', 3);
+    await assert.rejects(f.provider.createPod(pod('second-value-4444')), /error occurred on the server side/);
+    assert.equal(withValue(f, 'second-value-4444'), 1, 'the crash came after SSM created the parameter');
+    await f.provider.deletePod(pod('second-value-4444'));
+    await f.until(async () => (await f.provider.getPod(ns, 'resumed')) === undefined);
+    assert.equal(withValue(f, 'first-value-3333'), 0);
+    assert.equal(withValue(f, 'second-value-4444'), 0, 'the new value deleted with the pod, not leaked');
+  });
+});
+
 describe('ECS provider: tasks without a record, logs, the node', () => {
   it('lists a task of our node that no record holds, and stops it when deleted (the dangling pass)', async () => {
     const f = fixture();

@@ -21,6 +21,7 @@ import { type LocalKubeletApi, startLocalKubeletApi } from '../../lib/local/loca
 import { testEnv } from '../support/env.ts';
 import {
   adminClients,
+  asKubeletApi,
   createTestNamespace,
   deleteTestNamespace,
   freshTable,
@@ -71,7 +72,13 @@ function pod(name: string, nodeName: string) {
 before(async () => {
   const { name: table } = await freshTable(env);
   functionEnvironment = functionEnv(table, { SVK_NODE_NAMES: `${nodeA},${nodeB}` }, env);
-  api = await startLocalKubeletApi({ env: functionEnvironment, nodes: [nodeA, nodeB], ca: clusterCa, dir });
+  api = await startLocalKubeletApi({
+    env: functionEnvironment,
+    kubeconfig: env.kube.kubeletApiKubeconfig,
+    nodes: [nodeA, nodeB],
+    ca: clusterCa,
+    dir,
+  });
   const issue = (name: string, commonName: string, organizations: string[] = [], issuer = clusterCa) =>
     issuePem(issuer, dir, name, { commonName, organizations, usage: 'client' });
   const foreignCa = await newCertificateAuthority(dir, 'foreign-ca');
@@ -213,7 +220,7 @@ describe('kubelet API access on the loopback front', () => {
 });
 
 describe('kubelet API authentication in the handler itself', () => {
-  const handler = () => createKubeletApiHandler(functionEnvironment);
+  const handler = () => createKubeletApiHandler(asKubeletApi(functionEnvironment, env));
   const event = (headers: Record<string, string>, path = '/healthz') => ({
     httpMethod: 'GET',
     path,

@@ -24,6 +24,7 @@ import { containerStatus, TEST_IMAGE, testEngine } from '../support/docker.ts';
 import { testEnv } from '../support/env.ts';
 import {
   adminClients,
+  asKubeletApi,
   createTestNamespace,
   deleteNodeAndLease,
   deleteTestNamespace,
@@ -119,7 +120,13 @@ before(async () => {
     env,
   );
   const ca = CertificateAuthority.open(dirname(env.kube.ca.cert));
-  api = await startLocalKubeletApi({ env: functions, nodes: [node], ca, dir });
+  api = await startLocalKubeletApi({
+    env: functions,
+    kubeconfig: env.kube.kubeletApiKubeconfig,
+    nodes: [node],
+    ca,
+    dir,
+  });
   deployment = new LocalDeployment({
     env: functions,
     rateMs: 20_000,
@@ -328,7 +335,10 @@ describe('the kubelet API on real containers (docker provider)', () => {
   });
 
   it('a follow of a container that runs on ends at SVK_KUBELET_API_FOLLOW_SECONDS', async () => {
-    const handler = createKubeletApiHandler({ ...functions, SVK_KUBELET_API_FOLLOW_SECONDS: '2' });
+    const handler = createKubeletApiHandler({
+      ...asKubeletApi(functions, env),
+      SVK_KUBELET_API_FOLLOW_SECONDS: '2',
+    });
     const token = (await loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig })).token ?? '';
     const query = { follow: 'true', tailLines: '1' };
     const answer = await invokeStreaming(handler, {

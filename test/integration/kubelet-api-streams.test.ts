@@ -137,6 +137,7 @@ before(async () => {
   const ca = CertificateAuthority.open(dirname(env.kube.ca.cert));
   api = await startLocalKubeletApi({
     env: functions,
+    kubeconfig: env.kube.kubeletApiKubeconfig,
     nodes: [node],
     ca,
     dir,

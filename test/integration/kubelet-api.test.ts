@@ -22,6 +22,7 @@ import { MOCK_FINISH_AFTER_ANNOTATION } from '../../lib/provider/mock/mock-pod-p
 import { testEnv } from '../support/env.ts';
 import {
   adminClients,
+  asKubeletApi,
   createTestNamespace,
   deleteNodeAndLease,
   deleteTestNamespace,
@@ -69,7 +70,13 @@ before(async () => {
   const { name: table } = await freshTable(env);
   functions = functionEnv(table, { SVK_NODE_NAMES: `${nodeA},${nodeB}`, SVK_NODE_TAINTS: '' }, env);
   const ca = CertificateAuthority.open(dirname(env.kube.ca.cert));
-  api = await startLocalKubeletApi({ env: functions, nodes: [nodeA, nodeB], ca, dir });
+  api = await startLocalKubeletApi({
+    env: functions,
+    kubeconfig: env.kube.kubeletApiKubeconfig,
+    nodes: [nodeA, nodeB],
+    ca,
+    dir,
+  });
   deployment = new LocalDeployment({
     env: functions,
     rateMs: 20_000,
@@ -200,7 +207,10 @@ describe('the kubelet API through the real API server and kubectl', () => {
 
   it('ends a follow of a container that runs on after SVK_KUBELET_API_FOLLOW_SECONDS', async () => {
     // The handler itself, with a 2 s bound (the front's own handler keeps the default 300 s).
-    const handler = createKubeletApiHandler({ ...functions, SVK_KUBELET_API_FOLLOW_SECONDS: '2' });
+    const handler = createKubeletApiHandler({
+      ...asKubeletApi(functions, env),
+      SVK_KUBELET_API_FOLLOW_SECONDS: '2',
+    });
     const token = (await loadKubeConfig({ kubeconfigPath: env.kube.adminKubeconfig })).token ?? '';
     const answer = await invokeStreaming(handler, {
       httpMethod: 'GET',

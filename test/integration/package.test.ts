@@ -570,9 +570,10 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.equal(env.SVK_ECS_SECRETS_PATH, '/serverless-virtual-kubelet/ci/pod-secrets');
   });
 
-  it("maps, in docs/deploy.md's EKS access-entry loop, exactly the roles of the functions that reach the cluster", () => {
-    // A role reaches the cluster when it carries the cluster-access policy (kubeconfig secret,
-    // parameter or EKS cluster): with EKS IAM authentication each such role needs an access entry.
+  it("maps, in docs/deploy.md's EKS access entries, the control loop's roles to its user and the kubelet API's to its own", () => {
+    // A role reaches the cluster as the control loop when it carries the cluster-access policy
+    // (kubeconfig secret, parameter or EKS cluster): with EKS IAM authentication each such role
+    // needs an access entry; the kubelet API's role carries its own policy and gets its own user.
     const reachesCluster = (role: string) =>
       JSON.stringify(resources[role]?.Properties.ManagedPolicyArns ?? []).includes(
         '{"Ref":"ClusterAccessPolicy"}',
@@ -589,8 +590,25 @@ describe('serverless package (offline, no AWS credentials)', () => {
     );
     assert.ok(block, 'docs/deploy.md has the access-entry loop');
     const loop = /for (\w+) in ([^;\n]+); do/.exec(block);
-    const logicalId = /--logical-resource-id \$\{(\w+)\}(\w*)/.exec(block);
+    const logicalId = /role_arn \$\{(\w+)\}(\w*)/.exec(block);
     assert.ok(loop && logicalId && loop[1] === logicalId[1], 'the loop names each role by its logical id');
+    assert.match(
+      block,
+      /do\n[^\n]*role_arn \$\{fn\}Role[^\n]*\n\s*--username serverless-virtual-kubelet --type STANDARD\ndone/,
+    );
+    assert.equal(
+      reachesCluster('KubeletApiRole'),
+      false,
+      'the kubelet API reads no control-loop credentials',
+    );
+    assert.deepEqual((resources.KubeletApiRole?.Properties.ManagedPolicyArns as unknown[] | undefined)?.[0], {
+      Ref: 'KubeletApiClusterAccessPolicy',
+    });
+    assert.match(
+      block,
+      /role_arn KubeletApiRole\)" \\\n\s*--username serverless-virtual-kubelet-kubelet-api --type STANDARD/,
+      'the kubelet API role maps to its own user',
+    );
     const named = (loop[2] ?? '')
       .trim()
       .split(/\s+/)
@@ -763,15 +781,36 @@ describe('serverless package (offline, no AWS credentials)', () => {
     }
   });
 
-  it('gives the kubelet API a least-privilege role: its logs, reads of the state table, cluster access, the docker engine secret, the ECS container logs', () => {
+  it('gives the kubelet API a least-privilege role: its logs, reads of the state table, its own cluster access, the docker engine secret, the ECS container logs', () => {
     const role = resources.KubeletApiRole?.Properties;
-    // This package: cluster access, the ecs-fargate provider's logs and tracing; the docker
-    // provider's engine secret would come with dockerTlsSecretArn (infra/kubelet-api.yml).
+    // This package: its own cluster access (describing the EKS cluster: its role's access entry
+    // is its identity), the ecs-fargate provider's logs and tracing; the docker provider's engine
+    // secret would come with dockerTlsSecretArn (infra/kubelet-api.yml). Never the control loop's.
     assert.deepEqual(role?.ManagedPolicyArns, [
-      { Ref: 'ClusterAccessPolicy' },
+      { Ref: 'KubeletApiClusterAccessPolicy' },
       { Ref: 'EcsLogsPolicy' },
       XRAY_POLICY,
     ]);
+    const access = resources.KubeletApiClusterAccessPolicy?.Properties.PolicyDocument as {
+      Statement: Array<Record<string, unknown>>;
+    };
+    assert.deepEqual(
+      access.Statement.map((st) => [st.Action, st.Resource]),
+      [
+        [
+          ['eks:DescribeCluster'],
+          [{ 'Fn::Sub': `arn:$\{AWS::Partition}:eks:$\{AWS::Region}:$\{AWS::AccountId}:cluster/svk-ci` }],
+        ],
+      ],
+    );
+    // Its function reads its own kubeconfig variables (empty here: EKS), never the control loop's.
+    const fnEnvironment = resources.KubeletApiLambdaFunction?.Properties.Environment as
+      | { Variables: Record<string, unknown> }
+      | undefined;
+    const env = fnEnvironment?.Variables ?? {};
+    assert.equal(env.SVK_KUBECONFIG_SECRET, '');
+    assert.equal(env.SVK_KUBECONFIG_PARAMETER, '');
+    assert.equal(defaults.Resources.KubeletApiClusterAccessPolicy, undefined);
     const [policy] = (role?.Policies ?? []) as Array<{
       PolicyDocument: { Statement: Array<Record<string, unknown>> };
     }>;

@@ -1,8 +1,9 @@
 /**
- * infra/rbac.yaml on the real RBAC-enforcing API server, as the virtual
- * kubelet's identity (the kubeconfig every function of the integration suite
- * runs with): what it may do, asked through SelfSubjectAccessReview, and what
- * it must not do, asked and then attempted for real.
+ * infra/rbac.yaml on the real RBAC-enforcing API server, as each of its two
+ * identities: the control loop's (the kubeconfig every function of the
+ * integration suite but the kubelet API runs with) and the kubelet API's
+ * own: what each may do, asked through SelfSubjectAccessReview, and what it
+ * must not do, asked and then attempted for real.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -32,14 +33,17 @@ const admin = adminClients(env);
 const kubelet = createToolingClients(env.kube.kubeletKubeconfig);
 const authz = kubelet.config.makeApiClient(AuthorizationV1Api);
 const kubeletRbac = kubelet.config.makeApiClient(RbacAuthorizationV1Api);
+// The kubelet API's own identity, the same way.
+const kubeletApi = createToolingClients(env.kube.kubeletApiKubeconfig);
+const apiAuthz = kubeletApi.config.makeApiClient(AuthorizationV1Api);
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 const ns = uniqueName('rbac');
 const otherNode = uniqueName('rbac-other');
 const ownNode = uniqueName('rbac-own');
 
-async function allowed(attributes: V1ResourceAttributes): Promise<boolean> {
-  const review = await authz.createSelfSubjectAccessReview({
+async function allowed(attributes: V1ResourceAttributes, as = authz): Promise<boolean> {
+  const review = await as.createSelfSubjectAccessReview({
     body: { spec: { resourceAttributes: attributes } },
   });
   return review.status?.allowed === true;
@@ -105,9 +109,6 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
       // Service links: the Services of the pod's namespace, and `kubernetes` in `default`.
       { resource: 'services', namespace: ns, verb: 'list' },
       { resource: 'services', namespace: 'default', verb: 'list' },
-      // The kubelet API's authentication and authorization (webhook mode).
-      { group: 'authentication.k8s.io', resource: 'tokenreviews', verb: 'create' },
-      { group: 'authorization.k8s.io', resource: 'subjectaccessreviews', verb: 'create' },
     ];
     for (const attributes of needed)
       assert.equal(await allowed(attributes), true, JSON.stringify(attributes));
@@ -156,6 +157,9 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
       { resource: 'nodes', subresource: 'proxy', verb: 'get' },
       { resource: 'nodes', subresource: 'log', verb: 'get' },
       { group: 'authorization.k8s.io', resource: 'localsubjectaccessreviews', namespace: ns, verb: 'create' },
+      // The kubelet API's reviews are its own identity's, not the control loop's.
+      { group: 'authentication.k8s.io', resource: 'tokenreviews', verb: 'create' },
+      { group: 'authorization.k8s.io', resource: 'subjectaccessreviews', verb: 'create' },
     ];
     const wrongly: string[] = [];
     for (const attributes of refused) if (await allowed(attributes)) wrongly.push(JSON.stringify(attributes));
@@ -206,5 +210,83 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
     const pod = await admin.core.readNamespacedPod({ namespace: ns, name: 'web' });
     assert.equal(pod.spec?.activeDeadlineSeconds, undefined);
     assert.equal(pod.metadata?.labels?.owned, undefined);
+  });
+});
+
+describe('RBAC of the kubelet API identity (infra/rbac.yaml)', () => {
+  it('may review tokens and access, and read pods and nodes: every call of lib/kubelet-api', async () => {
+    const needed: V1ResourceAttributes[] = [
+      { group: 'authentication.k8s.io', resource: 'tokenreviews', verb: 'create' },
+      { group: 'authorization.k8s.io', resource: 'subjectaccessreviews', verb: 'create' },
+      { resource: 'pods', verb: 'list' },
+      { resource: 'pods', namespace: ns, verb: 'list' },
+      { resource: 'pods', namespace: ns, verb: 'get' },
+      { resource: 'nodes', verb: 'get' },
+    ];
+    for (const attributes of needed)
+      assert.equal(await allowed(attributes, apiAuthz), true, JSON.stringify(attributes));
+    // And for real: a node's pods by field selector, a pod, a node, a TokenReview.
+    const pods = await kubeletApi.core.listPodForAllNamespaces({
+      fieldSelector: `spec.nodeName=${otherNode}`,
+    });
+    assert.deepEqual(
+      pods.items.map((p) => p.metadata?.name),
+      ['web'],
+    );
+    assert.ok(await kubeletApi.core.readNamespacedPod({ namespace: ns, name: 'web' }));
+    assert.ok(await readNode(kubeletApi, otherNode));
+    const review = await kubeletApi.authentication.createTokenReview({
+      body: { spec: { token: 'not-a-token' } },
+    });
+    assert.equal(review.status?.authenticated ?? false, false);
+  });
+
+  it('must not read a Secret or a ConfigMap, nor write anything', async () => {
+    const refused: V1ResourceAttributes[] = [
+      { resource: 'secrets', namespace: ns, verb: 'get' },
+      { resource: 'secrets', verb: 'list' },
+      { resource: 'configmaps', namespace: ns, verb: 'get' },
+      { resource: 'pods', verb: 'watch' },
+      { resource: 'pods', namespace: ns, verb: 'delete' },
+      { resource: 'pods', namespace: ns, verb: 'create' },
+      { resource: 'pods', namespace: ns, verb: 'patch' },
+      { resource: 'pods', subresource: 'status', namespace: ns, verb: 'update' },
+      { resource: 'pods', subresource: 'exec', namespace: ns, verb: 'create' },
+      { resource: 'pods', subresource: 'log', namespace: ns, verb: 'get' },
+      { resource: 'nodes', verb: 'list' },
+      { resource: 'nodes', verb: 'watch' },
+      { resource: 'nodes', verb: 'create' },
+      { resource: 'nodes', verb: 'patch' },
+      { resource: 'nodes', verb: 'delete' },
+      { resource: 'nodes', subresource: 'status', verb: 'patch' },
+      { resource: 'nodes', subresource: 'proxy', verb: 'get' },
+      { group: 'coordination.k8s.io', resource: 'leases', namespace: NODE_LEASE_NAMESPACE, verb: 'get' },
+      { group: 'coordination.k8s.io', resource: 'leases', namespace: NODE_LEASE_NAMESPACE, verb: 'update' },
+      { resource: 'events', namespace: ns, verb: 'create' },
+      { resource: 'services', namespace: ns, verb: 'list' },
+      { resource: 'namespaces', verb: 'create' },
+      { resource: 'serviceaccounts', subresource: 'token', namespace: ns, verb: 'create' },
+      { group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings', verb: 'create' },
+    ];
+    const wrongly: string[] = [];
+    for (const attributes of refused)
+      if (await allowed(attributes, apiAuthz)) wrongly.push(JSON.stringify(attributes));
+    assert.deepEqual(wrongly, []);
+    await forbidden('read a Secret by name', () =>
+      kubeletApi.core.readNamespacedSecret({ namespace: ns, name: 'db' }),
+    );
+    await forbidden('delete a pod', () =>
+      kubeletApi.core.deleteNamespacedPod({ namespace: ns, name: 'web' }),
+    );
+    await forbidden('delete a node', () => kubeletApi.core.deleteNode({ name: otherNode }));
+    await forbidden('patch a node', () =>
+      kubeletApi.core.patchNode(
+        { name: otherNode, body: { metadata: { labels: { owned: 'yes' } } } },
+        mergePatch,
+      ),
+    );
+    assert.ok(await admin.core.readNamespacedPod({ namespace: ns, name: 'web' }), 'the pod is still there');
+    const node = await readNode(admin, otherNode);
+    assert.ok(node && node.metadata?.labels?.owned === undefined, 'the node is still there, unchanged');
   });
 });

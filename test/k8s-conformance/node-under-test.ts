@@ -86,6 +86,8 @@ export async function startNodeUnderTest(options: StartOptions): Promise<NodeUnd
     };
     const api = await startLocalKubeletApi({
       env,
+      // The kubelet API with its own identity, as deployed.
+      kubeconfig: controlPlane.kubeletApiKubeconfig,
       nodes: [NODE_NAME],
       ca: CertificateAuthority.open(dirname(controlPlane.ca.cert)),
       dir: join(dir, 'kubelet-api'),

@@ -14,6 +14,8 @@ export interface TestEnv {
     adminKubeconfig: string;
     /** kubeconfig path for the virtual kubelet's own identity, bound to infra/rbac.yaml only. */
     kubeletKubeconfig: string;
+    /** kubeconfig path for the kubelet API's own identity, bound to its ClusterRole of infra/rbac.yaml only. */
+    kubeletApiKubeconfig: string;
     /** The cluster CA's certificate and key (the kubelet API's serving and test client certificates). */
     ca: { cert: string; key: string };
   };

@@ -67,6 +67,17 @@ export async function freshTable(env: TestEnv = testEnv()): Promise<{ name: stri
   return { name, table: new StateTable(doc, name) };
 }
 
+/**
+ * The environment of the kubelet API function of a test deployment: its
+ * functions' `functionEnv`, with the kubelet API's own identity.
+ */
+export function asKubeletApi<T extends Record<string, string | undefined>>(
+  functions: T,
+  env: TestEnv = testEnv(),
+): T & { SVK_KUBECONFIG: string } {
+  return { ...functions, SVK_KUBECONFIG: env.kube.kubeletApiKubeconfig };
+}
+
 /** The environment a function of this test deployment runs with. */
 export function functionEnv(tableName: string, overrides: Record<string, string>, env: TestEnv = testEnv()) {
   return {

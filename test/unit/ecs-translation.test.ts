@@ -665,4 +665,58 @@ describe('per-pod overrides', () => {
       },
     );
   });
+
+  it("requires one rule to grant all of a pod's overrides, not the union of several rules", () => {
+    // Two grants to two workloads of one namespace: the batch role on spot, the api role in its security group.
+    const split: OverrideRule[] = [
+      {
+        namespace: 'payments',
+        taskRoleArns: ['arn:aws:iam::123456789012:role/payments-batch'],
+        subnets: ['subnet-0aaaaaaaaaaaaaaaa'],
+        securityGroups: [],
+        spot: true,
+      },
+      {
+        namespace: 'payments',
+        taskRoleArns: ['arn:aws:iam::123456789012:role/payments-api'],
+        subnets: ['subnet-0bbbbbbbbbbbbbbbb'],
+        securityGroups: ['sg-0aaaaaaaaaaaaaaaa'],
+        spot: false,
+      },
+    ];
+    const apiRoleOnSpot = pod('payments', 'default', {
+      'ecs.serverless-virtual-kubelet.io/task-role-arn': 'arn:aws:iam::123456789012:role/payments-api',
+      'ecs.serverless-virtual-kubelet.io/spot': 'true',
+    });
+    assert.deepEqual(podOverrides(apiRoleOnSpot, split), {
+      ok: false,
+      reasons: [
+        'annotations ecs.serverless-virtual-kubelet.io/task-role-arn, ecs.serverless-virtual-kubelet.io/spot: each is allowed for namespace payments, ServiceAccount default by some allowlist rule, but no one rule allows them together',
+      ],
+    });
+    // Within one list too: a subnet of each rule.
+    const bothSubnets = pod('payments', 'default', {
+      'ecs.serverless-virtual-kubelet.io/subnets': 'subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb',
+    });
+    assert.equal(podOverrides(bothSubnets, split).ok, false);
+    // What one rule grants stays granted.
+    assert.deepEqual(
+      podOverrides(
+        pod('payments', 'default', {
+          'ecs.serverless-virtual-kubelet.io/task-role-arn': 'arn:aws:iam::123456789012:role/payments-api',
+          'ecs.serverless-virtual-kubelet.io/subnets': 'subnet-0bbbbbbbbbbbbbbbb',
+          'ecs.serverless-virtual-kubelet.io/security-groups': 'sg-0aaaaaaaaaaaaaaaa',
+        }),
+        split,
+      ),
+      {
+        ok: true,
+        overrides: {
+          taskRoleArn: 'arn:aws:iam::123456789012:role/payments-api',
+          subnets: ['subnet-0bbbbbbbbbbbbbbbb'],
+          securityGroups: ['sg-0aaaaaaaaaaaaaaaa'],
+        },
+      },
+    );
+  });
 });

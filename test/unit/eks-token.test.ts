@@ -137,6 +137,30 @@ describe('EKS cluster access', () => {
     assert.deepEqual(calls, ['describe my-cluster', 'credentials', 'credentials']);
   });
 
+  it('makes a token anew before the AWS credentials it was signed with expire, not only before its own 15 minutes', async () => {
+    const clock = new FakeClock({ wall: now });
+    // Session credentials (a role's) that expire in 8 minutes: a token signed with them is refused after that.
+    let handedOut = 0;
+    const sources: ClusterCredentialSources = {
+      ...fakeSources([]),
+      credentials: async () => {
+        handedOut++;
+        return { ...credentials, expiration: new Date(clock.now() + 8 * 60_000) };
+      },
+    };
+    const kc = await loadClusterKubeConfig(
+      { eks: { clusterName: 'c', endpoint: 'https://x.example', caData: 'Q0E=' } },
+      { region: 'eu-west-1', clock, sources },
+    );
+    const header = async () => (await kc.connect()).headers.Authorization ?? '';
+    const first = await header();
+    await clock.advance(8 * 60_000 - TOKEN_REFRESH_MARGIN_MS - 1);
+    assert.equal(await header(), first, 'reused while its credentials are far from expiry');
+    await clock.advance(1);
+    assert.notEqual(await header(), first, 'made anew with fresh credentials before they expire');
+    assert.equal(handedOut, 2);
+  });
+
   it('uses the configured endpoint and CA without describing the cluster', async () => {
     const calls: string[] = [];
     const kc = await loadClusterKubeConfig(

@@ -1,6 +1,7 @@
 /**
- * The RBAC table of docs/deploy.md lists exactly the rules of infra/rbac.yaml: one
- * row per rule of each ClusterRole and Role, with the same resources, API
+ * The RBAC tables of docs/deploy.md list exactly the rules of infra/rbac.yaml,
+ * one table per identity (the user its bindings name): one row per rule of
+ * each ClusterRole and Role bound to it, with the same resources, API
  * group, resource names, namespace and verbs. A rule added to the manifest
  * fails this test until the document has its row (the message gives it).
  */
@@ -52,12 +53,41 @@ function strings(value: unknown, what: string): string[] {
   return value;
 }
 
-/** Every rule of every ClusterRole and Role in infra/rbac.yaml. */
-function manifestGrants(): Grant[] {
-  const grants: Grant[] = [];
-  for (const doc of loadAll(readFileSync(join(ROOT, 'infra/rbac.yaml'), 'utf8'))) {
-    if (!isRecord(doc) || (doc.kind !== 'ClusterRole' && doc.kind !== 'Role')) continue;
+/** Each identity of infra/rbac.yaml and the docs/deploy.md section whose table lists its rules. */
+const SECTIONS: Record<string, string> = {
+  'serverless-virtual-kubelet': 'RBAC: what the virtual kubelet may do',
+  'serverless-virtual-kubelet-kubelet-api': 'RBAC: what the kubelet API may do',
+};
+
+/** `kind/namespace/name` of a role, as a binding's roleRef names it. */
+function roleKey(kind: unknown, namespace: unknown, name: unknown): string {
+  return `${String(kind)}/${kind === 'Role' ? String(namespace) : ''}/${String(name)}`;
+}
+
+/** Every rule of every ClusterRole and Role in infra/rbac.yaml bound to the user `user`. */
+function manifestGrants(user: string): Grant[] {
+  const docs = loadAll(readFileSync(join(ROOT, 'infra/rbac.yaml'), 'utf8')).filter(isRecord);
+  const boundTo = new Map<string, string[]>();
+  for (const doc of docs) {
+    if (doc.kind !== 'ClusterRoleBinding' && doc.kind !== 'RoleBinding') continue;
     const metadata = isRecord(doc.metadata) ? doc.metadata : {};
+    const ref = isRecord(doc.roleRef) ? doc.roleRef : {};
+    const users = (Array.isArray(doc.subjects) ? doc.subjects : [])
+      .filter((s): s is Record<string, unknown> => isRecord(s) && s.kind === 'User')
+      .map((s) => String(s.name));
+    boundTo.set(roleKey(ref.kind, metadata.namespace, ref.name), users);
+  }
+  const grants: Grant[] = [];
+  for (const doc of docs) {
+    if (doc.kind !== 'ClusterRole' && doc.kind !== 'Role') continue;
+    const metadata = isRecord(doc.metadata) ? doc.metadata : {};
+    const users = boundTo.get(roleKey(doc.kind, metadata.namespace, metadata.name)) ?? [];
+    assert.equal(users.length, 1, `${String(metadata.name)} is bound to one user`);
+    assert.ok(
+      users[0] && users[0] in SECTIONS,
+      `${String(metadata.name)}: its user ${users[0]} has a section`,
+    );
+    if (users[0] !== user) continue;
     const namespace = doc.kind === 'Role' ? String(metadata.namespace) : undefined;
     for (const rule of Array.isArray(doc.rules) ? doc.rules : []) {
       assert.ok(isRecord(rule), 'a rule is a mapping');
@@ -87,9 +117,9 @@ const ROW = new RegExp(
   ].join(''),
 );
 
-function documentedGrants(): Grant[] {
-  const rows = tableRows(section(doc('docs/deploy.md'), 'RBAC: what the virtual kubelet may do'));
-  assert.ok(rows.length > 0, 'the RBAC section has a table');
+function documentedGrants(title: string): Grant[] {
+  const rows = tableRows(section(doc('docs/deploy.md'), title));
+  assert.ok(rows.length > 0, `the section "${title}" has a table`);
   return rows.map(([resource = '', verbs = '']) => {
     const match = ROW.exec(resource.replaceAll('`', ''));
     assert.ok(
@@ -108,26 +138,34 @@ function documentedGrants(): Grant[] {
   });
 }
 
-describe('docs/deploy.md RBAC table (infra/rbac.yaml)', () => {
-  it('reads the manifest: rules of the ClusterRole and of both Roles', () => {
-    const grants = manifestGrants();
+describe('docs/deploy.md RBAC tables (infra/rbac.yaml)', () => {
+  it('reads the manifest: rules of both ClusterRoles and of both Roles', () => {
+    const grants = manifestGrants('serverless-virtual-kubelet');
     assert.ok(grants.some((g) => g.namespace === undefined && g.resources.includes('nodes')));
     assert.ok(grants.some((g) => g.namespace === 'kube-node-lease' && g.group === 'coordination.k8s.io'));
     assert.ok(grants.some((g) => g.namespace === 'kube-system' && g.names.length > 0));
+    const api = manifestGrants('serverless-virtual-kubelet-kubelet-api');
+    assert.ok(api.some((g) => g.resources.includes('tokenreviews')));
+    assert.ok(
+      !grants.some((g) => g.resources.includes('tokenreviews')),
+      "the reviews are the kubelet API's only",
+    );
   });
 
-  it('has one row per rule of the manifest, with the same resources, group, names, namespace and verbs', () => {
-    const manifest = manifestGrants();
-    const documented = documentedGrants();
-    const wanted = manifest.map(key);
-    const have = documented.map(key);
-    const missing = manifest.filter((g) => !have.includes(key(g))).map(asRow);
-    const extra = documented.filter((g) => !wanted.includes(key(g))).map(asRow);
-    assert.deepEqual(
-      { missing, extra },
-      { missing: [], extra: [] },
-      'missing: rows to add; extra: rows to fix or drop',
-    );
-    assert.deepEqual(sorted(have), sorted(wanted), 'one row per rule');
-  });
+  for (const [user, title] of Object.entries(SECTIONS)) {
+    it(`"${title}" has one row per rule bound to ${user}, with the same resources, group, names, namespace and verbs`, () => {
+      const manifest = manifestGrants(user);
+      const documented = documentedGrants(title);
+      const wanted = manifest.map(key);
+      const have = documented.map(key);
+      const missing = manifest.filter((g) => !have.includes(key(g))).map(asRow);
+      const extra = documented.filter((g) => !wanted.includes(key(g))).map(asRow);
+      assert.deepEqual(
+        { missing, extra },
+        { missing: [], extra: [] },
+        'missing: rows to add; extra: rows to fix or drop',
+      );
+      assert.deepEqual(sorted(have), sorted(wanted), 'one row per rule');
+    });
+  }
 });

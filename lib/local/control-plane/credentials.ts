@@ -2,7 +2,7 @@
  * Every secret one start of the control plane needs, written into its
  * directory: a fresh CA, one serving certificate shared by kube-apiserver,
  * kube-controller-manager and kube-scheduler, the service-account key pair,
- * and four identities, each with a bearer token in the API server's static
+ * and five identities, each with a bearer token in the API server's static
  * token file (`--token-auth-file`) and a kubeconfig of its own.
  */
 import { randomBytes } from 'node:crypto';
@@ -69,9 +69,12 @@ export async function writeCredentials(dir: string, address: string, port: numbe
   return { server, ca, caPem, serving, kubeletClient, serviceAccount, identities };
 }
 
-/** The identity `infra/rbac.yaml` binds; kubelet.kubeconfig authenticates as it. */
+/** The control loop's identity `infra/rbac.yaml` binds; kubelet.kubeconfig authenticates as it. */
 export const KUBELET_USER = 'serverless-virtual-kubelet';
 export const KUBELET_GROUP = 'serverless-virtual-kubelet';
+/** The kubelet API's own identity `infra/rbac.yaml` binds; kubelet-api.kubeconfig authenticates as it. */
+export const KUBELET_API_USER = 'serverless-virtual-kubelet-kubelet-api';
+export const KUBELET_API_GROUP = 'serverless-virtual-kubelet-kubelet-api';
 
 interface Identity {
   user: string;
@@ -82,6 +85,11 @@ interface Identity {
 
 const ADMIN: Identity = { user: 'svk-admin', groups: ['system:masters'], file: 'admin.kubeconfig' };
 const KUBELET: Identity = { user: KUBELET_USER, groups: [KUBELET_GROUP], file: 'kubelet.kubeconfig' };
+const KUBELET_API: Identity = {
+  user: KUBELET_API_USER,
+  groups: [KUBELET_API_GROUP],
+  file: 'kubelet-api.kubeconfig',
+};
 const CONTROLLER_MANAGER: Identity = {
   user: 'system:kube-controller-manager',
   groups: [],
@@ -95,10 +103,16 @@ export interface Identities {
   /** The admin's bearer token, for probes that need authentication. */
   adminToken: string;
   /** Paths of the kubeconfigs. `admin` is in `system:masters`: test set-up and assertions only. */
-  kubeconfigs: { admin: string; kubelet: string; controllerManager: string; scheduler: string };
+  kubeconfigs: {
+    admin: string;
+    kubelet: string;
+    kubeletApi: string;
+    controllerManager: string;
+    scheduler: string;
+  };
 }
 
-/** Writes `tokens.csv` and the four kubeconfigs into `dir`, with fresh random tokens. */
+/** Writes `tokens.csv` and the five kubeconfigs into `dir`, with fresh random tokens. */
 function writeIdentities(dir: string, server: string, ca: Buffer): Identities {
   const issue = (identity: Identity) => ({
     identity,
@@ -109,7 +123,8 @@ function writeIdentities(dir: string, server: string, ca: Buffer): Identities {
   const controllerManager = issue(CONTROLLER_MANAGER);
   const scheduler = issue(SCHEDULER);
   const kubelet = issue(KUBELET);
-  const all = [admin, controllerManager, scheduler, kubelet];
+  const kubeletApi = issue(KUBELET_API);
+  const all = [admin, controllerManager, scheduler, kubelet, kubeletApi];
   const tokenFile = join(dir, 'tokens.csv');
   const lines = all.map(({ identity, token }) => tokenLine(identity, token));
   writeFileSync(tokenFile, [...lines, ''].join('\n'), { mode: 0o600 });
@@ -121,6 +136,7 @@ function writeIdentities(dir: string, server: string, ca: Buffer): Identities {
     kubeconfigs: {
       admin: admin.kubeconfig,
       kubelet: kubelet.kubeconfig,
+      kubeletApi: kubeletApi.kubeconfig,
       controllerManager: controllerManager.kubeconfig,
       scheduler: scheduler.kubeconfig,
     },

@@ -90,10 +90,25 @@ export interface PodOverrides {
   spot?: boolean;
 }
 
+/** Whether `rule` grants every override of `asked`. */
+function grantsAll(rule: OverrideRule, asked: PodOverrides): boolean {
+  return (
+    (asked.taskRoleArn === undefined || rule.taskRoleArns.includes(asked.taskRoleArn)) &&
+    (asked.subnets ?? []).every((s) => rule.subnets.includes(s)) &&
+    (asked.securityGroups ?? []).every((g) => rule.securityGroups.includes(g)) &&
+    (asked.spot === undefined || rule.spot)
+  );
+}
+
 /**
  * The overrides a pod asks for, or every reason it may not: an unknown
- * annotation under the prefix, a malformed value, or a value no rule
- * matching the pod's namespace and ServiceAccount allows.
+ * annotation under the prefix, a malformed value, a value no rule matching
+ * the pod's namespace and ServiceAccount allows, or values that several
+ * rules allow between them but no one rule allows together. One rule must
+ * grant all of a pod's overrides: rules are grants to a kind of workload
+ * (this task role in these subnets), and their union would let a pod
+ * combine one rule's task role with another rule's network, which no rule
+ * allows.
  */
 export function podOverrides(
   pod: V1Pod,
@@ -108,12 +123,12 @@ export function podOverrides(
   );
   const who = `namespace ${namespace}, ServiceAccount ${serviceAccount}`;
   const reasons: string[] = [];
-  const overrides: PodOverrides = {};
+  const asked: PodOverrides = {};
   for (const key of Object.keys(annotations))
     if (key.startsWith(PREFIX) && !KNOWN.has(key)) reasons.push(`annotation ${key}: unknown`);
   const role = annotations[TASK_ROLE_ANNOTATION]?.trim();
   if (role !== undefined) {
-    if (matching.some((r) => r.taskRoleArns.includes(role))) overrides.taskRoleArn = role;
+    if (matching.some((r) => r.taskRoleArns.includes(role))) asked.taskRoleArn = role;
     else reasons.push(`annotation ${TASK_ROLE_ANNOTATION}: ${role} is not allowed for ${who}`);
   }
   const lists = [
@@ -131,7 +146,7 @@ export function podOverrides(
     if (values.length === 0) reasons.push(`annotation ${key}: is empty`);
     else if (refused.length > 0)
       reasons.push(`annotation ${key}: ${refused.join(', ')} not allowed for ${who}`);
-    else overrides[field] = values;
+    else asked[field] = values;
   }
   const spot = annotations[SPOT_ANNOTATION]?.trim();
   if (spot !== undefined) {
@@ -139,7 +154,25 @@ export function podOverrides(
       reasons.push(`annotation ${SPOT_ANNOTATION}: must be "true" or "false"`);
     else if (!matching.some((r) => r.spot))
       reasons.push(`annotation ${SPOT_ANNOTATION}: not allowed for ${who}`);
-    else overrides.spot = spot === 'true';
+    else asked.spot = spot === 'true';
   }
-  return reasons.length > 0 ? { ok: false, reasons } : { ok: true, overrides };
+  if (reasons.length > 0) return { ok: false, reasons };
+  if (Object.keys(asked).length > 0 && !matching.some((r) => grantsAll(r, asked)))
+    return {
+      ok: false,
+      reasons: [
+        `annotations ${overrideNames(asked).join(', ')}: each is allowed for ${who} by some allowlist rule, but no one rule allows them together`,
+      ],
+    };
+  return { ok: true, overrides: asked };
+}
+
+/** The annotations behind `asked`, in a stable order. */
+function overrideNames(asked: PodOverrides): string[] {
+  return [
+    ...(asked.taskRoleArn !== undefined ? [TASK_ROLE_ANNOTATION] : []),
+    ...(asked.subnets ? [SUBNETS_ANNOTATION] : []),
+    ...(asked.securityGroups ? [SECURITY_GROUPS_ANNOTATION] : []),
+    ...(asked.spot !== undefined ? [SPOT_ANNOTATION] : []),
+  ];
 }

@@ -90,30 +90,40 @@ export class PodCreator {
       prepared.translation.definition,
       signal,
     );
+    const wanted = prepared.translation.secrets.map((s) => s.parameter);
+    // The record lists the parameters before they are acquired, as start() writes it before
+    // acquiring: a crash in between leaves them on the record, released with the pod.
+    const listed = await this.listParameters(record, wanted);
     await this.options.secrets.acquire(uid, prepared.translation.secrets, signal);
     const running = record.current.arn !== undefined && !isStopped(record.current.snapshot);
     const next = await this.options.advancer.write(
-      record,
+      listed,
       (r) => ({
         ...r,
         ...containerRefs(pod),
         family: prepared.translation.family,
         taskDefinitionArn: arn,
         run: prepared.run,
-        secretParameters: prepared.translation.secrets.map((s) => s.parameter),
         current: running ? { ...r.current, replaced: true } : r.current,
       }),
       signal,
     );
-    const stale = record.secretParameters.filter(
-      (p) => !prepared.translation.secrets.some((s) => s.parameter === p),
-    );
+    // The old spec's parameters stay listed until released, so a crash here leaves them to the pod's delete.
+    const stale = record.secretParameters.filter((p) => !wanted.includes(p));
     await this.options.secrets.release(uid, stale, signal);
+    const settled =
+      next && stale.length > 0
+        ? await this.options.advancer.write(
+            next,
+            (r) => ({ ...r, secretParameters: r.secretParameters.filter((p) => !stale.includes(p)) }),
+            signal,
+          )
+        : next;
     this.options.log.info(
       { pod: `${namespace}/${name}`, uid, family: prepared.translation.family },
       'pod spec changed: replacing its task',
     );
-    return next ?? record;
+    return settled ?? next ?? record;
   }
 
   /** Translation and overrides; throws before anything is written. */
@@ -148,24 +158,54 @@ export class PodCreator {
       prepared.translation.definition,
       signal,
     );
+    // Listed on the record before they are acquired (as start() does): a crash in between leaks nothing.
+    const listed = await this.listParameters(
+      record,
+      prepared.translation.secrets.map((s) => s.parameter),
+    );
     await secrets.acquire(record.uid, prepared.translation.secrets, signal);
     const retry = record.current.launchFailure !== undefined;
     return advancer.write(
-      record,
+      listed,
       (r) => ({
         ...r,
         family: prepared.translation.family,
         taskDefinitionArn: arn,
         run: prepared.run,
-        secretParameters: [
-          ...new Set([...r.secretParameters, ...prepared.translation.secrets.map((s) => s.parameter)]),
-        ],
         ...(retry && r.current.launchFailure !== undefined
           ? { current: { seq: r.current.seq + 1, requestedAt: clock.now() } }
           : {}),
       }),
       signal,
     );
+  }
+
+  /**
+   * Adds `parameters` to the record's Secret parameters (nothing else, no
+   * advance), re-reading on a lost race: what the pod's delete releases.
+   * @throws ProviderNotFoundError when the name no longer holds this uid.
+   */
+  private async listParameters(record: EcsPodRecord, parameters: readonly string[]): Promise<EcsPodRecord> {
+    const { store } = this.options;
+    let current = record;
+    for (let attempt = 1; ; attempt++) {
+      const missing = parameters.filter((p) => !current.secretParameters.includes(p));
+      if (missing.length === 0) return current;
+      try {
+        return await store.replace(current, {
+          ...current,
+          secretParameters: [...current.secretParameters, ...missing],
+        });
+      } catch (err) {
+        if (!isRecordConflict(err) || attempt >= MAX_ATTEMPTS) throw err;
+      }
+      const again = await store.get(current.namespace, current.name);
+      if (!again || again.uid !== current.uid || again.goneAt !== undefined)
+        throw new ProviderNotFoundError(
+          `ECS provider has no pod ${current.namespace}/${current.name} (uid ${current.uid})`,
+        );
+      current = again;
+    }
   }
 
   /** Another pod (uid) under this name: its task is stopped, its Secret values released; the new pod takes the name. */

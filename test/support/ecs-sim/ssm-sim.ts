@@ -9,9 +9,31 @@ import { SimError } from './sim-error.ts';
 export class SsmSim {
   readonly parameters = new Map<string, { value: string; type: string; version: number }>();
   readonly calls: Record<string, number> = {};
+  readonly #lostAnswers = new Map<string, number>();
+
+  /**
+   * The next `count` calls of `operation` are carried out, and their answer
+   * (whatever it was) is lost: the caller sees a 500, as when the function
+   * dies right after the call reached SSM.
+   */
+  loseAnswers(operation: string, count: number): void {
+    this.#lostAnswers.set(operation, (this.#lostAnswers.get(operation) ?? 0) + count);
+  }
 
   handle(operation: string, body: Record<string, unknown>): Record<string, unknown> {
     this.calls[operation] = (this.calls[operation] ?? 0) + 1;
+    const lost = this.#lostAnswers.get(operation) ?? 0;
+    if (lost === 0) return this.#operation(operation, body);
+    this.#lostAnswers.set(operation, lost - 1);
+    try {
+      this.#operation(operation, body);
+    } catch {
+      // Lost with the rest of the answer.
+    }
+    throw new SimError('InternalServerError', 'An error occurred on the server side.', 500);
+  }
+
+  #operation(operation: string, body: Record<string, unknown>): Record<string, unknown> {
     const name = typeof body.Name === 'string' ? body.Name : '';
     switch (operation) {
       case 'PutParameter': {
