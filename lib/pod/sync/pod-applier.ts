@@ -8,6 +8,7 @@ import {
   type AppliedPodStatus,
   isProviderNotFound,
   isProviderUnsupported,
+  isProviderWaiting,
   type PodProvider,
 } from '../../provider/provider.ts';
 import { errorMessage } from '../../util/error-message.ts';
@@ -154,6 +155,17 @@ export class PodApplier {
           'provider',
           { cause: err },
         );
+      }
+      if (isProviderWaiting(err)) {
+        // As an unresolved env reference: the kubelet's Event, the pod stays Pending, tried again.
+        await this.options.events.record(step.pod, 'Warning', err.reason, err.message);
+        log.info(
+          { reason: err.reason, message: err.message },
+          'provider cannot start the pod yet: it stays Pending',
+        );
+        throw new PodSyncRetryError(`${podKey(step.pod.metadata)}: ${err.message}`, 'provider', {
+          cause: err,
+        });
       }
       // Whatever the provider reported of the pod after this call began is newer than its failure.
       const readAtMs = calledAt;
