@@ -16,6 +16,9 @@ import { VOLUME_WRITER_NAME } from './volume-writer.ts';
  * handles before or around the provider (enableServiceLinks: the service
  * variables are in the env it hands over; activeDeadlineSeconds: pod-status
  * enforces it) are accepted; docs/providers/ecs-fargate.md lists what each field becomes.
+ * ConfigMap, Secret, downwardAPI and projected volumes are checked as the
+ * kubelet checks them (file-volumes.ts) and filled by the volume writer
+ * (volume-writer.ts); a projected serviceAccountToken source is refused.
  */
 
 /** The annotation AppArmor profiles were asked for with before Kubernetes 1.30, per container. */
