@@ -190,10 +190,9 @@ class EcsProbe implements ProviderProbe {
     const def = defs.find((c) => c.name === VOLUME_WRITER_NAME);
     const mount = def?.mountPoints?.find((m) => m.sourceVolume === volume);
     if (!def || !mount?.containerPath) return undefined;
-    const { exitCode, root, stderr } = runVolumeWriter(
-      [...(def.entryPoint ?? []), ...(def.command ?? [])],
-      writer.env,
-    );
+    const mounts = (def.mountPoints ?? []).map((m) => m.containerPath?.split('/').pop() ?? '');
+    const argv = [...(def.entryPoint ?? []), ...(def.command ?? [])];
+    const { exitCode, root, stderr } = runVolumeWriter(argv, writer.env, mounts);
     try {
       if (exitCode !== 0) throw new Error(`the volume writer failed (${exitCode}): ${stderr}`);
       return writtenFiles(join(root, mount.containerPath.split('/').pop() ?? ''));

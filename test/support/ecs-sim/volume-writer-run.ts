@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VOLUME_WRITER_SCRIPT } from '../../../lib/provider/ecs/volume-writer.ts';
@@ -19,12 +28,18 @@ export interface WrittenFile {
   mode: number;
 }
 
-/** Runs the writer's argv (`sh -c <script> <name> <root>`) with `root` replaced by a new temporary directory. */
+/**
+ * Runs the writer's argv (`sh -c <script> <name> <root>`) with `root`
+ * replaced by a new temporary directory, in which the directories `mounts`
+ * (its mount points under the root, which ECS makes) exist.
+ */
 export function runVolumeWriter(
   argv: readonly string[],
   env: Readonly<Record<string, string>>,
+  mounts: readonly string[] = [],
 ): { exitCode: number; root: string; stderr: string } {
   const root = mkdtempSync(join(tmpdir(), 'svk-sim-volumes-'));
+  for (const mount of mounts) mkdirSync(join(root, mount));
   const [shell = 'sh', flag = '-c', script = '', name = ''] = argv;
   const run = spawnSync(shell, [flag, script, name, root], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
