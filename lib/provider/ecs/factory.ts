@@ -97,6 +97,7 @@ export function buildEcsProvider(settings: EcsSettings, context: EcsProviderCont
       volumeImage: settings.volumeImage,
     },
     ...(context.volumeSources ? { volumeSources: context.volumeSources } : {}),
+    allocatable: config.node.capacity,
     allowlist: settings.overrideAllowlist,
   });
   const podProvider = new EcsPodProvider({

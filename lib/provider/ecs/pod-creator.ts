@@ -41,6 +41,8 @@ export interface PodCreatorOptions {
   allowlist: readonly OverrideRule[];
   /** Where file volumes' ConfigMaps and Secrets are read (none: a pod with such volumes is not started). */
   volumeSources?: VolumeSources;
+  /** The node's allocatable: what a downwardAPI volume's resourceFieldRef on a missing limit shows (as env does). */
+  allocatable?: Readonly<Record<string, string>>;
 }
 
 const MAX_ATTEMPTS = 5;
@@ -160,7 +162,8 @@ export class PodCreator {
     pod: V1Pod,
     signal?: AbortSignal,
   ): Promise<Map<string, readonly FileProjection[]> | undefined> {
-    const volumes = podFileVolumes(pod);
+    const { allocatable } = this.options;
+    const volumes = podFileVolumes(pod, allocatable ? { allocatable } : {});
     if (volumes.length === 0) return undefined;
     const sources = this.options.volumeSources;
     if (!sources) throw new Error('the ECS provider was built without a reader of ConfigMaps and Secrets');

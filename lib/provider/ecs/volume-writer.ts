@@ -1,5 +1,6 @@
 import type { ContainerDefinition, KeyValuePair } from '@aws-sdk/client-ecs';
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
+import type { DownwardApiOptions } from '../../kube/downward-api.ts';
 import { type FileProjection, type FileVolume, fileVolume, isFileVolume } from '../file-volumes.ts';
 import { isAdmissionTokenProjection } from '../service-account-volume.ts';
 import type { SecretValue } from './env-partition.ts';
@@ -78,13 +79,14 @@ export interface PodFileVolume {
  * The pod's volumes the writer fills, in spec order: configMap, secret,
  * downwardAPI and projected ones, except the service-account token
  * projection a 1.21+ API server adds (not mounted, as before). Volumes whose
- * fields cannot be served are left out: pod-support refuses them.
+ * fields cannot be served are left out: pod-support refuses them. A
+ * resourceFieldRef on a missing limit shows `options.allocatable`, as in env.
  */
-export function podFileVolumes(pod: V1Pod): PodFileVolume[] {
+export function podFileVolumes(pod: V1Pod, options: DownwardApiOptions = {}): PodFileVolume[] {
   const out: PodFileVolume[] = [];
   for (const volume of pod.spec?.volumes ?? []) {
     if (!isFileVolume(volume) || isAdmissionTokenProjection(volume, pod)) continue;
-    const planned = fileVolume(volume, pod);
+    const planned = fileVolume(volume, pod, options);
     if ('volume' in planned) out.push({ volume, plan: planned.volume });
   }
   return out;
