@@ -15,7 +15,13 @@ import {
 import { type PartitionedEnv, partitionEnv, type SecretValue } from './env-partition.ts';
 import { FARGATE_MAX_CPU_UNITS, FARGATE_MAX_MEMORY_MIB, fargateSize, podResources } from './fargate-size.ts';
 import { unsupportedFields } from './pod-support.ts';
-import { podFileVolumes, SECRET_PART_CHARS, VOLUME_WRITER_NAME, volumeWriter } from './volume-writer.ts';
+import {
+  podFileVolumes,
+  SECRET_PART_CHARS,
+  VOLUME_WRITER_NAME,
+  type VolumeWriter,
+  volumeWriter,
+} from './volume-writer.ts';
 
 /**
  * A pod as a Fargate task: the task definition (shared by every pod of the
@@ -83,8 +89,8 @@ export const MAX_DEFINITION_CHARS = 65_536;
 /**
  * Translates a pod (env resolved, see the provider contract).
  * @throws TaskTranslationError naming every field Fargate cannot honour, a
- *   pod larger than Fargate's largest task, or per-pod values over RunTask's
- *   8 KiB of overrides.
+ *   pod larger than Fargate's largest task, per-pod values over RunTask's
+ *   8 KiB of overrides, or file volumes over the task definition's 64 KiB.
  */
 export function translatePod(pod: V1Pod, settings: TranslationSettings): TaskTranslation {
   const reasons = [
@@ -105,20 +111,7 @@ export function translatePod(pod: V1Pod, settings: TranslationSettings): TaskTra
   const namespace = pod.metadata?.namespace ?? 'default';
   const spec = pod.spec ?? { containers: [] };
   const inits = spec.initContainers ?? [];
-  const logConfiguration = {
-    logDriver: 'awslogs' as const,
-    options: {
-      'awslogs-group': settings.logGroup,
-      'awslogs-region': settings.region,
-      'awslogs-stream-prefix': logStreamPrefix(namespace),
-    },
-  };
-  const writer = volumeWriter(podFileVolumes(pod), settings.volumeFiles, {
-    namespace,
-    image: settings.volumeImage,
-    secretParameterName: settings.secretParameterName,
-    logConfiguration,
-  });
+  const writer = podVolumeWriter(pod, namespace, settings);
   // Every container of the pod waits for the volume writer: the first init container, or the app containers.
   const first = writer ? VOLUME_WRITER_NAME : undefined;
   const lastInit = inits.at(-1)?.name ?? first;
@@ -148,15 +141,6 @@ export function translatePod(pod: V1Pod, settings: TranslationSettings): TaskTra
       registryCredentials: settings.registryCredentials,
     });
   });
-  const overridesChars = JSON.stringify({ containerOverrides }).length;
-  if (overridesChars > MAX_OVERRIDES_CHARS) {
-    const files = writer?.bytes.override
-      ? ` and downwardAPI files (${writer.bytes.override} bytes, base64)`
-      : '';
-    throw new TaskTranslationError([
-      `the pod's own env values (downward API)${files} take ${overridesChars} characters, more than RunTask's ${MAX_OVERRIDES_CHARS} for overrides`,
-    ]);
-  }
   const volumes = (spec.volumes ?? [])
     .filter((v) => isTaskVolume(pod, v.name))
     .map((v) => ({ name: v.name }));
@@ -172,13 +156,7 @@ export function translatePod(pod: V1Pod, settings: TranslationSettings): TaskTra
     containerDefinitions: writer ? [writer.container, ...containers] : containers,
     ...(volumes.length > 0 ? { volumes } : {}),
   };
-  const definitionChars = JSON.stringify(definition).length;
-  if (writer && definitionChars > MAX_DEFINITION_CHARS) {
-    const { definition: inDefinition, secret } = writer.bytes;
-    throw new TaskTranslationError([
-      `spec.volumes: the pod's file volumes (ConfigMap files ${inDefinition} bytes, base64 in the task definition; Secret files ${secret} bytes, in SSM parameters of ${SECRET_PART_CHARS} characters each named there) make its task definition ${definitionChars} characters, more than ECS's ${MAX_DEFINITION_CHARS}`,
-    ]);
-  }
+  checkSizes(definition, containerOverrides, writer);
   return {
     definition,
     family: `${settings.familyPrefix}-${definitionHash(definition)}`,
@@ -186,6 +164,54 @@ export function translatePod(pod: V1Pod, settings: TranslationSettings): TaskTra
     containerOverrides,
     shape: shapeHash(definition, containerOverrides),
   };
+}
+
+/** The volume writer of the pod's file volumes (volume-writer.ts), or undefined when it has none. */
+function podVolumeWriter(
+  pod: V1Pod,
+  namespace: string,
+  settings: TranslationSettings,
+): VolumeWriter | undefined {
+  return volumeWriter(podFileVolumes(pod), settings.volumeFiles, {
+    namespace,
+    image: settings.volumeImage,
+    secretParameterName: settings.secretParameterName,
+    logConfiguration: {
+      logDriver: 'awslogs',
+      options: {
+        'awslogs-group': settings.logGroup,
+        'awslogs-region': settings.region,
+        'awslogs-stream-prefix': logStreamPrefix(namespace),
+      },
+    },
+  });
+}
+
+/**
+ * RunTask's 8 KiB of overrides and RegisterTaskDefinition's 64 KiB.
+ * @throws TaskTranslationError naming what takes the room, with the sizes.
+ */
+function checkSizes(
+  definition: TaskDefinitionShape,
+  containerOverrides: readonly ContainerOverride[],
+  writer: VolumeWriter | undefined,
+): void {
+  const overridesChars = JSON.stringify({ containerOverrides }).length;
+  if (overridesChars > MAX_OVERRIDES_CHARS) {
+    const files = writer?.bytes.override
+      ? ` and downwardAPI files (${writer.bytes.override} bytes, base64)`
+      : '';
+    throw new TaskTranslationError([
+      `the pod's own env values (downward API)${files} take ${overridesChars} characters, more than RunTask's ${MAX_OVERRIDES_CHARS} for overrides`,
+    ]);
+  }
+  const definitionChars = JSON.stringify(definition).length;
+  if (writer && definitionChars > MAX_DEFINITION_CHARS) {
+    const { definition: inDefinition, secret } = writer.bytes;
+    throw new TaskTranslationError([
+      `spec.volumes: the pod's file volumes (ConfigMap files ${inDefinition} bytes, base64 in the task definition; Secret files ${secret} bytes, in SSM parameters of ${SECRET_PART_CHARS} characters each named there) make its task definition ${definitionChars} characters, more than ECS's ${MAX_DEFINITION_CHARS}`,
+    ]);
+  }
 }
 
 /**
