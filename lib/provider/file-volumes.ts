@@ -60,6 +60,8 @@ export interface FileProjection {
   path: string;
   mode: number;
   content: Buffer;
+  /** The kind of source the file came from (a Secret's must be kept secret). */
+  source?: FileSource['kind'];
 }
 
 /** A ConfigMap's or Secret's data as read: keys to bytes; undefined when it does not exist. */
@@ -326,6 +328,7 @@ export function volumePayload(
           path: item.path,
           mode: item.mode ?? volume.defaultMode,
           content: Buffer.from(item.value),
+          source: 'downwardAPI',
         });
       continue;
     }
@@ -347,7 +350,12 @@ export function volumePayload(
               : `references non-existent secret key: ${item.key}`,
         };
       }
-      files.set(item.path, { path: item.path, mode: item.mode ?? volume.defaultMode, content });
+      files.set(item.path, {
+        path: item.path,
+        mode: item.mode ?? volume.defaultMode,
+        content,
+        source: source.kind,
+      });
     }
   }
   return { files: [...files.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) };

@@ -85,6 +85,28 @@ export function isProviderUnsupported(err: unknown): err is ProviderUnsupportedE
 }
 
 /**
+ * The provider cannot start the pod yet, as the kubelet cannot mount a
+ * volume whose ConfigMap or Secret does not exist: it ran and wrote
+ * nothing, and the same pod is to be tried again later (the pod stays
+ * Pending). `reason` and the message are the kubelet's Event's
+ * (`FailedMount`, `MountVolume.SetUp failed for volume "v" : configmap "x"
+ * not found`); they name objects, never data.
+ */
+export class ProviderWaitingError extends Error {
+  override readonly name = 'ProviderWaitingError';
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function isProviderWaiting(err: unknown): err is ProviderWaitingError {
+  return err instanceof ProviderWaitingError;
+}
+
+/**
  * The pod part of a provider: what virtual-kubelet's PodLifecycleHandler is.
  * Every call may run in a different Lambda invocation, concurrently with
  * others, and be retried: implementations keep their state outside the
@@ -107,7 +129,10 @@ export interface PodProvider {
    * same namespace/name means a new pod: the old one is replaced.
    *
    * Resolves with the pod's status when the provider can report it at once
-   * (see {@link AppliedPodStatus}), else with undefined.
+   * (see {@link AppliedPodStatus}), else with undefined. Rejects with
+   * {@link ProviderWaitingError} when the pod cannot start yet (a missing
+   * ConfigMap or Secret of a volume): its Event is recorded, the pod stays
+   * Pending and the create is tried again.
    */
   createPod(pod: V1Pod, signal?: AbortSignal): Promise<AppliedPodStatus>;
   /**

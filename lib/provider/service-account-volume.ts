@@ -7,9 +7,9 @@ export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceacco
  * The service-account token volume the API server's ServiceAccount admission
  * adds to every pod (a `<sa>-token-*` secret, or a projected
  * `kube-api-access-*` volume with a serviceAccountToken source), mounted
- * nowhere but at SERVICE_ACCOUNT_MOUNT. ECS Fargate does not mount it (the
- * cluster's token has no business in a task definition); the Docker
- * provider serves the Secret one like any Secret volume and leaves the
+ * nowhere but at SERVICE_ACCOUNT_MOUNT. The Docker and ECS Fargate
+ * providers serve the Secret one like any Secret volume (on Fargate its
+ * token goes through SSM, never into a task definition) and leave the
  * projected one out (isAdmissionTokenProjection).
  */
 export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boolean {
@@ -24,7 +24,7 @@ export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boole
 /**
  * The projected `kube-api-access-*` volume the ServiceAccount admission of
  * Kubernetes 1.21+ adds (a serviceAccountToken source, mounted only at
- * SERVICE_ACCOUNT_MOUNT): the Docker provider, which serves Secret volumes
+ * SERVICE_ACCOUNT_MOUNT): the Docker and ECS providers, which serve Secret volumes
  * (the `<sa>-token-*` one of a 1.20 API server included) but no token
  * sources yet, leaves it unmounted rather than refuse every pod of such a
  * cluster. A projected token source the pod asks for itself is refused.

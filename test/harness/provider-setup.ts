@@ -59,6 +59,19 @@ export interface ProviderProbe {
    * yet: the prestop scenario's evidence, from the provider's own side.
    */
   hooks?(ref: PodRef): Promise<{ preStopAt?: number; stopSignalAt?: number } | undefined>;
+  /**
+   * For a provider whose backend runs no processes (a simulation): the
+   * files of the pod's file volume `volume` as its backend wrote them for
+   * its newest start (path → content and mode), or undefined when it wrote
+   * none. The volume scenarios check the files through it instead of from
+   * inside the pod.
+   */
+  volumeFiles?(
+    ref: PodRef,
+    volume: string,
+  ): Promise<Map<string, { content: Buffer; mode: number }> | undefined>;
+  /** Everything the provider sent its backend and the backend logged, as text, for scans (a simulation's requests). */
+  backendText?(): Promise<string>;
 }
 
 /** What a probe can use: the deployment's state table and its function environment. */

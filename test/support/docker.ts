@@ -4,10 +4,10 @@ import Docker from 'dockerode';
 import { systemClock } from '../../lib/clock.ts';
 import { createLogger } from '../../lib/log/logger.ts';
 import { DockerPodProvider, type DockerPodProviderOptions } from '../../lib/provider/docker/docker-pods.ts';
-import { kubeVolumeSources } from '../../lib/provider/docker/factory.ts';
 import { LABELS } from '../../lib/provider/docker/names.ts';
 import { DEFAULT_PROBER_IMAGE } from '../../lib/provider/docker/settings.ts';
 import type { VolumeSources } from '../../lib/provider/docker/volume-delivery.ts';
+import { kubeVolumeSources } from '../../lib/provider/volume-sources.ts';
 import { type TestEnv, testEnv } from './env.ts';
 import { kubeletClients, waitFor } from './kube.ts';
 

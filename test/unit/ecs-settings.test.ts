@@ -29,6 +29,7 @@ describe('ECS provider settings', () => {
         secretsPath: '/serverless-virtual-kubelet/pod-secrets',
         overrideAllowlist: [],
         registryCredentials: {},
+        volumeImage: 'public.ecr.aws/docker/library/busybox:1.36.1',
         statusPollMs: 60_000,
       },
     });
@@ -42,6 +43,7 @@ describe('ECS provider settings', () => {
       SVK_ECS_OVERRIDE_ALLOWLIST: '[{"namespace":"Payments","taskRoleArns":["role/x"]}]',
       SVK_ECS_REGISTRY_CREDENTIALS: 'registry.example.com=not-an-arn',
       SVK_ECS_STATUS_POLL_SECONDS: '1',
+      SVK_ECS_VOLUME_IMAGE: 'busy box',
     });
     assert.equal(result.ok, false);
     const variables = result.ok ? [] : result.issues.map((i) => i.variable);
@@ -54,6 +56,7 @@ describe('ECS provider settings', () => {
       'SVK_ECS_REGISTRY_CREDENTIALS',
       'SVK_ECS_STATUS_POLL_SECONDS',
       'SVK_ECS_SUBNETS',
+      'SVK_ECS_VOLUME_IMAGE',
     ]);
     const allowlist = result.ok
       ? []

@@ -56,6 +56,7 @@ const settings: TranslationSettings = {
   },
   secretParameterName: (v: SecretValue) =>
     `/svk/prod/pod-secrets/${v.namespace}/${v.secret}/${v.key}/mac-of-${v.value.length}`,
+  volumeImage: 'public.ecr.aws/docker/library/busybox:1.36.1',
 };
 
 const TOKEN_MOUNT = {
@@ -461,7 +462,7 @@ describe('pod → Fargate task', () => {
         assert.ok(isTaskTranslationError(err));
         assert.deepEqual(err.reasons, [
           'spec.hostNetwork: a Fargate task has its own network interface, never a host network',
-          'spec.volumes[proc]: only emptyDir volumes are supported on Fargate, not hostPath',
+          'spec.volumes[proc]: only emptyDir, configMap, secret, downwardAPI and projected volumes are supported on Fargate, not hostPath',
           'spec.containers[exporter].livenessProbe: an ECS health check runs a command: only exec probes run on Fargate',
           'spec.containers[exporter].securityContext.privileged: Fargate does not run privileged containers',
         ]);

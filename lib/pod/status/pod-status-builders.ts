@@ -175,6 +175,33 @@ export function providerFailedStatus(pod: V1Pod, message: string): V1PodStatus {
 }
 
 /**
+ * A pod the provider cannot start yet (a volume's ConfigMap or Secret is
+ * missing), as the kubelet shows one whose volumes are not mounted: Pending,
+ * every container waiting (init containers PodInitializing, app containers
+ * ContainerCreating, or PodInitializing behind init containers).
+ */
+export function waitingStatus(pod: V1Pod): V1PodStatus {
+  const inits = pod.spec?.initContainers ?? [];
+  const waiting = (c: { name: string; image?: string }, reason: string) => ({
+    name: c.name,
+    image: c.image ?? '',
+    imageID: '',
+    ready: false,
+    restartCount: 0,
+    started: false,
+    state: { waiting: { reason } },
+  });
+  return {
+    ...pod.status,
+    phase: 'Pending',
+    ...(inits.length > 0 ? { initContainerStatuses: inits.map((c) => waiting(c, 'PodInitializing')) } : {}),
+    containerStatuses: (pod.spec?.containers ?? []).map((c) =>
+      waiting(c, inits.length > 0 ? 'PodInitializing' : 'ContainerCreating'),
+    ),
+  };
+}
+
+/**
  * What the provider reported for a pod, if it is not what the record says
  * was last written: the status and its hash. The one test of "changed"
  * shared by pod-status's poll and pod-sync's push.

@@ -8,6 +8,7 @@ import {
   type AppliedPodStatus,
   isProviderNotFound,
   isProviderUnsupported,
+  isProviderWaiting,
   type PodProvider,
 } from '../../provider/provider.ts';
 import { errorMessage } from '../../util/error-message.ts';
@@ -20,6 +21,7 @@ import {
   isTerminalPhase,
   providerFailedStatus,
   reportedStatusToWrite,
+  waitingStatus,
 } from '../status/pod-status-builders.ts';
 import { OLDER_READING, podRef, writePodStatus, writeProviderStatus } from '../status/pod-status-writes.ts';
 import { isOlderReading, stampReadAt } from '../status/status-order.ts';
@@ -154,6 +156,23 @@ export class PodApplier {
           'provider',
           { cause: err },
         );
+      }
+      if (isProviderWaiting(err)) {
+        // As an unresolved env reference: the kubelet's Event, the pod stays Pending (its containers waiting), tried again.
+        await this.options.events.record(step.pod, 'Warning', err.reason, err.message);
+        await writePodStatus(this.options.core, podRef(step.pod), (current) => {
+          if (isTerminalPhase(current.status?.phase) || (current.status?.containerStatuses?.length ?? 0) > 0)
+            return undefined;
+          if (isOlderReading(current.status, calledAt)) return OLDER_READING;
+          return stampReadAt(waitingStatus(current), calledAt);
+        }).catch((e: unknown) => log.warn({ err: e }, 'could not write the waiting status'));
+        log.info(
+          { reason: err.reason, message: err.message },
+          'provider cannot start the pod yet: it stays Pending',
+        );
+        throw new PodSyncRetryError(`${podKey(step.pod.metadata)}: ${err.message}`, 'provider', {
+          cause: err,
+        });
       }
       // Whatever the provider reported of the pod after this call began is newer than its failure.
       const readAtMs = calledAt;

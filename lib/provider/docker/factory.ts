@@ -4,12 +4,12 @@ import type { NodeSettings } from '../../config/node-settings.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { CoreApi } from '../../kube/core-api.ts';
 import type { ProviderContext, Providers } from '../provider-factory.ts';
+import { kubeVolumeSources } from '../volume-sources.ts';
 import { DockerNodeProvider } from './docker-node.ts';
 import { DockerPodProvider } from './docker-pods.ts';
 import { createEngineClient, type SecretReader } from './engine-client.ts';
 import { type PullSecretSource, registryAuthResolver } from './registry-auth.ts';
 import type { DockerSettings } from './settings.ts';
-import type { VolumeSources } from './volume-delivery.ts';
 
 /**
  * Builds the Docker provider: connects to the engine (reading the TLS
@@ -111,42 +111,5 @@ function kubeSecrets(core: CoreApi): PullSecretSource {
       if (isNotFound(err)) return undefined;
       throw err;
     }
-  };
-}
-
-/**
- * The ConfigMaps and Secrets of file volumes, read by name (the RBAC's `get
- * configmaps` and `get secrets`), as bytes: a ConfigMap's data and
- * binaryData, a Secret's data decoded.
- */
-export function kubeVolumeSources(core: CoreApi): VolumeSources {
-  const missingAsUndefined = async <T>(read: () => Promise<T>): Promise<T | undefined> => {
-    try {
-      return await read();
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  };
-  return {
-    configMap: (namespace, name) =>
-      missingAsUndefined(async () => {
-        const cm = await core.readNamespacedConfigMap({ namespace, name });
-        return new Map([
-          ...Object.entries(cm.data ?? {}).map(([k, v]): [string, Buffer] => [k, Buffer.from(v, 'utf8')]),
-          ...Object.entries(cm.binaryData ?? {}).map(([k, v]): [string, Buffer] => [
-            k,
-            Buffer.from(v, 'base64'),
-          ]),
-        ]);
-      }),
-    pod: (namespace, name) => missingAsUndefined(() => core.readNamespacedPod({ namespace, name })),
-    secret: (namespace, name) =>
-      missingAsUndefined(async () => {
-        const secret = await core.readNamespacedSecret({ namespace, name });
-        return new Map(
-          Object.entries(secret.data ?? {}).map(([k, v]): [string, Buffer] => [k, Buffer.from(v, 'base64')]),
-        );
-      }),
   };
 }

@@ -3,19 +3,15 @@ import type Docker from 'dockerode';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
 import { doublingDelayMs } from '../../util/doubling-delay.ts';
-import { errorMessage } from '../../util/error-message.ts';
 import {
   type FileProjection,
   type FileVolume,
   payloadDigest,
   readsPodMetadata,
-  type SourceData,
-  sourceKey,
-  sourcesToRead,
-  volumePayload,
   withPodMetadata,
 } from '../file-volumes.ts';
 import type { ProviderEventRecorder } from '../provider.ts';
+import { readVolumePayload, type VolumeSources } from '../volume-sources.ts';
 import { atomicLayout, DATA_DIR_NAME, digestOf, timestampDirName } from './atomic-layout.ts';
 import { heldVolumePath } from './container-config.ts';
 import { pathExists, pathStat } from './engine-archive.ts';
@@ -59,13 +55,7 @@ import { swapVolume } from './volume-swap.ts';
  * kubelet.
  */
 
-/** ConfigMaps and Secrets as a file volume reads them: keys to bytes, undefined when missing. */
-export interface VolumeSources {
-  configMap(namespace: string, name: string): Promise<SourceData>;
-  secret(namespace: string, name: string): Promise<SourceData>;
-  /** The pod as the API server has it now (for its labels and annotations), undefined when gone. */
-  pod?(namespace: string, name: string): Promise<V1Pod | undefined>;
-}
+export type { VolumeSources } from '../volume-sources.ts';
 
 /** How often a running pod's file volumes are read again. */
 export const REFRESH_MS = 60_000;
@@ -198,27 +188,12 @@ export class VolumeDelivery {
     }
   }
 
-  async #payload(
+  #payload(
     plan: PodPlan,
     files: FileVolume,
     signal?: AbortSignal,
   ): Promise<{ files: FileProjection[] } | { error: string }> {
-    const data = new Map<string, SourceData>();
-    for (const source of sourcesToRead(files)) {
-      signal?.throwIfAborted();
-      try {
-        data.set(
-          sourceKey(source.kind, source.name),
-          source.kind === 'configMap'
-            ? await this.deps.sources.configMap(plan.namespace, source.name)
-            : await this.deps.sources.secret(plan.namespace, source.name),
-        );
-      } catch (err) {
-        const noun = source.kind === 'configMap' ? 'configmap' : 'secret';
-        return { error: `failed to get ${noun} "${source.name}": ${errorMessage(err)}` };
-      }
-    }
-    return volumePayload(files, data);
+    return readVolumePayload(this.deps.sources, plan.namespace, files, signal);
   }
 
   /** False, after the kubelet's summary Event once the pod waited 2 min 3 s for its volumes (mount-wait.ts). */

@@ -1,6 +1,8 @@
 import type { ContainerDefinition } from '@aws-sdk/client-ecs';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { containerArgv, expandCommandAndArgs } from '../container-command.ts';
+import { isFileVolume } from '../file-volumes.ts';
+import { isAdmissionTokenProjection } from '../service-account-volume.ts';
 import { cpuUnits, memoryMiB } from './fargate-size.ts';
 import { healthMapping } from './health-checks.ts';
 
@@ -64,7 +66,8 @@ export function containerDefinition(c: V1Container, ctx: ContainerContext): Cont
           mountPoints: mounts.map((m) => ({
             sourceVolume: m.name,
             containerPath: m.mountPath,
-            readOnly: m.readOnly === true,
+            // As the kubelet mounts them: a configMap, secret, downwardAPI or projected volume read-only.
+            readOnly: m.readOnly === true || isFileTaskVolume(pod, m.name),
           })),
         }
       : {}),
@@ -168,9 +171,23 @@ function security(
   };
 }
 
-/** Volumes that become task volumes: emptyDirs (the service-account token volume is not mounted). */
+/**
+ * Volumes that become task volumes: emptyDirs, and the configMap, secret,
+ * downwardAPI and projected volumes the volume writer fills
+ * (volume-writer.ts); the service-account token projection of a 1.21+ API
+ * server is not mounted.
+ */
 export function isTaskVolume(pod: V1Pod, name: string): boolean {
-  return (pod.spec?.volumes ?? []).some((v) => v.name === name && v.emptyDir !== undefined);
+  return (pod.spec?.volumes ?? []).some(
+    (v) => v.name === name && (v.emptyDir !== undefined || isFileTaskVolume(pod, name)),
+  );
+}
+
+/** A task volume the volume writer fills. */
+export function isFileTaskVolume(pod: V1Pod, name: string): boolean {
+  return (pod.spec?.volumes ?? []).some(
+    (v) => v.name === name && isFileVolume(v) && !isAdmissionTokenProjection(v, pod),
+  );
 }
 
 /** The registry host of an image reference (`docker.io` for short names, as Docker resolves them). */

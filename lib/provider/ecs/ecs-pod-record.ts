@@ -65,6 +65,8 @@ export interface EcsPodRecord {
   family: string;
   taskDefinitionArn: string;
   run: RunSpec;
+  /** The translation's shape (task-translation.ts): what an update compares; absent in records written before it. */
+  shape?: string;
   /** SSM parameters this pod holds a reference on (released when it is deleted). */
   secretParameters: string[];
   /** Epoch ms of the first create. */
@@ -190,6 +192,7 @@ const recordSchema = z.object({
     securityGroups: z.array(z.string()).optional(),
     spot: z.boolean().optional(),
   }),
+  shape: z.string().optional(),
   secretParameters: z.array(z.string()),
   createdAt: z.number(),
   restarts: z.number(),

@@ -3,6 +3,8 @@ import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { StateTable } from '../../state/dynamodb.ts';
 import type { NodeProvider, PodProvider, ProviderEventRecorder } from '../provider.ts';
+import type { ProviderContext } from '../provider-factory.ts';
+import { kubeVolumeSources, type VolumeSources } from '../volume-sources.ts';
 import { createEcsAwsClients, type EcsAwsClients } from './aws-clients.ts';
 import { EcsLogs } from './ecs-logs.ts';
 import { EcsNodeProvider } from './ecs-node.ts';
@@ -31,6 +33,8 @@ export interface EcsProviderContext {
   events?: ProviderEventRecorder;
   /** The AWS clients; built for `region` (and the settings' endpoint) when absent. */
   clients?: EcsAwsClients;
+  /** Where the ConfigMaps and Secrets of file volumes are read; without it a pod with such volumes is not started. */
+  volumeSources?: VolumeSources;
 }
 
 /** The ECS provider's parts, for the task-state function and tests that need more than the two halves. */
@@ -45,9 +49,14 @@ export interface EcsProviderParts {
 /** Builds the ECS Fargate provider. */
 export async function createProviders(
   settings: EcsSettings,
-  context: EcsProviderContext,
+  context: EcsProviderContext & Partial<Pick<ProviderContext, 'kube'>>,
 ): Promise<{ nodeProvider: NodeProvider; podProvider: PodProvider }> {
-  const { nodeProvider, podProvider } = buildEcsProvider(settings, context);
+  const { nodeProvider, podProvider } = buildEcsProvider(settings, {
+    ...context,
+    ...(context.kube && !context.volumeSources
+      ? { volumeSources: kubeVolumeSources(context.kube.core) }
+      : {}),
+  });
   return { nodeProvider, podProvider };
 }
 
@@ -85,7 +94,10 @@ export function buildEcsProvider(settings: EcsSettings, context: EcsProviderCont
       region,
       cpuArchitecture: settings.cpuArchitecture,
       registryCredentials: settings.registryCredentials,
+      volumeImage: settings.volumeImage,
     },
+    ...(context.volumeSources ? { volumeSources: context.volumeSources } : {}),
+    allocatable: config.node.capacity,
     allowlist: settings.overrideAllowlist,
   });
   const podProvider = new EcsPodProvider({

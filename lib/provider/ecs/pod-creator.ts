@@ -1,7 +1,9 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.ts';
 import type { Logger } from '../../log/logger.ts';
-import { ProviderNotFoundError } from '../provider.ts';
+import type { FileProjection } from '../file-volumes.ts';
+import { ProviderNotFoundError, ProviderWaitingError } from '../provider.ts';
+import { readVolumePayload, type VolumeSources } from '../volume-sources.ts';
 import type { EcsPodAdvancer } from './ecs-pod-advance.ts';
 import type { EcsPodRecord, RestartPolicy, RunSpec } from './ecs-pod-record.ts';
 import { type EcsPodStore, isRecordConflict } from './ecs-pod-store.ts';
@@ -17,6 +19,7 @@ import {
   type TranslationSettings,
   translatePod,
 } from './task-translation.ts';
+import { podFileVolumes } from './volume-writer.ts';
 
 /**
  * createPod and updatePod of the ECS provider: translate the pod, register
@@ -34,8 +37,12 @@ export interface PodCreatorOptions {
   tasks: EcsTasks;
   clock: Clock;
   log: Logger;
-  translation: Omit<TranslationSettings, 'secretParameterName'>;
+  translation: Omit<TranslationSettings, 'secretParameterName' | 'volumeFiles'>;
   allowlist: readonly OverrideRule[];
+  /** Where file volumes' ConfigMaps and Secrets are read (none: a pod with such volumes is not started). */
+  volumeSources?: VolumeSources;
+  /** The node's allocatable: what a downwardAPI volume's resourceFieldRef on a missing limit shows (as env does). */
+  allocatable?: Readonly<Record<string, string>>;
 }
 
 const MAX_ATTEMPTS = 5;
@@ -51,7 +58,7 @@ export class PodCreator {
 
   async create(pod: V1Pod, signal?: AbortSignal): Promise<EcsPodRecord | undefined> {
     const { namespace, name, uid } = identity(pod, true);
-    const prepared = await this.prepare(pod);
+    const prepared = await this.prepare(pod, { files: true, signal });
     for (let attempt = 1; ; attempt++) {
       const existing = await this.options.store.get(namespace, name);
       try {
@@ -69,12 +76,14 @@ export class PodCreator {
   /**
    * Applies a changed spec: a new task shape replaces the running task (it
    * is stopped and followed at once by one of the new shape, restartCount + 1),
-   * as the kubelet restarts a container whose image changed.
+   * as the kubelet restarts a container whose image changed. The files of
+   * file volumes are not compared (they are not even read unless the shape
+   * changed): a task keeps the files it started with.
    * @throws ProviderNotFoundError when this uid is not held.
    */
   async update(pod: V1Pod, signal?: AbortSignal): Promise<EcsPodRecord> {
     const { namespace, name, uid } = identity(pod, false);
-    const prepared = await this.prepare(pod);
+    let prepared = await this.prepare(pod, { files: false, signal });
     const record = await this.options.store.get(namespace, name);
     if (
       !record ||
@@ -83,8 +92,8 @@ export class PodCreator {
       record.deleteRequestedAt !== undefined
     )
       throw new ProviderNotFoundError(`ECS provider has no pod ${namespace}/${name} (uid ${uid})`);
-    if (record.family === prepared.translation.family && sameRun(record.run, prepared.run))
-      return (await this.options.advancer.advance(record, signal)) ?? record;
+    if (sameShape(record, prepared)) return (await this.options.advancer.advance(record, signal)) ?? record;
+    prepared = await this.prepare(pod, { files: true, signal });
     const arn = await this.options.definitions.ensure(
       prepared.translation.family,
       prepared.translation.definition,
@@ -104,6 +113,7 @@ export class PodCreator {
         family: prepared.translation.family,
         taskDefinitionArn: arn,
         run: prepared.run,
+        shape: prepared.translation.shape,
         current: running ? { ...r.current, replaced: true } : r.current,
       }),
       signal,
@@ -126,12 +136,22 @@ export class PodCreator {
     return settled ?? next ?? record;
   }
 
-  /** Translation and overrides; throws before anything is written. */
-  private async prepare(pod: V1Pod): Promise<Prepared> {
+  /**
+   * Translation and overrides, with the files of the pod's file volumes
+   * read when `files` (its shape only otherwise); throws before anything is
+   * written, ProviderWaitingError when a volume's object or key is missing.
+   */
+  private async prepare(
+    pod: V1Pod,
+    read: { files: boolean; signal?: AbortSignal | undefined },
+  ): Promise<Prepared> {
     const overrides = podOverrides(pod, this.options.allowlist);
     if (!overrides.ok) throw new TaskTranslationError(overrides.reasons);
     const secretParameterName = await this.options.secrets.namer();
-    const translation = translatePod(pod, { ...this.options.translation, secretParameterName });
+    const settings = { ...this.options.translation, secretParameterName };
+    let translation = translatePod(pod, settings);
+    const volumeFiles = read.files ? await this.readVolumes(pod, read.signal) : undefined;
+    if (volumeFiles) translation = translatePod(pod, { ...settings, volumeFiles });
     const { taskRoleArn, subnets, securityGroups, spot } = overrides.overrides;
     const run: RunSpec = {
       containerOverrides: translation.containerOverrides,
@@ -141,6 +161,33 @@ export class PodCreator {
       ...(spot !== undefined ? { spot } : {}),
     };
     return { translation, run };
+  }
+
+  /**
+   * The files of the pod's file volumes, by volume name (undefined when it
+   * has none), read as the kubelet reads them when it mounts the volumes.
+   * @throws ProviderWaitingError with the kubelet's FailedMount message when one cannot be filled yet.
+   */
+  private async readVolumes(
+    pod: V1Pod,
+    signal?: AbortSignal,
+  ): Promise<Map<string, readonly FileProjection[]> | undefined> {
+    const { allocatable } = this.options;
+    const volumes = podFileVolumes(pod, allocatable ? { allocatable } : {});
+    if (volumes.length === 0) return undefined;
+    const sources = this.options.volumeSources;
+    if (!sources) throw new Error('the ECS provider was built without a reader of ConfigMaps and Secrets');
+    const files = new Map<string, readonly FileProjection[]>();
+    for (const { volume, plan } of volumes) {
+      const payload = await readVolumePayload(sources, pod.metadata?.namespace ?? '', plan, signal);
+      if ('error' in payload)
+        throw new ProviderWaitingError(
+          'FailedMount',
+          `MountVolume.SetUp failed for volume "${volume.name}" : ${payload.error}`,
+        );
+      files.set(volume.name, payload.files);
+    }
+    return files;
   }
 
   /** The same uid again (a retried create): finishes what the first one started. */
@@ -172,6 +219,7 @@ export class PodCreator {
         family: prepared.translation.family,
         taskDefinitionArn: arn,
         run: prepared.run,
+        shape: prepared.translation.shape,
         ...(retry && r.current.launchFailure !== undefined
           ? { current: { seq: r.current.seq + 1, requestedAt: clock.now() } }
           : {}),
@@ -250,6 +298,7 @@ export class PodCreator {
       family: prepared.translation.family,
       taskDefinitionArn: arn,
       run: prepared.run,
+      shape: prepared.translation.shape,
       secretParameters: prepared.translation.secrets.map((s) => s.parameter),
       createdAt: now,
       restarts: 0,
@@ -302,4 +351,18 @@ function restartPolicy(policy: string | undefined): RestartPolicy {
 
 function sameRun(a: RunSpec, b: RunSpec): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * Whether the pod as updated runs as its record's task does: the same
+ * shape (the translation without the files of file volumes) and the same
+ * run besides the overrides (which the shape covers, but the volume
+ * writer's); a record written before shapes compares family and run.
+ */
+function sameShape(record: EcsPodRecord, prepared: Prepared): boolean {
+  if (record.shape === undefined)
+    return record.family === prepared.translation.family && sameRun(record.run, prepared.run);
+  const { containerOverrides: _a, ...was } = record.run;
+  const { containerOverrides: _b, ...now } = prepared.run;
+  return record.shape === prepared.translation.shape && JSON.stringify(was) === JSON.stringify(now);
 }

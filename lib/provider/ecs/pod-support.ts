@@ -1,7 +1,9 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { refuseUnrunContainerFields } from '../container-refusals.ts';
-import { isServiceAccountTokenVolume } from '../service-account-volume.ts';
+import { fileVolume, isFileVolume } from '../file-volumes.ts';
+import { isAdmissionTokenProjection } from '../service-account-volume.ts';
 import { healthProblems } from './health-checks.ts';
+import { VOLUME_WRITER_NAME } from './volume-writer.ts';
 
 /**
  * What of a pod spec a Fargate task cannot honour. A pod asking for any of
@@ -14,6 +16,9 @@ import { healthProblems } from './health-checks.ts';
  * handles before or around the provider (enableServiceLinks: the service
  * variables are in the env it hands over; activeDeadlineSeconds: pod-status
  * enforces it) are accepted; docs/providers/ecs-fargate.md lists what each field becomes.
+ * ConfigMap, Secret, downwardAPI and projected volumes are checked as the
+ * kubelet checks them (file-volumes.ts) and filled by the volume writer
+ * (volume-writer.ts); a projected serviceAccountToken source is refused.
  */
 
 /** The annotation AppArmor profiles were asked for with before Kubernetes 1.30, per container. */
@@ -61,6 +66,13 @@ export function unsupportedFields(pod: V1Pod): string[] {
     refuse('securityContext.supplementalGroupsPolicy', 'Strict is not supported');
   if (podSc?.windowsOptions) refuse('securityContext.windowsOptions', 'Linux tasks only');
   for (const volume of spec.volumes ?? []) reasons.push(...volumeReasons(volume, pod));
+  const writes = (spec.volumes ?? []).some((v) => isFileVolume(v) && !isAdmissionTokenProjection(v, pod));
+  for (const kind of ['initContainers', 'containers'] as const)
+    for (const c of spec[kind] ?? [])
+      if (writes && c.name === VOLUME_WRITER_NAME)
+        reasons.push(
+          `spec.${kind}[${c.name}].name: ${VOLUME_WRITER_NAME} is the name of the container that writes the pod's file volumes on Fargate`,
+        );
   for (const [kind, list] of [
     ['initContainers', spec.initContainers ?? []],
     ['containers', spec.containers ?? []],
@@ -79,9 +91,24 @@ function volumeReasons(volume: V1Volume, pod: V1Pod): string[] {
       return [`${at}.emptyDir.sizeLimit: Fargate task volumes have no size limit of their own`];
     return [];
   }
-  if (isServiceAccountTokenVolume(volume, pod)) return [];
+  // The projected token volume a 1.21+ API server adds: not mounted (the `<sa>-token-*` Secret one is a Secret volume).
+  if (isAdmissionTokenProjection(volume, pod)) return [];
+  if (isFileVolume(volume)) {
+    const tokens = (volume.projected?.sources ?? []).flatMap((s, i) =>
+      s.serviceAccountToken
+        ? [
+            `${at}.projected.sources[${i}].serviceAccountToken: a Fargate task gets no service account token (its files are written once, at start, and a token must be refreshed)`,
+          ]
+        : [],
+    );
+    if (tokens.length > 0) return tokens;
+    const planned = fileVolume(volume, pod);
+    return 'reasons' in planned ? planned.reasons : [];
+  }
   const kind = Object.keys(volume).find((k) => k !== 'name') ?? 'an empty volume source';
-  return [`${at}: only emptyDir volumes are supported on Fargate, not ${kind}`];
+  return [
+    `${at}: only emptyDir, configMap, secret, downwardAPI and projected volumes are supported on Fargate, not ${kind}`,
+  ];
 }
 
 function containerReasons(
@@ -99,7 +126,11 @@ function containerReasons(
   if (c.lifecycle?.stopSignal)
     refuse('lifecycle.stopSignal', "a task definition cannot set a container's stop signal");
   for (const mount of c.volumeMounts ?? []) {
-    if (mount.subPath || mount.subPathExpr) refuse(`volumeMounts[${mount.name}].subPath`, 'not supported');
+    if (mount.subPath || mount.subPathExpr)
+      refuse(
+        `volumeMounts[${mount.name}].${mount.subPath ? 'subPath' : 'subPathExpr'}`,
+        'an ECS mount point mounts a whole task volume: Fargate cannot mount one file or directory of it',
+      );
     if (mount.mountPropagation && mount.mountPropagation !== 'None')
       refuse(`volumeMounts[${mount.name}].mountPropagation`, 'not supported');
   }

@@ -44,11 +44,20 @@ export interface EcsSettings {
   overrideAllowlist: readonly OverrideRule[];
   /** Repository credentials (a Secrets Manager secret ARN) by registry host. */
   registryCredentials: Readonly<Record<string, string>>;
+  /**
+   * The image of the container that writes a pod's configMap, secret,
+   * downwardAPI and projected volumes before its containers start (busybox:
+   * `sh`, `base64`, `chmod`, `ln`), pulled by every task that has such volumes.
+   */
+  volumeImage: string;
   /** Tasks not refreshed by an event or a poll for this long are described again (the push's safety net). */
   statusPollMs: number;
   /** Another endpoint for ECS, CloudWatch Logs and SSM (a simulation); AWS's own when absent. */
   endpoint?: string;
 }
+
+/** The volume writer's image unless configured: busybox from ECR Public (no Docker Hub rate limit), a fixed release. */
+export const DEFAULT_VOLUME_IMAGE = 'public.ecr.aws/docker/library/busybox:1.36.1';
 
 const SUBNET = /^subnet-[0-9a-f]{8,17}$/;
 const SECURITY_GROUP = /^sg-[0-9a-f]{8,17}$/;
@@ -141,6 +150,13 @@ const variables = {
       return {};
     }),
   ),
+  SVK_ECS_VOLUME_IMAGE: z._default(
+    trimmed(
+      undefined,
+      z.regex(/^[a-z0-9][^\s]{0,510}$/, 'must be an image reference such as busybox:1.36.1'),
+    ),
+    DEFAULT_VOLUME_IMAGE,
+  ),
   SVK_ECS_STATUS_POLL_SECONDS: wholeNumber(60, 5, 3600),
   SVK_ECS_ENDPOINT: z.optional(z.url({ message: 'must be a URL' })),
 };
@@ -169,6 +185,7 @@ function build(v: Variables<typeof variables>): EcsSettings {
     secretsPath: v.SVK_ECS_SECRETS_PATH,
     overrideAllowlist: v.SVK_ECS_OVERRIDE_ALLOWLIST,
     registryCredentials: v.SVK_ECS_REGISTRY_CREDENTIALS,
+    volumeImage: v.SVK_ECS_VOLUME_IMAGE,
     statusPollMs: v.SVK_ECS_STATUS_POLL_SECONDS * 1000,
     ...(v.SVK_ECS_ENDPOINT ? { endpoint: v.SVK_ECS_ENDPOINT } : {}),
   };

@@ -46,6 +46,7 @@ function checks(list: ReadonlyArray<[string, string]>): string {
 }
 
 async function fileVolumes(h: PipelineHarness): Promise<void> {
+  if (h.probe.volumeFiles) return fileVolumesReadBack(h);
   const ns = await h.namespace('volumes');
   const password = `pw-${randomBytes(12).toString('hex')}`;
   await h.admin.core.createNamespacedConfigMap({
@@ -176,6 +177,140 @@ async function fileVolumes(h: PipelineHarness): Promise<void> {
   }
 }
 
+/**
+ * The file-volumes scenario for a provider whose backend runs no processes
+ * (the ECS simulation): the same volumes without the subPath mounts (which
+ * Fargate refuses), the files read back through the probe, as the backend
+ * wrote them, and the Secret also looked for in what the provider sent the
+ * backend.
+ */
+async function fileVolumesReadBack(h: PipelineHarness): Promise<void> {
+  const volumeFiles = h.probe.volumeFiles?.bind(h.probe);
+  assert.ok(volumeFiles);
+  const ns = await h.namespace('volumes');
+  const password = `pw-${randomBytes(12).toString('hex')}`;
+  await h.admin.core.createNamespacedConfigMap({
+    namespace: ns,
+    body: { metadata: { name: 'settings' }, data: { a: 'alpha', b: 'beta', 'c.txt': 'gamma' } },
+  });
+  await h.admin.core.createNamespacedSecret({
+    namespace: ns,
+    body: { metadata: { name: 'creds' }, stringData: { password } },
+  });
+  const created = await h.pods.create(ns, {
+    metadata: { name: 'files', labels: { app: 'files', tier: 'front' } },
+    spec: h.pods.spec({
+      restartPolicy: 'Never',
+      volumes: [
+        {
+          name: 'cfg',
+          configMap: {
+            name: 'settings',
+            defaultMode: 0o440,
+            items: [
+              { key: 'a', path: 'conf/a.txt', mode: 0o600 },
+              { key: 'b', path: 'b-file' },
+            ],
+          },
+        },
+        { name: 'sec', secret: { secretName: 'creds', defaultMode: 0o400 } },
+        {
+          name: 'info',
+          downwardAPI: {
+            items: [
+              { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+              { path: 'name', fieldRef: { fieldPath: 'metadata.name' } },
+            ],
+          },
+        },
+        {
+          name: 'mix',
+          projected: {
+            sources: [
+              { configMap: { name: 'settings', items: [{ key: 'b', path: 'b' }] } },
+              { secret: { name: 'creds', items: [{ key: 'password', path: 'creds/pw' }] } },
+              { downwardAPI: { items: [{ path: 'ns', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
+            ],
+          },
+        },
+      ],
+      containers: [
+        shell('main', 'sleep 1', {
+          volumeMounts: [
+            { name: 'cfg', mountPath: '/cfg' },
+            { name: 'sec', mountPath: '/sec' },
+            { name: 'info', mountPath: '/info' },
+            { name: 'mix', mountPath: '/mix' },
+          ],
+        }),
+      ],
+    }),
+  });
+  const done = await h.pods.waitFor(
+    ns,
+    'files',
+    (p) => ['Succeeded', 'Failed'].includes(p.status?.phase ?? ''),
+    { timeoutMs: 3 * MINUTE, what: 'pod files finished' },
+  );
+  assert.equal(done.status?.phase, 'Succeeded', 'the pod ran after its volumes were written');
+  const ref = { namespace: ns, name: 'files', uid: created.metadata?.uid ?? '' };
+  const read = async (volume: string) => {
+    const files = await volumeFiles(ref, volume);
+    assert.ok(files, `volume ${volume} was written`);
+    return new Map([...files].map(([path, f]) => [path, { text: f.content.toString(), mode: f.mode }]));
+  };
+  assert.deepEqual(
+    await read('cfg'),
+    new Map([
+      ['b-file', { text: 'beta', mode: 0o440 }],
+      ['conf/a.txt', { text: 'alpha', mode: 0o600 }],
+    ]),
+    'the items at their paths with their modes, only those',
+  );
+  assert.deepEqual(await read('sec'), new Map([['password', { text: password, mode: 0o400 }]]));
+  assert.deepEqual(
+    await read('info'),
+    new Map([
+      ['labels', { text: 'app="files"\ntier="front"', mode: 0o644 }],
+      ['name', { text: 'files', mode: 0o644 }],
+    ]),
+  );
+  assert.deepEqual(
+    await read('mix'),
+    new Map([
+      ['b', { text: 'beta', mode: 0o644 }],
+      ['creds/pw', { text: password, mode: 0o644 }],
+      ['ns', { text: ns, mode: 0o644 }],
+    ]),
+  );
+
+  // The Secret's value (plain and base64) is in no Event, nowhere in the state table, nor in what the backend was sent.
+  const forms = [password, Buffer.from(password).toString('base64')];
+  const events = JSON.stringify((await h.admin.core.listNamespacedEvent({ namespace: ns })).items);
+  const stored = await scanTable(h);
+  const backend = (await h.probe.backendText?.()) ?? '';
+  assert.ok(stored.includes(ns), 'the table holds state of the pod');
+  assert.ok(backend.includes('RunTask'), 'the backend was sent the task');
+  for (const form of forms) {
+    assert.ok(!events.includes(form), "an Event holds the Secret's value");
+    assert.ok(!stored.includes(form), "the state table holds the Secret's value");
+    assert.ok(!backend.includes(form), "a request to the backend or its logs hold the Secret's value");
+  }
+}
+
+async function scanTable(h: PipelineHarness): Promise<string> {
+  const env = testEnv();
+  const { doc } = createDynamoDbClient({ endpoint: env.dynamodb.endpoint, region: env.dynamodb.region });
+  const items: unknown[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await doc.send(new ScanCommand({ TableName: h.tableName, ExclusiveStartKey: start }));
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return JSON.stringify(items);
+}
+
 async function volumeUpdate(h: PipelineHarness): Promise<void> {
   const ns = await h.namespace('vol-update');
   await h.admin.core.createNamespacedConfigMap({
@@ -255,8 +390,16 @@ async function missingSource(h: PipelineHarness): Promise<void> {
       containers: [shell('main', script, { volumeMounts: [{ name: 'cfg', mountPath: '/cfg' }] })],
     }),
   });
-  const waiting = await h.pods.create(ns, pod('waits', false, 'test "$(cat /cfg/key)" = value || exit 3'));
-  await h.pods.create(ns, pod('optional', true, 'test -d /cfg && test ! -e /cfg/key || exit 3'));
+  // A backend that runs no processes: the files are read back through the probe instead.
+  const readBack = h.probe.volumeFiles?.bind(h.probe);
+  const waiting = await h.pods.create(
+    ns,
+    pod('waits', false, readBack ? 'sleep 1' : 'test "$(cat /cfg/key)" = value || exit 3'),
+  );
+  const optionalPod = await h.pods.create(
+    ns,
+    pod('optional', true, readBack ? 'sleep 1' : 'test -d /cfg && test ! -e /cfg/key || exit 3'),
+  );
 
   const optional = await h.pods.waitFor(
     ns,
@@ -268,6 +411,10 @@ async function missingSource(h: PipelineHarness): Promise<void> {
     },
   );
   assert.equal(optional.status?.phase, 'Succeeded', 'a missing optional ConfigMap leaves the volume empty');
+  if (readBack) {
+    const ref = { namespace: ns, name: 'optional', uid: optionalPod.metadata?.uid ?? '' };
+    assert.equal((await readBack(ref, 'cfg'))?.size, 0, 'the optional volume is empty');
+  }
 
   const event = await waitFor(
     async () => {
@@ -299,4 +446,8 @@ async function missingSource(h: PipelineHarness): Promise<void> {
     },
   );
   assert.equal(ran.status?.phase, 'Succeeded', 'the pod read the ConfigMap created after it');
+  if (readBack) {
+    const ref = { namespace: ns, name: 'waits', uid: waiting.metadata?.uid ?? '' };
+    assert.equal((await readBack(ref, 'cfg'))?.get('key')?.content.toString(), 'value');
+  }
 }

@@ -1,3 +1,5 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { systemClock } from '../../../lib/clock.ts';
 import type { LocalDeployment } from '../../../lib/local/local-deployment.ts';
@@ -11,10 +13,17 @@ import {
   TAG_NAMESPACE,
 } from '../../../lib/provider/ecs/run-task-input.ts';
 import { parseEcsSettings } from '../../../lib/provider/ecs/settings.ts';
+import { VOLUME_WRITER_NAME } from '../../../lib/provider/ecs/volume-writer.ts';
 import { AwsSimulation } from '../../support/ecs-sim/aws-sim.ts';
 import { ECS_TEST_ENV } from '../../support/ecs-sim/ecs-fixture.ts';
 import { shellBehaviour } from '../../support/ecs-sim/shell-behaviour.ts';
 import type { SimTask } from '../../support/ecs-sim/sim-types.ts';
+import {
+  runVolumeWriter,
+  type WrittenFile,
+  withVolumeWriter,
+  writtenFiles,
+} from '../../support/ecs-sim/volume-writer-run.ts';
 import type {
   PodRef,
   ProbeContext,
@@ -38,7 +47,7 @@ export interface EcsProviderSetup extends ProviderSetup {
 }
 
 export function ecsProviderSetup(options: { env?: Record<string, string> } = {}): EcsProviderSetup {
-  const aws = new AwsSimulation({ behaviour: shellBehaviour });
+  const aws = new AwsSimulation({ behaviour: withVolumeWriter(shellBehaviour) });
   let endpoint = '';
   return {
     name: 'ecs-fargate',
@@ -74,13 +83,10 @@ export function ecsProviderSetup(options: { env?: Record<string, string> } = {})
       prestop: 'ECS runs no lifecycle hooks: preStop is refused by name',
       'termination-message':
         'a Fargate task has no file to read back after it stopped, and the simulation no log: the message is not reported',
-      'file-volumes':
-        'configMap, secret, downwardAPI and projected volumes and subPath are refused by name on Fargate (no mechanism to deliver files into a task volume yet)',
-      'volume-update': 'configMap and downwardAPI volumes are refused by name on Fargate',
-      'volume-missing-source':
-        'configMap volumes are refused by name on Fargate, so a pod never waits for its ConfigMap there',
+      'volume-update':
+        "refused on Fargate: a task's volume writer writes the files once, when the task starts; a changed ConfigMap, Secret or label never reaches them (the pod keeps running with the files it started with)",
       'pod-extras':
-        'fsGroup, seLinuxOptions, hostAliases and Secret volumes are refused by name on Fargate; status.podIP in env is empty there (the task has its address only once it runs)',
+        'fsGroup, seLinuxOptions and hostAliases are refused by name on Fargate; status.podIP in env is empty there (the task has its address only once it runs)',
     },
   };
 }
@@ -160,6 +166,45 @@ class EcsProbe implements ProviderProbe {
       task.desiredStatus = 'STOPPED';
       for (const c of task.containers) c.lastStatus = 'STOPPED';
     }
+  }
+
+  /**
+   * The files the pod's newest task's volume writer wrote into `volume`: its
+   * script run again for real, on the environment ECS's agent resolved for
+   * it, into a directory standing in for the task volume it mounts there.
+   */
+  async volumeFiles(ref: PodRef, volume: string): Promise<Map<string, WrittenFile> | undefined> {
+    const task = this.aws.ecs
+      .tasksOf(ref.uid)
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .at(-1);
+    const writer = task?.containers.find((c) => c.name === VOLUME_WRITER_NAME);
+    if (!task || !writer) return undefined;
+    const definition = [...this.aws.ecs.definitions.values()]
+      .flat()
+      .find((d) => d.taskDefinitionArn === task.taskDefinitionArn);
+    const defs = (definition?.containerDefinitions ?? []) as Array<{
+      name?: string;
+      entryPoint?: string[];
+      command?: string[];
+      mountPoints?: Array<{ sourceVolume?: string; containerPath?: string }>;
+    }>;
+    const def = defs.find((c) => c.name === VOLUME_WRITER_NAME);
+    const mount = def?.mountPoints?.find((m) => m.sourceVolume === volume);
+    if (!def || !mount?.containerPath) return undefined;
+    const mounts = (def.mountPoints ?? []).map((m) => m.containerPath?.split('/').pop() ?? '');
+    const argv = [...(def.entryPoint ?? []), ...(def.command ?? [])];
+    const { exitCode, root, stderr } = runVolumeWriter(argv, writer.env, mounts);
+    try {
+      if (exitCode !== 0) throw new Error(`the volume writer failed (${exitCode}): ${stderr}`);
+      return writtenFiles(join(root, mount.containerPath.split('/').pop() ?? ''));
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  }
+
+  async backendText(): Promise<string> {
+    return JSON.stringify([this.aws.ecs.requests, [...this.aws.logs.streams.entries()]]);
   }
 
   private prefix(): string {

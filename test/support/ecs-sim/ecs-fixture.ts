@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before } from 'node:test';
 import type { V1Container, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import { createLogger } from '../../../lib/log/logger.ts';
+import { createLogger, type LogDestination } from '../../../lib/log/logger.ts';
 import { buildEcsProvider, type EcsProviderParts } from '../../../lib/provider/ecs/factory.ts';
 import { parseEcsSettings } from '../../../lib/provider/ecs/settings.ts';
 import {
@@ -10,6 +10,7 @@ import {
   parseTaskStateEvent,
   type TaskStateOutcome,
 } from '../../../lib/provider/ecs/task-state-event.ts';
+import type { VolumeSources } from '../../../lib/provider/volume-sources.ts';
 import type { StateTable } from '../../../lib/state/dynamodb.ts';
 import { FakeClock } from '../fake-clock.ts';
 import { freshTable } from '../kube.ts';
@@ -35,6 +36,10 @@ export interface EcsFixtureOptions {
   behaviour?: ContainerBehaviour;
   /** Deliver the simulation's events to the task-state handler as the test pumps. Default true. */
   events?: boolean;
+  /** Where file volumes' ConfigMaps and Secrets are read (none: pods with such volumes are not started). */
+  volumeSources?: VolumeSources;
+  /** Where the provider's log lines go (JSON lines); nowhere by default. */
+  logTo?: LogDestination;
 }
 
 /**
@@ -63,10 +68,13 @@ export class EcsFixture {
       config: { node: { capacity: { cpu: '100', memory: '400Gi', pods: '500' } }, pods: { maxParallel: 16 } },
       table: options.table,
       clock: this.clock,
-      log: createLogger({ level: 'silent' }),
+      log: options.logTo
+        ? createLogger({ level: 'debug' }, options.logTo)
+        : createLogger({ level: 'silent' }),
       region: this.aws.region,
       kubeletVersion: 'v1.20.2-test',
       clients: this.aws.clients(),
+      ...(options.volumeSources ? { volumeSources: options.volumeSources } : {}),
     });
   }
 
