@@ -78,12 +78,18 @@ async function commandExpansion(h: PipelineHarness): Promise<void> {
   assert.equal(done.status?.phase, 'Succeeded');
 }
 
+/**
+ * The first pod's deadline: long enough for its container to start first on a loaded box
+ * (on ECS a pod's token Secret volume is written by the volume writer before it).
+ */
+const DEADLINE_S = 15;
+
 async function activeDeadline(h: PipelineHarness): Promise<void> {
   const ns = await h.namespace('deadline');
   await h.pods.create(ns, {
     metadata: { name: 'bounded' },
     spec: h.pods.spec({
-      activeDeadlineSeconds: 5,
+      activeDeadlineSeconds: DEADLINE_S,
       terminationGracePeriodSeconds: 2,
       containers: [shell('main', 'sleep 3600')],
     }),
@@ -116,7 +122,7 @@ async function activeDeadline(h: PipelineHarness): Promise<void> {
   assert.ok(terminated, 'its container is reported terminated');
   assert.ok(Number.isFinite(ms(terminated.startedAt)), 'its container had started');
   assert.ok(
-    ms(terminated.finishedAt) >= startTime + 5_000,
+    ms(terminated.finishedAt) >= startTime + DEADLINE_S * 1000,
     `failed ${ms(terminated.finishedAt) - startTime} ms after its start: not before its deadline`,
   );
   assert.equal(
