@@ -9,8 +9,8 @@ export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceacco
  * `kube-api-access-*` volume with a serviceAccountToken source), mounted
  * nowhere but at SERVICE_ACCOUNT_MOUNT. ECS Fargate does not mount it (the
  * cluster's token has no business in a task definition); the Docker
- * provider serves the Secret one like any Secret volume and leaves the
- * projected one out (isAdmissionTokenProjection).
+ * provider serves both, the Secret one like any Secret volume, the
+ * projected one's token from the TokenRequest API (file-volumes.ts).
  */
 export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boolean {
   const mountedAt = allContainers(pod).flatMap((c) =>
@@ -19,21 +19,6 @@ export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boole
   if (mountedAt.some((path) => path !== SERVICE_ACCOUNT_MOUNT)) return false;
   if (volume.secret?.secretName?.includes('-token-')) return true;
   return volume.projected?.sources?.some((s) => s.serviceAccountToken !== undefined) ?? false;
-}
-
-/**
- * The projected `kube-api-access-*` volume the ServiceAccount admission of
- * Kubernetes 1.21+ adds (a serviceAccountToken source, mounted only at
- * SERVICE_ACCOUNT_MOUNT): the Docker provider, which serves Secret volumes
- * (the `<sa>-token-*` one of a 1.20 API server included) but no token
- * sources yet, leaves it unmounted rather than refuse every pod of such a
- * cluster. A projected token source the pod asks for itself is refused.
- */
-export function isAdmissionTokenProjection(volume: V1Volume, pod: V1Pod): boolean {
-  return (
-    (volume.projected?.sources?.some((s) => s.serviceAccountToken !== undefined) ?? false) &&
-    isServiceAccountTokenVolume(volume, pod)
-  );
 }
 
 /** The pod's init containers, then its app containers. */

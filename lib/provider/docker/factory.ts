@@ -117,7 +117,8 @@ function kubeSecrets(core: CoreApi): PullSecretSource {
 /**
  * The ConfigMaps and Secrets of file volumes, read by name (the RBAC's `get
  * configmaps` and `get secrets`), as bytes: a ConfigMap's data and
- * binaryData, a Secret's data decoded.
+ * binaryData, a Secret's data decoded; projected tokens from the
+ * TokenRequest API (the RBAC's `create serviceaccounts/token`).
  */
 export function kubeVolumeSources(core: CoreApi): VolumeSources {
   const missingAsUndefined = async <T>(read: () => Promise<T>): Promise<T | undefined> => {
@@ -141,6 +142,29 @@ export function kubeVolumeSources(core: CoreApi): VolumeSources {
         ]);
       }),
     pod: (namespace, name) => missingAsUndefined(() => core.readNamespacedPod({ namespace, name })),
+    serviceAccountToken: async (namespace, serviceAccount, request) => {
+      const answer = await core.createNamespacedServiceAccountToken({
+        namespace,
+        name: serviceAccount,
+        body: {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: {
+            audiences: request.audience ? [request.audience] : [],
+            expirationSeconds: request.expirationSeconds,
+            boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: request.pod.name, uid: request.pod.uid },
+          },
+        },
+      });
+      const token = answer.status?.token;
+      const expiresAt = answer.status?.expirationTimestamp;
+      if (!token || !expiresAt) throw new Error('the TokenRequest answer has no token or expiry');
+      return {
+        token: Buffer.from(token, 'utf8'),
+        expiresAt: new Date(expiresAt).getTime(),
+        expirationSeconds: answer.spec.expirationSeconds ?? request.expirationSeconds,
+      };
+    },
     secret: (namespace, name) =>
       missingAsUndefined(async () => {
         const secret = await core.readNamespacedSecret({ namespace, name });

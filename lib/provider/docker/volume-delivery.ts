@@ -16,6 +16,7 @@ import {
   withPodMetadata,
 } from '../file-volumes.ts';
 import type { ProviderEventRecorder } from '../provider.ts';
+import { tokenKey, tokenSources } from '../projected-token.ts';
 import { atomicLayout, DATA_DIR_NAME, digestOf, timestampDirName } from './atomic-layout.ts';
 import { heldVolumePath } from './container-config.ts';
 import { pathExists, pathStat } from './engine-archive.ts';
@@ -23,6 +24,7 @@ import { volumeName } from './names.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
 import { type TarEntry, tarArchive } from './tar-archive.ts';
 import { swapVolume } from './volume-swap.ts';
+import { type TokenRequester, VolumeTokens } from './volume-tokens.ts';
 
 /**
  * Fills a pod's file volumes (configMap, secret, downwardAPI, projected)
@@ -56,6 +58,8 @@ import { swapVolume } from './volume-swap.ts';
  * changed payload from the one written with one HEAD), never stored
  * elsewhere. subPath mounts keep the file they were made with, as on a
  * kubelet.
+ *
+ * Projected service account tokens: volume-tokens.ts.
  */
 
 /** ConfigMaps and Secrets as a file volume reads them: keys to bytes, undefined when missing. */
@@ -64,6 +68,11 @@ export interface VolumeSources {
   secret(namespace: string, name: string): Promise<SourceData>;
   /** The pod as the API server has it now (for its labels and annotations), undefined when gone. */
   pod?(namespace: string, name: string): Promise<V1Pod | undefined>;
+  /**
+   * A token of `serviceAccount` from the TokenRequest API, bound to the pod; rejects when it cannot be
+   * had (absent: no API server, no token).
+   */
+  serviceAccountToken?: TokenRequester;
 }
 
 /** How often a running pod's file volumes are read again. */
@@ -82,6 +91,8 @@ export interface VolumeDeliveryDeps {
   /** The swap's image (busybox: `sh`, `mv -T`, `ln`, `rm`), pulled before its first use. */
   swapImage: string;
   pullImage: (image: string, signal?: AbortSignal) => Promise<void>;
+  /** The token refresh's jitter draw in [0, 1); Math.random unless given. */
+  random?: () => number;
 }
 
 export class VolumeDelivery {
@@ -92,8 +103,11 @@ export class VolumeDelivery {
   readonly #refreshAt = new Map<string, number>();
   /** The digest of what each volume holds, by `<infra id>/<volume>`, as last seen or written. */
   readonly #digests = new Map<string, string>();
+  readonly #tokens: VolumeTokens;
 
-  constructor(private readonly deps: VolumeDeliveryDeps) {}
+  constructor(private readonly deps: VolumeDeliveryDeps) {
+    this.#tokens = new VolumeTokens(deps);
+  }
 
   /**
    * Whether every file volume of the pod holds its files, writing those that
@@ -111,7 +125,7 @@ export class VolumeDelivery {
       if (!files) continue;
       const dir = heldVolumePath(volume.name);
       if (await pathExists(this.deps.docker, infraId, `${dir}/${DATA_DIR_NAME}`, signal)) continue;
-      const payload = await this.#payload(plan, files, signal);
+      const payload = await this.#payload(plan, infraId, volume.name, files, signal);
       if ('error' in payload) {
         await this.#failed(plan, volume.name, payload.error, pod);
         return false;
@@ -138,6 +152,7 @@ export class VolumeDelivery {
     this.#delivered.delete(infraId);
     this.#refreshAt.delete(infraId);
     for (const key of this.#digests.keys()) if (key.startsWith(`${infraId}/`)) this.#digests.delete(key);
+    this.#tokens.forget(infraId);
   }
 
   /**
@@ -172,7 +187,7 @@ export class VolumeDelivery {
         written = target === undefined ? undefined : digestOf(target.split('/').pop() ?? '');
         if (written === undefined) continue;
       }
-      const payload = await this.#payload(plan, files, signal);
+      const payload = await this.#payload(plan, infraId, volume.name, files, signal);
       if ('error' in payload) {
         this.deps.log.info(
           { pod: `${plan.namespace}/${plan.name}`, uid: plan.uid, volume: volume.name },
@@ -196,10 +211,18 @@ export class VolumeDelivery {
 
   async #payload(
     plan: PodPlan,
+    infraId: string,
+    volume: string,
     files: FileVolume,
     signal?: AbortSignal,
   ): Promise<{ files: FileProjection[] } | { error: string }> {
     const data = new Map<string, SourceData>();
+    for (const source of tokenSources(files)) {
+      signal?.throwIfAborted();
+      const token = await this.#tokens.token(plan, infraId, volume, source, signal);
+      if ('error' in token) return token;
+      data.set(tokenKey(source.path), new Map([['token', token.token]]));
+    }
     for (const source of sourcesToRead(files)) {
       signal?.throwIfAborted();
       try {
