@@ -15,8 +15,8 @@ import {
   volumePayload,
   withPodMetadata,
 } from '../file-volumes.ts';
-import type { ProviderEventRecorder } from '../provider.ts';
 import { tokenKey, tokenSources } from '../projected-token.ts';
+import type { ProviderEventRecorder } from '../provider.ts';
 import { atomicLayout, DATA_DIR_NAME, digestOf, timestampDirName } from './atomic-layout.ts';
 import { heldVolumePath } from './container-config.ts';
 import { pathExists, pathStat } from './engine-archive.ts';
