@@ -9,6 +9,7 @@ import { podShapeScenarios } from './scenarios/pod-shape.ts';
 import { probeScenarios } from './scenarios/probes.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import type { ConformanceContext } from './scenarios/scenario.ts';
+import { serviceAccountTokenScenarios } from './scenarios/service-account-token.ts';
 import { volumeScenarios } from './scenarios/volumes.ts';
 
 /**
@@ -45,6 +46,7 @@ export function conformanceSuite(setup: ProviderSetup, options: Partial<Pipeline
     probeScenarios(ctx);
     commandAndDeadlineScenarios(ctx);
     volumeScenarios(ctx);
+    serviceAccountTokenScenarios(ctx);
   });
   describe(`provider conformance: ${setup.name}, every function killed`, () => {
     restartScenario(ctx);

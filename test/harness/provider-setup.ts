@@ -92,7 +92,9 @@ export type ScenarioId =
   | 'active-deadline'
   | 'file-volumes'
   | 'volume-update'
-  | 'volume-missing-source';
+  | 'volume-missing-source'
+  | 'projected-token'
+  | 'projected-token-refresh';
 
 export interface ProviderSetup {
   /** `SVK_PROVIDER` of the functions. */

@@ -71,6 +71,7 @@ export async function freshTable(env: TestEnv = testEnv()): Promise<{ name: stri
 export function functionEnv(tableName: string, overrides: Record<string, string>, env: TestEnv = testEnv()) {
   return {
     SVK_KUBECONFIG: env.kube.kubeletKubeconfig,
+    ...(env.kube.podApiServer ? { SVK_POD_API_SERVER: env.kube.podApiServer } : {}),
     SVK_DYNAMODB_ENDPOINT: env.dynamodb.endpoint,
     AWS_REGION: env.dynamodb.region,
     SVK_TABLE_NAME: tableName,

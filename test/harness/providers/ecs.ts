@@ -79,6 +79,9 @@ export function ecsProviderSetup(options: { env?: Record<string, string> } = {})
       'volume-update': 'configMap and downwardAPI volumes are refused by name on Fargate',
       'volume-missing-source':
         'configMap volumes are refused by name on Fargate, so a pod never waits for its ConfigMap there',
+      'projected-token':
+        'projected serviceAccountToken sources are refused by name on Fargate (the simulation runs no processes either)',
+      'projected-token-refresh': 'projected serviceAccountToken sources are refused by name on Fargate',
     },
   };
 }

@@ -39,6 +39,8 @@ export function mockProviderSetup(): ProviderSetup {
       'volume-update': 'the mock has no files to update',
       'volume-missing-source':
         'the mock mounts no volumes, so it never waits for a ConfigMap (it runs the pod at once)',
+      'projected-token': 'the mock runs no processes: no pod reads its token or calls the API server',
+      'projected-token-refresh': 'the mock mounts no token to renew',
     },
   };
 }
