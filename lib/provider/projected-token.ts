@@ -101,7 +101,11 @@ export function tokenNeedsRefresh(token: TokenLifetime, now: number, random: num
  * The lifetime of a token read back from where it was written (a JWT's
  * `iat` and `exp` claims, which the API server sets to the request's time
  * and that time plus expirationSeconds); undefined when it is not a JWT
- * with both. The signature is not checked: the token is only being dated.
+ * with both. A token whose expiry the API server extended (a request for
+ * 3607 s, `--service-account-extend-token-expiration`) carries the time
+ * asked for as `kubernetes.io.warnafter`, which the TokenRequest answer's
+ * expirationTimestamp gave too: that is its expiry here. The signature is
+ * not checked: the token is only being dated.
  */
 export function jwtLifetime(token: string): TokenLifetime | undefined {
   const payload = token.trim().split('.')[1];
@@ -114,6 +118,9 @@ export function jwtLifetime(token: string): TokenLifetime | undefined {
   }
   if (typeof claims !== 'object' || claims === null) return undefined;
   const { iat, exp } = claims as { iat?: unknown; exp?: unknown };
-  if (typeof iat !== 'number' || typeof exp !== 'number' || exp <= iat) return undefined;
-  return { expiresAt: exp * 1000, expirationSeconds: exp - iat };
+  const kubernetes = (claims as { 'kubernetes.io'?: { warnafter?: unknown } })['kubernetes.io'];
+  const warnafter = typeof kubernetes === 'object' && kubernetes !== null ? kubernetes.warnafter : undefined;
+  const expiry = typeof warnafter === 'number' ? warnafter : exp;
+  if (typeof iat !== 'number' || typeof expiry !== 'number' || expiry <= iat) return undefined;
+  return { expiresAt: expiry * 1000, expirationSeconds: expiry - iat };
 }

@@ -71,6 +71,15 @@ describe('jwtLifetime (a token read back from its volume, dated by its claims)',
     assert.deepEqual(jwtLifetime(jwt({ iat: T0 / S, exp: T0 / S + 600, aud: ['x'] })), issued(600));
   });
 
+  it('takes the time asked for of a token whose expiry the API server extended (warnafter)', () => {
+    const extended = jwt({
+      iat: T0 / S,
+      exp: T0 / S + 31536000,
+      'kubernetes.io': { warnafter: T0 / S + 3607 },
+    });
+    assert.deepEqual(jwtLifetime(extended), issued(3607));
+  });
+
   it('gives nothing for what is not a dated JWT', () => {
     assert.equal(jwtLifetime('not a token'), undefined);
     assert.equal(jwtLifetime(jwt({ exp: T0 / S })), undefined);
