@@ -47,6 +47,7 @@ import { CertificateAuthority, type CertificateFiles } from '../lib/local/contro
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { localProvider } from '../lib/local/docker-engine.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
+import { bridgeGateway } from '../lib/local/engine-gateway.ts';
 import {
   type JoinedKubeletApiSettings,
   joinedKubeletApiSettingsFromEnv,
@@ -59,6 +60,7 @@ import {
 } from '../lib/local/local-deployment.ts';
 import { startLocalKubeletApi } from '../lib/local/local-kubelet-api.ts';
 import { formatLogLine } from '../lib/log/pretty.ts';
+import { parseDockerSettings } from '../lib/provider/docker/settings.ts';
 import { createDynamoDbClient } from '../lib/state/dynamodb-clients.ts';
 import { createTable } from '../lib/state/table-definition.ts';
 
@@ -215,14 +217,42 @@ async function useCluster(stops: Stops): Promise<{
     if (built.status !== 0) throw new Error('scripts/ensure-kube.sh failed');
   }
   say('starting the local control plane…');
-  const controlPlane = await startControlPlane({ dir: join(dir, 'control-plane'), log: say });
+  const gateway = await podGateway();
+  const controlPlane = await startControlPlane({
+    dir: join(dir, 'control-plane'),
+    log: say,
+    ...(gateway ? { podAddresses: [gateway] } : {}),
+  });
   stops.push(() => controlPlane.stop());
+  if (gateway && !process.env.SVK_POD_API_SERVER) {
+    process.env.SVK_POD_API_SERVER = `${gateway}:${controlPlane.ports.apiServer}`;
+    say(`pods reach the API server at ${process.env.SVK_POD_API_SERVER} (SVK_POD_API_SERVER)`);
+  }
   return {
     kubeconfig: controlPlane.kubeletKubeconfig,
     kubectlConfig: controlPlane.adminKubeconfig,
     kubeletApiKubeconfig: controlPlane.kubeletApiKubeconfig,
     ca: controlPlane.ca,
   };
+}
+
+/**
+ * With the docker provider on a local engine, the host's address on the pods'
+ * network (its gateway), where the local control plane serves pods; undefined
+ * otherwise, or when the engine does not tell.
+ */
+async function podGateway(): Promise<string | undefined> {
+  if (process.env.SVK_PROVIDER !== 'docker') return undefined;
+  const parsed = parseDockerSettings(process.env);
+  if (!parsed.ok || parsed.settings.endpoint.kind !== 'unix') return undefined;
+  try {
+    return await bridgeGateway(parsed.settings.endpoint.socketPath, parsed.settings.network);
+  } catch (err) {
+    say(
+      `pods will not reach the local API server: no gateway of ${parsed.settings.network} (${message(err)})`,
+    );
+    return undefined;
+  }
 }
 
 /**

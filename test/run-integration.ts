@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { startControlPlane } from '../lib/local/control-plane.ts';
 import { startDockerd } from '../lib/local/dockerd.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
+import { bridgeGateway } from '../lib/local/engine-gateway.ts';
 import { freePort } from '../lib/local/free-ports.ts';
 import { startPodman } from '../lib/local/podman.ts';
 import { startRegistry } from '../lib/local/registry.ts';
@@ -63,41 +64,55 @@ function stopAll(): Promise<void> {
   return stopping;
 }
 
+/**
+ * Real containers for the Docker provider's tests, and a registry with basic auth that
+ * they pull from over plain HTTP (so the engine learns its address before it starts:
+ * Podman from its registries.conf; Docker Engine treats 127.0.0.0/8 as insecure itself).
+ */
+function startEngine() {
+  return startRegistry({ dir: join(runDir, 'registry'), log }).then(async (reg) => {
+    stops.push(() => reg.stop());
+    // Docker Engine serves its own TLS endpoint as well, for the remote-engine test (docker-tls.test.ts).
+    const certs = engine === 'dockerd' ? await engineCertificates(join(runDir, 'dockerd-tls')) : undefined;
+    const service = await (certs
+      ? startDockerd({
+          dir: join(runDir, 'dockerd'),
+          log,
+          tls: { ...certs, port: await freePort('127.0.0.1') },
+        })
+      : startPodman({ dir: join(runDir, 'podman'), log, insecureRegistries: [reg.address] }));
+    stops.push(() => service.stop());
+    const tls =
+      certs && 'tlsHost' in service && service.tlsHost
+        ? { host: service.tlsHost, certPath: certs.clientCertPath }
+        : undefined;
+    return { dockerEngine: service, registry: reg, tls };
+  });
+}
+
 async function main(): Promise<number> {
   rmSync(runDir, { recursive: true, force: true });
   mkdirSync(runDir, { recursive: true });
 
   const started = Date.now();
-  const [controlPlane, dynamo, { dockerEngine, registry, tls }] = await Promise.all([
-    startControlPlane({ dir: join(runDir, 'control-plane'), log }).then((cp) => {
+  const engineStarted = startEngine();
+  const [{ controlPlane, podGateway }, dynamo, { dockerEngine, registry, tls }] = await Promise.all([
+    // After the engine: pods reach the API server at its bridge's gateway, which the serving certificate names.
+    engineStarted.then(async ({ dockerEngine }) => {
+      const gateway = await bridgeGateway(dockerEngine.socketPath, dockerEngine.network);
+      const cp = await startControlPlane({
+        dir: join(runDir, 'control-plane'),
+        log,
+        ...(gateway ? { podAddresses: [gateway] } : {}),
+      });
       stops.push(() => cp.stop());
-      return cp;
+      return { controlPlane: cp, podGateway: gateway };
     }),
     startDynamoDbLocal({ inMemory: true, log }).then((db) => {
       stops.push(() => db.stop());
       return db;
     }),
-    // Real containers for the Docker provider's tests, and a registry with basic auth that
-    // they pull from over plain HTTP (so the engine learns its address before it starts:
-    // Podman from its registries.conf; Docker Engine treats 127.0.0.0/8 as insecure itself).
-    startRegistry({ dir: join(runDir, 'registry'), log }).then(async (reg) => {
-      stops.push(() => reg.stop());
-      // Docker Engine serves its own TLS endpoint as well, for the remote-engine test (docker-tls.test.ts).
-      const certs = engine === 'dockerd' ? await engineCertificates(join(runDir, 'dockerd-tls')) : undefined;
-      const service = await (certs
-        ? startDockerd({
-            dir: join(runDir, 'dockerd'),
-            log,
-            tls: { ...certs, port: await freePort('127.0.0.1') },
-          })
-        : startPodman({ dir: join(runDir, 'podman'), log, insecureRegistries: [reg.address] }));
-      stops.push(() => service.stop());
-      const tls =
-        certs && 'tlsHost' in service && service.tlsHost
-          ? { host: service.tlsHost, certPath: certs.clientCertPath }
-          : undefined;
-      return { dockerEngine: service, registry: reg, tls };
-    }),
+    engineStarted,
   ]);
   const tableName = 'svk-test';
   const region = 'local';
@@ -132,6 +147,7 @@ async function main(): Promise<number> {
   const env: TestEnv = {
     kube: {
       server: controlPlane.server,
+      ...(podGateway ? { podApiServer: `${podGateway}:${controlPlane.ports.apiServer}` } : {}),
       adminKubeconfig: controlPlane.adminKubeconfig,
       kubeletKubeconfig: controlPlane.kubeletKubeconfig,
       kubeletApiKubeconfig: controlPlane.kubeletApiKubeconfig,

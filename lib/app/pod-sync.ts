@@ -1,6 +1,7 @@
 import { hintsOf, type PodEventDetail, type PodEventHint, parsePodEvent } from '../events/pod-event.ts';
 import { type Invocation, invocationLog } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
+import { apiServerOfKubeconfig, withApiServerAddress } from '../pod/env/api-server-address.ts';
 import { kubeEnvSources } from '../pod/env/env-sources.ts';
 import { KnownPodStore } from '../pod/known/known-pods.ts';
 import { PodApplier, type PodApplierOptions } from '../pod/sync/pod-applier.ts';
@@ -97,7 +98,10 @@ export function createPodReconciler(
     provider: podProvider,
     knownPods: new KnownPodStore(table),
     events: new KubePodEventRecorder({ core: kube.core, clock, log: options.log }),
-    envSources: kubeEnvSources(kube.core),
+    envSources: withApiServerAddress(
+      kubeEnvSources(kube.core),
+      config.pods.apiServer ?? apiServerOfKubeconfig(kube.context.server),
+    ),
     nodes: options.nodes ?? config.nodeNames,
     clock,
     log: options.log,

@@ -1,4 +1,5 @@
 import type { ProviderConfig } from '../provider/registry.ts';
+import type { HostPort } from '../util/host-port.ts';
 import type { ConfigIssue } from './env-parsing.ts';
 import type { TickPartName } from './env-variables.ts';
 import type { KubeletApiSettings } from './kubelet-api-config.ts';
@@ -50,6 +51,11 @@ export interface Config {
     maxParallel: number;
     /** The pod-status loop stops this long before the invocation's deadline to hand over cleanly. */
     statusStopBeforeDeadlineMs: number;
+    /**
+     * The API server address pods are given (KUBERNETES_SERVICE_HOST/PORT, lib/pod/env/api-server-address.ts);
+     * absent: the kubeconfig's API server unless on loopback.
+     */
+    apiServer?: HostPort;
   };
   /** The assigned node config (lib/node-config/): a ConfigMap shared by all nodes of the deployment. */
   nodeConfig: {

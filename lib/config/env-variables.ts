@@ -2,6 +2,7 @@ import * as z from 'zod/mini';
 import packageJson from '../../package.json' with { type: 'json' };
 import { isProviderName, PROVIDER_NAMES, type ProviderName } from '../provider/registry.ts';
 import { isRelease } from '../release/release.ts';
+import { parseHostPort } from '../util/host-port.ts';
 import { addIssue } from '../util/zod-mini.ts';
 import { pairs, secretsManagerSecret, type Variables, wholeNumber } from './env-parsing.ts';
 import { dns1123SubdomainError } from './kube-validation.ts';
@@ -156,6 +157,14 @@ export const ENV_VARIABLES = {
   SVK_POD_DANGLING_INTERVAL_SECONDS: wholeNumber(300, 10, 86400),
   SVK_POD_MAX_PARALLEL: wholeNumber(16, 1, 256),
   SVK_POD_STATUS_STOP_BEFORE_DEADLINE_MS: wholeNumber(5000, 1000, 60000),
+  SVK_POD_API_SERVER: z.optional(
+    trimmed(
+      z.refine(
+        (v: string) => !('problem' in parseHostPort(v)),
+        'must be host:port (an IPv4 address, [IPv6 address] or DNS name, and a port 1-65535), such as 10.88.0.1:6443',
+      ),
+    ),
+  ),
   SVK_NODE_CONFIG_NAMESPACE: z._default(name('must be a namespace name'), 'kube-system'),
   SVK_NODE_CONFIG_NAME: z.optional(name('must be a ConfigMap name')),
   SVK_NODE_CONFIG_TRIAL_SECONDS: wholeNumber(600, 0, 86400),

@@ -1,4 +1,5 @@
 import { type ProviderConfig, parseProviderSettings } from '../provider/registry.ts';
+import { parseHostPort } from '../util/host-port.ts';
 import { type Config, ConfigError } from './config.ts';
 import { crossRuleIssues } from './cross-rules.ts';
 import { type Env, givenVariables, parsedAll, parseVariables } from './env-parsing.ts';
@@ -79,6 +80,7 @@ function loops(e: EnvValues): Pick<Config, 'heartbeat' | 'pods' | 'podWatch' | '
       danglingIntervalMs: e.SVK_POD_DANGLING_INTERVAL_SECONDS * 1000,
       maxParallel: e.SVK_POD_MAX_PARALLEL,
       statusStopBeforeDeadlineMs: e.SVK_POD_STATUS_STOP_BEFORE_DEADLINE_MS,
+      ...podApiServer(e.SVK_POD_API_SERVER),
     },
     podWatch: {
       maxParallel: e.SVK_POD_WATCH_MAX_PARALLEL,
@@ -148,4 +150,10 @@ function toConfig(e: EnvValues, provider: ProviderConfig): Config {
     ...loops(e),
     ...services(e),
   };
+}
+
+/** SVK_POD_API_SERVER, checked by its rule already. */
+function podApiServer(value: string | undefined): Pick<Config['pods'], 'apiServer'> {
+  const parsed = value === undefined ? undefined : parseHostPort(value);
+  return parsed && !('problem' in parsed) ? { apiServer: parsed } : {};
 }

@@ -1,5 +1,7 @@
 import type {
+  AuthenticationV1TokenRequest,
   CoreV1ApiCreateNamespacedEventRequest,
+  CoreV1ApiCreateNamespacedServiceAccountTokenRequest,
   CoreV1ApiCreateNamespaceRequest,
   CoreV1ApiCreateNodeRequest,
   CoreV1ApiDeleteNamespacedPodRequest,
@@ -160,5 +162,14 @@ export class CoreApi {
   ): Promise<V1ConfigMap> {
     const path = namespaced(param.namespace, 'configmaps', param.name);
     return this.calls.object('ConfigMap', 'GET', path, param, options);
+  }
+
+  /** A token of the service account `name` (TokenRequest), for a pod's projected serviceAccountToken volume. */
+  createNamespacedServiceAccountToken(
+    param: CoreV1ApiCreateNamespacedServiceAccountTokenRequest,
+    options?: RequestOptions,
+  ): Promise<AuthenticationV1TokenRequest> {
+    const path = `${namespaced(param.namespace, 'serviceaccounts', param.name)}/token`;
+    return this.calls.object('TokenRequest', 'POST', path, param, options);
   }
 }

@@ -13,6 +13,7 @@ const MODELS = {
   Service: 'V1Service',
   Event: 'CoreV1Event',
   TokenReview: 'V1TokenReview',
+  TokenRequest: 'AuthenticationV1TokenRequest',
   SubjectAccessReview: 'V1SubjectAccessReview',
   Status: 'V1Status',
 } as const;

@@ -76,6 +76,13 @@ export interface StartControlPlaneOptions {
   address?: string;
   /** A command every binary runs under, exec'ing it in the same process: `['ip', 'netns', 'exec', name]`. */
   launcher?: string[];
+  /**
+   * Addresses of this host where pods reach kube-apiserver (an engine bridge's gateway, as
+   * SVK_POD_API_SERVER names it): its serving certificate names them, and it listens on every address
+   * of the host (0.0.0.0), since a bridge's address exists only while a container is attached to it.
+   * Requests are authenticated and authorized as on loopback.
+   */
+  podAddresses?: string[];
 }
 
 /**
@@ -139,15 +146,20 @@ export async function startControlPlane(options: StartControlPlaneOptions): Prom
   }
   await prepareDirectory(settings.dir, settings.log);
   const ports = await allocatePorts();
-  const credentials = await writeCredentials(settings.dir, settings.address, ports.apiServer);
+  const credentials = await writeCredentials(
+    settings.dir,
+    settings.address,
+    ports.apiServer,
+    settings.podAddresses ?? [],
+  );
   const plane = new LocalControlPlane(settings, ports, credentials);
   await plane.boot();
   settings.log(`control plane ready in ${seconds(started)}: ${plane.componentNames().join(', ')}`);
   return plane;
 }
 
-type Settings = Required<Omit<StartControlPlaneOptions, 'apiServerArgs' | 'launcher'>> &
-  Pick<StartControlPlaneOptions, 'apiServerArgs' | 'launcher'>;
+type Settings = Required<Omit<StartControlPlaneOptions, 'apiServerArgs' | 'launcher' | 'podAddresses'>> &
+  Pick<StartControlPlaneOptions, 'apiServerArgs' | 'launcher' | 'podAddresses'>;
 
 function withDefaults(options: StartControlPlaneOptions): Settings {
   return {

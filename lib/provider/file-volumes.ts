@@ -4,6 +4,7 @@ import type {
   V1DownwardAPIVolumeFile,
   V1KeyToPath,
   V1Pod,
+  V1ServiceAccountTokenProjection,
   V1Volume,
 } from '@kubernetes/client-node';
 import {
@@ -12,6 +13,7 @@ import {
   fieldValue,
   resourceFieldValue,
 } from '../kube/downward-api.ts';
+import { plannedToken, type TokenSource, tokenKey } from './projected-token.ts';
 
 /**
  * ConfigMap, Secret, downwardAPI and projected volumes as the kubelet fills
@@ -40,7 +42,9 @@ export type FileSource =
    * Downward API items, their values taken from the pod when planned (metadata and resources only);
    * `fieldPath` for those that may change (labels, annotations), which an update takes from the pod again.
    */
-  | { kind: 'downwardAPI'; items: DownwardItem[] };
+  | { kind: 'downwardAPI'; items: DownwardItem[] }
+  /** A projected service account token (projected-token.ts). */
+  | TokenSource;
 
 export interface DownwardItem {
   path: string;
@@ -76,8 +80,7 @@ export function isFileVolume(volume: V1Volume): boolean {
  * The volume's plan, or the reasons it cannot be served, each naming its
  * field (`spec.volumes[v].configMap.items[0].path: ...`). Only the
  * downwardAPI fields a volume may hold (metadata and resources) are taken.
- * Projected serviceAccountToken sources are refused here: the caller decides
- * about the service-account volume the API server adds.
+ * A projected serviceAccountToken source is planned by projected-token.ts.
  */
 export function fileVolume(
   volume: V1Volume,
@@ -128,10 +131,7 @@ export function fileVolume(
         );
       else if (s.downwardAPI) sources.push(check.downward(`${f}.downwardAPI`, s.downwardAPI.items));
       else if (s.serviceAccountToken)
-        check.refuse(
-          `${f}.serviceAccountToken`,
-          'service account tokens are not served by this provider yet',
-        );
+        sources.push(check.token(`${f}.serviceAccountToken`, s.serviceAccountToken));
       else check.refuse(f, `${Object.keys(s).join(', ') || 'an empty source'} is not supported`);
     });
   } else {
@@ -180,6 +180,14 @@ class VolumeCheck {
       return { key: item.key, path: item.path, ...(m !== undefined ? { mode: m } : {}) };
     });
     return { kind, name: name ?? '', optional: optional ?? false, ...(checked ? { items: checked } : {}) };
+  }
+
+  token(field: string, source: V1ServiceAccountTokenProjection): TokenSource {
+    const pathProblem = filePathProblem(source.path);
+    if (pathProblem) this.refuse(`${field}.path`, pathProblem);
+    const { token, problem } = plannedToken(source, this.pod);
+    if (problem) this.refuse(`${field}.expirationSeconds`, problem);
+    return token;
   }
 
   downward(field: string, items: V1DownwardAPIVolumeFile[] | undefined): FileSource {
@@ -299,7 +307,8 @@ export function configKeyProblem(key: string | undefined): string | undefined {
 export function sourcesToRead(volume: FileVolume): Array<{ kind: 'configMap' | 'secret'; name: string }> {
   const seen = new Map<string, { kind: 'configMap' | 'secret'; name: string }>();
   for (const s of volume.sources)
-    if (s.kind !== 'downwardAPI') seen.set(sourceKey(s.kind, s.name), { kind: s.kind, name: s.name });
+    if (s.kind === 'configMap' || s.kind === 'secret')
+      seen.set(sourceKey(s.kind, s.name), { kind: s.kind, name: s.name });
   return [...seen.values()];
 }
 
@@ -308,7 +317,8 @@ export function sourceKey(kind: 'configMap' | 'secret', name: string): string {
 }
 
 /**
- * The volume's files from the objects read (by {@link sourceKey}), as the
+ * The volume's files from the objects read (by {@link sourceKey}) and the
+ * tokens fetched (by {@link tokenKey}, under `token`), as the
  * kubelet's MakePayload makes them: every key of a source without items,
  * else the items, each with its mode or the volume's default. A missing
  * optional object adds nothing, nor does an optional one's missing key.
@@ -330,6 +340,13 @@ export function volumePayload(
           content: Buffer.from(item.value),
           source: 'downwardAPI',
         });
+      continue;
+    }
+    if (source.kind === 'serviceAccountToken') {
+      const token = data.get(tokenKey(source.path))?.get('token');
+      // The caller fetched every token or gave up with the TokenRequest's error.
+      if (!token) return { error: `failed to fetch token for ${source.path}` };
+      files.set(source.path, { path: source.path, mode: source.mode ?? volume.defaultMode, content: token });
       continue;
     }
     const found = data.get(sourceKey(source.kind, source.name));

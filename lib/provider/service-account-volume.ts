@@ -7,10 +7,11 @@ export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceacco
  * The service-account token volume the API server's ServiceAccount admission
  * adds to every pod (a `<sa>-token-*` secret, or a projected
  * `kube-api-access-*` volume with a serviceAccountToken source), mounted
- * nowhere but at SERVICE_ACCOUNT_MOUNT. The Docker and ECS Fargate
- * providers serve the Secret one like any Secret volume (on Fargate its
- * token goes through SSM, never into a task definition) and leave the
- * projected one out (isAdmissionTokenProjection).
+ * nowhere but at SERVICE_ACCOUNT_MOUNT. The Docker provider serves both,
+ * the Secret one like any Secret volume, the projected one's token from the
+ * TokenRequest API (volume-tokens.ts); ECS Fargate serves the Secret one
+ * like any Secret volume (its token through SSM, never in a task
+ * definition) and leaves the projected one out (isAdmissionTokenProjection).
  */
 export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boolean {
   const mountedAt = allContainers(pod).flatMap((c) =>
@@ -24,9 +25,9 @@ export function isServiceAccountTokenVolume(volume: V1Volume, pod: V1Pod): boole
 /**
  * The projected `kube-api-access-*` volume the ServiceAccount admission of
  * Kubernetes 1.21+ adds (a serviceAccountToken source, mounted only at
- * SERVICE_ACCOUNT_MOUNT): the Docker and ECS providers, which serve Secret volumes
- * (the `<sa>-token-*` one of a 1.20 API server included) but no token
- * sources yet, leaves it unmounted rather than refuse every pod of such a
+ * SERVICE_ACCOUNT_MOUNT): the ECS provider, which serves Secret volumes (the
+ * `<sa>-token-*` one of a 1.20 API server included) but no token sources,
+ * leaves it unmounted rather than refuse every pod of such a
  * cluster. A projected token source the pod asks for itself is refused.
  */
 export function isAdmissionTokenProjection(volume: V1Volume, pod: V1Pod): boolean {

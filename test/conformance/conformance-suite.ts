@@ -10,6 +10,7 @@ import { podShapeScenarios } from './scenarios/pod-shape.ts';
 import { probeScenarios } from './scenarios/probes.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import type { ConformanceContext } from './scenarios/scenario.ts';
+import { serviceAccountTokenScenarios } from './scenarios/service-account-token.ts';
 import { volumeScenarios } from './scenarios/volumes.ts';
 
 /**
@@ -47,6 +48,7 @@ export function conformanceSuite(setup: ProviderSetup, options: Partial<Pipeline
     commandAndDeadlineScenarios(ctx);
     volumeScenarios(ctx);
     podExtrasScenarios(ctx);
+    serviceAccountTokenScenarios(ctx);
   });
   describe(`provider conformance: ${setup.name}, every function killed`, () => {
     restartScenario(ctx);

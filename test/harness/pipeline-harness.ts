@@ -34,6 +34,8 @@ export interface HarnessEnvironment {
     adminKubeconfig: string;
     /** The virtual kubelet's own identity (infra/rbac.yaml), used by the functions. */
     kubeletKubeconfig: string;
+    /** Where pods reach the API server (SVK_POD_API_SERVER), when they can. */
+    podApiServer?: string;
   };
   dynamodb: { endpoint: string; region: string };
 }
@@ -169,6 +171,7 @@ export class PipelineHarness {
     await provider.start?.();
     const env: Record<string, string> = {
       SVK_KUBECONFIG: environment.kube.kubeletKubeconfig,
+      ...(environment.kube.podApiServer ? { SVK_POD_API_SERVER: environment.kube.podApiServer } : {}),
       SVK_DYNAMODB_ENDPOINT: environment.dynamodb.endpoint,
       AWS_REGION: environment.dynamodb.region,
       SVK_TABLE_NAME: tableName,

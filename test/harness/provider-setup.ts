@@ -106,7 +106,9 @@ export type ScenarioId =
   | 'file-volumes'
   | 'volume-update'
   | 'volume-missing-source'
-  | 'pod-extras';
+  | 'pod-extras'
+  | 'projected-token'
+  | 'projected-token-refresh';
 
 export interface ProviderSetup {
   /** `SVK_PROVIDER` of the functions. */

@@ -106,6 +106,8 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
       { resource: 'events', namespace: ns, verb: 'patch' },
       { resource: 'configmaps', namespace: ns, verb: 'get' },
       { resource: 'secrets', namespace: ns, verb: 'get' },
+      // Projected serviceAccountToken volumes: a token of the pod's service account, bound to the pod.
+      { resource: 'serviceaccounts', subresource: 'token', namespace: ns, verb: 'create' },
       // Service links: the Services of the pod's namespace, and `kubernetes` in `default`.
       { resource: 'services', namespace: ns, verb: 'list' },
       { resource: 'services', namespace: 'default', verb: 'list' },
@@ -148,7 +150,9 @@ describe('RBAC of the virtual kubelet identity (infra/rbac.yaml)', () => {
       { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kube-system', verb: 'create' },
       { group: 'coordination.k8s.io', resource: 'leases', namespace: 'kube-system', verb: 'update' },
       { resource: 'namespaces', verb: 'delete' },
-      { resource: 'serviceaccounts', subresource: 'token', namespace: ns, verb: 'create' },
+      { resource: 'serviceaccounts', namespace: ns, verb: 'get' },
+      { resource: 'serviceaccounts', namespace: ns, verb: 'list' },
+      { resource: 'serviceaccounts', namespace: ns, verb: 'create' },
       { group: 'apps', resource: 'deployments', namespace: ns, verb: 'create' },
       { group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings', verb: 'create' },
       { group: 'rbac.authorization.k8s.io', resource: 'clusterroles', verb: 'escalate' },

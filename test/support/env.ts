@@ -10,6 +10,8 @@ export interface TestEnv {
   kube: {
     /** https URL of the kube-apiserver on loopback. */
     server: string;
+    /** `host:port` where pods on the engine's bridge reach it (SVK_POD_API_SERVER); absent without a gateway. */
+    podApiServer?: string;
     /** kubeconfig path with cluster-admin rights (test setup and assertions only). */
     adminKubeconfig: string;
     /** kubeconfig path for the virtual kubelet's own identity, bound to infra/rbac.yaml only. */

@@ -82,6 +82,7 @@ export function asKubeletApi<T extends Record<string, string | undefined>>(
 export function functionEnv(tableName: string, overrides: Record<string, string>, env: TestEnv = testEnv()) {
   return {
     SVK_KUBECONFIG: env.kube.kubeletKubeconfig,
+    ...(env.kube.podApiServer ? { SVK_POD_API_SERVER: env.kube.podApiServer } : {}),
     SVK_DYNAMODB_ENDPOINT: env.dynamodb.endpoint,
     AWS_REGION: env.dynamodb.region,
     SVK_TABLE_NAME: tableName,

@@ -189,7 +189,10 @@ describe('docker provider pod support', () => {
           { name: 'cfg', configMap: { name: 'cfg', items: [{ key: 'a', path: '../a', mode: 0o1777 }] } },
           { name: 'host', hostPath: { path: '/etc' } },
           { name: 'scratch', emptyDir: { sizeLimit: '1Gi' } },
-          { name: 'token', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } },
+          {
+            name: 'token',
+            projected: { sources: [{ serviceAccountToken: { path: 'token', expirationSeconds: 2 ** 33 } }] },
+          },
         ],
         containers: [
           {
@@ -212,7 +215,7 @@ describe('docker provider pod support', () => {
       'spec.volumes[cfg].configMap.items[0].mode: must be a file mode between 0 and 0777 (511), not 1023',
       'spec.volumes[host]: only emptyDir, configMap, secret, downwardAPI and projected volumes are supported, not hostPath',
       'spec.volumes[scratch].emptyDir.sizeLimit: not enforced by the engine',
-      'spec.volumes[token].projected.sources[0].serviceAccountToken: service account tokens are not served by this provider yet',
+      'spec.volumes[token].projected.sources[0].serviceAccountToken.expirationSeconds: must be at most 4294967296 (2^32)',
       'spec.containers[app].readinessProbe.grpc: grpc probes are not supported (Kubernetes 1.24+)',
       'spec.containers[app].volumeMounts[scratch].subPathExpr: must be a relative path, not "/$(HOME)"',
       'spec.containers[app].resources.limits: only cpu and memory are enforced, not nvidia.com/gpu',

@@ -196,7 +196,7 @@ describe('file volumes: what a volume holds', () => {
             { configMap: { name: 'c', items: [{ key: 'bad/key', path: '/abs' }] } },
             { downwardAPI: { items: [{ path: '..hidden', fieldRef: { fieldPath: 'status.podIP' } }] } },
             { downwardAPI: { items: [{ path: 'r', resourceFieldRef: { resource: 'limits.cpu' } }] } },
-            { serviceAccountToken: { path: 'token' } },
+            { serviceAccountToken: { path: '../token', expirationSeconds: 599 } },
           ],
         },
       },
@@ -210,7 +210,8 @@ describe('file volumes: what a volume holds', () => {
         'spec.volumes[v].projected.sources[1].downwardAPI.items[0].path: must not start with "..": "..hidden"',
         'spec.volumes[v].projected.sources[1].downwardAPI.items[0].fieldRef.fieldPath: "status.podIP" is not available in a downwardAPI volume',
         'spec.volumes[v].projected.sources[2].downwardAPI.items[0].resourceFieldRef.containerName: required in a volume',
-        'spec.volumes[v].projected.sources[3].serviceAccountToken: service account tokens are not served by this provider yet',
+        'spec.volumes[v].projected.sources[3].serviceAccountToken.path: must not contain a ".." element: "../token"',
+        'spec.volumes[v].projected.sources[3].serviceAccountToken.expirationSeconds: must be a whole number of at least 600 (10 minutes), not 599',
       ],
     });
   });

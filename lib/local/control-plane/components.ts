@@ -15,6 +15,8 @@ export interface ComponentSettings {
   apiServerArgs?: readonly string[] | undefined;
   /** Where every component listens. */
   address: string;
+  /** Further addresses kube-apiserver serves pods at: it then listens on every address (0.0.0.0). */
+  podAddresses?: readonly string[] | undefined;
   /** A command each binary runs under (`ip netns exec <name>`), if any. */
   launcher?: readonly string[] | undefined;
   log: (line: string) => void;
@@ -64,6 +66,7 @@ export function components(
   });
   const apiServerArgs = apiServerFlags({
     address,
+    ...(settings.podAddresses?.length ? { bindAddress: '0.0.0.0' } : {}),
     port: ports.apiServer,
     etcdClientPort: ports.etcdClient,
     certDir,

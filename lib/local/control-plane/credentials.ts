@@ -47,16 +47,22 @@ const SERVING_ALT_NAMES = [
 /**
  * Writes the CA and certificates into `dir/certs`, the token file and
  * kubeconfigs into `dir`, for an API server at `address:port` (the serving
- * certificate names that address besides loopback).
+ * certificate names that address besides loopback, and `podAddresses`,
+ * where pods reach it).
  */
-export async function writeCredentials(dir: string, address: string, port: number): Promise<Credentials> {
+export async function writeCredentials(
+  dir: string,
+  address: string,
+  port: number,
+  podAddresses: readonly string[] = [],
+): Promise<Credentials> {
   const server = `https://${address}:${port}`;
   const certDir = join(dir, 'certs');
   const ca = await CertificateAuthority.create(certDir);
   const serving = await ca.issue('serving', {
     commonName: 'svk-local-kube',
     usage: 'server',
-    altNames: [...new Set([`IP:${address}`, ...SERVING_ALT_NAMES])],
+    altNames: [...new Set([`IP:${address}`, ...podAddresses.map((a) => `IP:${a}`), ...SERVING_ALT_NAMES])],
   });
   const kubeletClient = await ca.issue('apiserver-kubelet-client', {
     commonName: 'kube-apiserver-kubelet-client',

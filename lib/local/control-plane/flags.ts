@@ -56,13 +56,18 @@ export interface ApiServerFlagInputs extends Listening {
   serviceAccount: ServiceAccountKeys;
   /** Appended after ours, so that a repeated single-valued flag overrides ours. */
   extraArgs?: readonly string[];
+  /**
+   * Where it listens when not only on `address`: `0.0.0.0` for pods on an engine's bridge, whose host
+   * address exists only while a container is attached to it, so it cannot be bound on its own.
+   */
+  bindAddress?: string;
 }
 
 /** TLS only, token authentication, `Node,RBAC` authorization, service-account tokens signed by our key. */
 export function apiServerFlags(inputs: ApiServerFlagInputs): string[] {
   const address = inputs.address ?? LOOPBACK;
   return [
-    `--bind-address=${address}`,
+    `--bind-address=${inputs.bindAddress ?? address}`,
     `--advertise-address=${address}`,
     `--secure-port=${inputs.port}`,
     '--insecure-port=0',

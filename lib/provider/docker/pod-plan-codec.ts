@@ -31,7 +31,7 @@ const probeSchema = z.object({
 });
 
 const modeSchema = z.number().optional();
-/** A file volume's sources: names, keys, paths, modes and downward-API values, never a ConfigMap's or Secret's data. */
+/** A file volume's sources: names, keys, paths, modes and downward-API values, never a ConfigMap's or Secret's data nor a token. */
 const fileVolumeSchema = z.object({
   defaultMode: z.number(),
   sources: z.array(
@@ -52,6 +52,14 @@ const fileVolumeSchema = z.object({
             fieldPath: z.string().optional(),
           }),
         ),
+      }),
+      z.object({
+        kind: z.literal('serviceAccountToken'),
+        path: z.string(),
+        serviceAccount: z.string(),
+        audience: z.string().optional(),
+        expirationSeconds: z.number(),
+        mode: modeSchema,
       }),
     ]),
   ),

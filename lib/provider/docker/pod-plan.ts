@@ -10,7 +10,6 @@ import {
   hasProbesOrHooks,
 } from '../container-probes.ts';
 import { type FileVolume, fileVolume, isFileVolume, mountSubPath } from '../file-volumes.ts';
-import { isAdmissionTokenProjection } from '../service-account-volume.ts';
 import { HOSTS_VOLUME, type PodIdentity, TERMINATION_VOLUME } from './names.ts';
 import { podHostname } from './pod-hostname.ts';
 
@@ -143,9 +142,6 @@ export function podPlan(
   downward: DownwardApiOptions = {},
 ): PodPlan {
   const spec = pod.spec;
-  const tokenVolumes = new Set(
-    (spec?.volumes ?? []).filter((v) => isAdmissionTokenProjection(v, pod)).map((v) => v.name),
-  );
   const dnsConfig = spec?.dnsConfig;
   const { hostname, domainname } = podHostname(pod, clusterDomain);
   const hostAliases = (spec?.hostAliases ?? []).map((a) => ({
@@ -157,13 +153,13 @@ export function podPlan(
     restartPolicy: restartPolicy(spec?.restartPolicy),
     hostname,
     ...(domainname ? { domainname } : {}),
-    initContainers: (spec?.initContainers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
-    containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod, tokenVolumes)),
+    initContainers: (spec?.initContainers ?? []).map((c) => containerPlan(c, pod)),
+    containers: (spec?.containers ?? []).map((c) => containerPlan(c, pod)),
     volumes: [
       ...(spec?.volumes ?? []).flatMap((v): PlannedVolume[] => {
         // Held by the infra container, which sets its directory's mode and group (volumeRootEntry) and holds it.
         if (v.emptyDir) return [{ name: v.name, memory: v.emptyDir.medium === 'Memory', held: true }];
-        if (tokenVolumes.has(v.name) || !isFileVolume(v)) return [];
+        if (!isFileVolume(v)) return [];
         const planned = fileVolume(v, pod, downward);
         if ('reasons' in planned) throw new Error(`pod-plan: ${planned.reasons.join('; ')}`);
         return [{ name: v.name, memory: true, files: planned.volume, held: true }];
@@ -209,7 +205,7 @@ export function podPlan(
   };
 }
 
-function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<string>): ContainerPlan {
+function containerPlan(c: V1Container, pod: V1Pod): ContainerPlan {
   const podSc = pod.spec?.securityContext;
   const sc = c.securityContext;
   const uid = sc?.runAsUser ?? podSc?.runAsUser;
@@ -235,20 +231,18 @@ function containerPlan(c: V1Container, pod: V1Pod, tokenVolumes: ReadonlySet<str
     tty: c.tty ?? false,
     stdin: c.stdin ?? false,
     stdinOnce: c.stdinOnce ?? false,
-    mounts: (c.volumeMounts ?? [])
-      .filter((m) => !tokenVolumes.has(m.name))
-      .map((m) => {
-        const sub = mountSubPath(m, c, expandEnv);
-        if ('problem' in sub) throw new Error(`pod-plan: volumeMounts[${m.name}].subPath: ${sub.problem}`);
-        // The kubelet mounts these volumes read-only whatever the mount says.
-        const files = (pod.spec?.volumes ?? []).some((v) => v.name === m.name && isFileVolume(v));
-        return {
-          volume: m.name,
-          path: m.mountPath,
-          readOnly: files || (m.readOnly ?? false),
-          ...(sub.subPath ? { subPath: sub.subPath } : {}),
-        };
-      }),
+    mounts: (c.volumeMounts ?? []).map((m) => {
+      const sub = mountSubPath(m, c, expandEnv);
+      if ('problem' in sub) throw new Error(`pod-plan: volumeMounts[${m.name}].subPath: ${sub.problem}`);
+      // The kubelet mounts these volumes read-only whatever the mount says.
+      const files = (pod.spec?.volumes ?? []).some((v) => v.name === m.name && isFileVolume(v));
+      return {
+        volume: m.name,
+        path: m.mountPath,
+        readOnly: files || (m.readOnly ?? false),
+        ...(sub.subPath ? { subPath: sub.subPath } : {}),
+      };
+    }),
     ...(cpuLimit !== undefined ? { nanoCpus: Math.max(1, Math.round(cpuLimit * 1e9)) } : {}),
     ...(memoryLimit !== undefined ? { memoryBytes: Math.round(memoryLimit) } : {}),
     ...(cpuRequest !== undefined ? { cpuShares: Math.max(2, Math.round(cpuRequest * 1024)) } : {}),

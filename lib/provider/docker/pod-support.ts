@@ -4,7 +4,6 @@ import { expandEnv } from '../../kube/env-expansion.ts';
 import { probeProblems } from '../container-probes.ts';
 import { refuseUnrunContainerFields } from '../container-refusals.ts';
 import { fileVolume, isFileVolume, mountSubPath } from '../file-volumes.ts';
-import { isAdmissionTokenProjection } from '../service-account-volume.ts';
 import { hostnameProblem } from './pod-hostname.ts';
 
 /**
@@ -94,7 +93,6 @@ export function unsupportedFields(
         refuse(`spec.volumes[${volume.name}].emptyDir.sizeLimit`, 'not enforced by the engine');
       continue;
     }
-    if (isAdmissionTokenProjection(volume, pod)) continue;
     if (isFileVolume(volume)) {
       const planned = fileVolume(volume, pod, downward);
       if ('reasons' in planned) reasons.push(...planned.reasons);

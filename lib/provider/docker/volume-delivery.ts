@@ -8,8 +8,10 @@ import {
   type FileVolume,
   payloadDigest,
   readsPodMetadata,
+  type SourceData,
   withPodMetadata,
 } from '../file-volumes.ts';
+import { tokenKey, tokenSources } from '../projected-token.ts';
 import type { ProviderEventRecorder } from '../provider.ts';
 import { readVolumePayload, type VolumeSources } from '../volume-sources.ts';
 import { atomicLayout, DATA_DIR_NAME, digestOf, timestampDirName } from './atomic-layout.ts';
@@ -20,6 +22,7 @@ import { volumeName } from './names.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
 import { type TarEntry, tarArchive } from './tar-archive.ts';
 import { swapVolume } from './volume-swap.ts';
+import { type TokenRequester, VolumeTokens } from './volume-tokens.ts';
 
 /**
  * Fills a pod's file volumes (configMap, secret, downwardAPI, projected)
@@ -53,6 +56,8 @@ import { swapVolume } from './volume-swap.ts';
  * changed payload from the one written with one HEAD), never stored
  * elsewhere. subPath mounts keep the file they were made with, as on a
  * kubelet.
+ *
+ * Projected service account tokens: volume-tokens.ts.
  */
 
 export type { VolumeSources } from '../volume-sources.ts';
@@ -73,6 +78,8 @@ export interface VolumeDeliveryDeps {
   /** The swap's image (busybox: `sh`, `mv -T`, `ln`, `rm`), pulled before its first use. */
   swapImage: string;
   pullImage: (image: string, signal?: AbortSignal) => Promise<void>;
+  /** The token refresh's jitter draw in [0, 1); Math.random unless given. */
+  random?: () => number;
 }
 
 export class VolumeDelivery {
@@ -85,8 +92,11 @@ export class VolumeDelivery {
   readonly #digests = new Map<string, string>();
   /** Pods whose volumes could not be filled yet, since when (mount-wait.ts). */
   readonly #waits = new Map<string, MountWait>();
+  readonly #tokens: VolumeTokens;
 
-  constructor(private readonly deps: VolumeDeliveryDeps) {}
+  constructor(private readonly deps: VolumeDeliveryDeps) {
+    this.#tokens = new VolumeTokens(deps);
+  }
 
   /**
    * Whether every file volume of the pod holds its files, writing those that
@@ -104,7 +114,7 @@ export class VolumeDelivery {
       if (!files) continue;
       const dir = heldVolumePath(volume.name);
       if (await pathExists(this.deps.docker, infraId, `${dir}/${DATA_DIR_NAME}`, signal)) continue;
-      const payload = await this.#payload(plan, files, signal);
+      const payload = await this.#payload(plan, infraId, volume.name, files, signal);
       if ('error' in payload) {
         await this.#failed(plan, volume.name, payload.error, pod);
         return this.#stillWaiting(plan, pod, [volume.name]);
@@ -132,6 +142,7 @@ export class VolumeDelivery {
     this.#delivered.delete(infraId);
     this.#refreshAt.delete(infraId);
     for (const key of this.#digests.keys()) if (key.startsWith(`${infraId}/`)) this.#digests.delete(key);
+    this.#tokens.forget(infraId);
   }
 
   /**
@@ -166,7 +177,7 @@ export class VolumeDelivery {
         written = target === undefined ? undefined : digestOf(target.split('/').pop() ?? '');
         if (written === undefined) continue;
       }
-      const payload = await this.#payload(plan, files, signal);
+      const payload = await this.#payload(plan, infraId, volume.name, files, signal);
       if ('error' in payload) {
         this.deps.log.info(
           { pod: `${plan.namespace}/${plan.name}`, uid: plan.uid, volume: volume.name },
@@ -188,12 +199,21 @@ export class VolumeDelivery {
     }
   }
 
-  #payload(
+  async #payload(
     plan: PodPlan,
+    infraId: string,
+    volume: string,
     files: FileVolume,
     signal?: AbortSignal,
   ): Promise<{ files: FileProjection[] } | { error: string }> {
-    return readVolumePayload(this.deps.sources, plan.namespace, files, signal);
+    const tokens = new Map<string, SourceData>();
+    for (const source of tokenSources(files)) {
+      signal?.throwIfAborted();
+      const token = await this.#tokens.token(plan, infraId, volume, source, signal);
+      if ('error' in token) return token;
+      tokens.set(tokenKey(source.path), new Map([['token', token.token]]));
+    }
+    return readVolumePayload(this.deps.sources, plan.namespace, files, signal, tokens);
   }
 
   /** False, after the kubelet's summary Event once the pod waited 2 min 3 s for its volumes (mount-wait.ts). */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { shell } from '../../harness/harness-pods.ts';
 import type { PipelineHarness } from '../../harness/pipeline-harness.ts';
+import { testEnv } from '../../support/env.ts';
 import { waitFor } from '../../support/kube.ts';
 import { containerStatus, isRunningAndReady, ms, refOf } from './pod-facts.ts';
 import { type ConformanceContext, scenario } from './scenario.ts';
@@ -38,7 +39,8 @@ async function commandExpansion(h: PipelineHarness): Promise<void> {
   const checks = [
     `test "$(TEST_VAR)" = test-value || exit 3`,
     `test "$(FOOSERVICE_SERVICE_HOST):$(FOOSERVICE_SERVICE_PORT)" = "${ip}:8765" || exit 4`,
-    `test "$(KUBERNETES_SERVICE_HOST)" = "${master.spec?.clusterIP}" || exit 5`,
+    // Where pods reach the API server (SVK_POD_API_SERVER) when the run has one, else the Service's cluster IP.
+    `test "$(KUBERNETES_SERVICE_HOST)" = "${testEnv().kube.podApiServer?.split(':')[0] ?? master.spec?.clusterIP}" || exit 5`,
     `test "$(COMPOSED)" = "${ip}-composed" || exit 6`,
   ];
   // An unexpanded $(SHELL_NAME) in command would not start; under sh an unexpanded $(X) in the

@@ -87,6 +87,9 @@ export function ecsProviderSetup(options: { env?: Record<string, string> } = {})
         "refused on Fargate: a task's volume writer writes the files once, when the task starts; a changed ConfigMap, Secret or label never reaches them (the pod keeps running with the files it started with)",
       'pod-extras':
         'fsGroup, seLinuxOptions and hostAliases are refused by name on Fargate; status.podIP in env is empty there (the task has its address only once it runs)',
+      'projected-token':
+        'projected serviceAccountToken sources are refused by name on Fargate (the simulation runs no processes either)',
+      'projected-token-refresh': 'projected serviceAccountToken sources are refused by name on Fargate',
     },
   };
 }

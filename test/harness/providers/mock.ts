@@ -41,6 +41,8 @@ export function mockProviderSetup(): ProviderSetup {
         'the mock mounts no volumes, so it never waits for a ConfigMap (it runs the pod at once)',
       'pod-extras':
         'the mock runs no processes and has no filesystem: it accepts fsGroup, seLinuxOptions and hostAliases, and there is no /etc/hosts, file or env to read back',
+      'projected-token': 'the mock runs no processes: no pod reads its token or calls the API server',
+      'projected-token-refresh': 'the mock mounts no token to renew',
     },
   };
 }
