@@ -22,7 +22,7 @@ import { volumeName } from './names.ts';
 import type { ContainerPlan, PodPlan } from './pod-plan.ts';
 import { type TarEntry, tarArchive } from './tar-archive.ts';
 import { swapVolume } from './volume-swap.ts';
-import { type TokenRequester, VolumeTokens } from './volume-tokens.ts';
+import { VolumeTokens } from './volume-tokens.ts';
 
 /**
  * Fills a pod's file volumes (configMap, secret, downwardAPI, projected)
