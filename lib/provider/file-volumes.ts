@@ -13,6 +13,7 @@ import {
   fieldValue,
   resourceFieldValue,
 } from '../kube/downward-api.ts';
+import { configKeyProblem, filePathProblem } from './file-volume-names.ts';
 import { plannedToken, type TokenSource, tokenKey } from './projected-token.ts';
 
 /**
@@ -25,8 +26,6 @@ import { plannedToken, type TokenSource, tokenKey } from './projected-token.ts';
 
 /** The API server's default file mode of these volumes (0644). */
 export const DEFAULT_FILE_MODE = 0o644;
-const MAX_PATH_LENGTH = 4096;
-const MAX_FILE_NAME_LENGTH = 255;
 
 /** One item of a ConfigMap or Secret source: a key written at a path, with its own mode or the volume's. */
 export interface KeyItem {
@@ -268,36 +267,6 @@ export function payloadDigest(files: readonly FileProjection[]): string {
     hash.update(f.content);
   }
   return hash.digest('hex').slice(0, 16);
-}
-
-/**
- * What is wrong with a path a volume writes a file at (the atomic writer's
- * validatePath): empty, absolute, with a `..` element, starting with `..`,
- * longer than 4096 characters or with a name longer than 255; undefined when
- * it is fine.
- */
-export function filePathProblem(path: string | undefined): string | undefined {
-  if (!path) return 'must not be empty';
-  if (path.startsWith('/')) return `must be a relative path, not "${path}"`;
-  if (path.length > MAX_PATH_LENGTH) return `must be at most ${MAX_PATH_LENGTH} characters`;
-  const parts = path.split('/');
-  if (parts.includes('..')) return `must not contain a ".." element: "${path}"`;
-  if (parts.some((p) => p.length > MAX_FILE_NAME_LENGTH))
-    return `file names must be at most ${MAX_FILE_NAME_LENGTH} characters`;
-  if ((parts[0] ?? '').startsWith('..')) return `must not start with "..": "${path}"`;
-  if (parts.some((p) => p === '')) return `must not have an empty element: "${path}"`;
-  return undefined;
-}
-
-/** What is wrong with a ConfigMap or Secret key (the API's IsConfigMapKey); undefined when it is fine. */
-export function configKeyProblem(key: string | undefined): string | undefined {
-  if (!key) return 'must not be empty';
-  if (key.length > 253) return 'must be at most 253 characters';
-  if (!/^[-._a-zA-Z0-9]+$/.test(key))
-    return `"${key}" is not a valid key (letters, digits, "-", "_" and ".")`;
-  if (key === '.' || key === '..' || key.startsWith('..'))
-    return `"${key}" must not be "." or start with ".."`;
-  return undefined;
 }
 
 /**

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 import { expandEnv } from '../../lib/kube/env-expansion.ts';
+import { filePathProblem } from '../../lib/provider/file-volume-names.ts';
 import {
   type FileVolume,
-  filePathProblem,
   fileVolume,
   mountSubPath,
   payloadDigest,
