@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { createDynamoDbClient } from '../../../lib/state/dynamodb-clients.ts';
 import { shell } from '../../harness/harness-pods.ts';
 import type { PipelineHarness } from '../../harness/pipeline-harness.ts';
@@ -45,8 +45,43 @@ function checks(list: ReadonlyArray<[string, string]>): string {
   ].join('\n');
 }
 
-async function fileVolumes(h: PipelineHarness): Promise<void> {
-  if (h.probe.volumeFiles) return fileVolumesReadBack(h);
+/** The file volumes both forms of the scenario mount (the sources of fileVolumeSources). */
+const FILE_VOLUMES: V1Volume[] = [
+  {
+    name: 'cfg',
+    configMap: {
+      name: 'settings',
+      defaultMode: 0o440,
+      items: [
+        { key: 'a', path: 'conf/a.txt', mode: 0o600 },
+        { key: 'b', path: 'b-file' },
+      ],
+    },
+  },
+  { name: 'sec', secret: { secretName: 'creds', defaultMode: 0o400 } },
+  {
+    name: 'info',
+    downwardAPI: {
+      items: [
+        { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+        { path: 'name', fieldRef: { fieldPath: 'metadata.name' } },
+      ],
+    },
+  },
+  {
+    name: 'mix',
+    projected: {
+      sources: [
+        { configMap: { name: 'settings', items: [{ key: 'b', path: 'b' }] } },
+        { secret: { name: 'creds', items: [{ key: 'password', path: 'creds/pw' }] } },
+        { downwardAPI: { items: [{ path: 'ns', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
+      ],
+    },
+  },
+];
+
+/** The scenario's namespace with its ConfigMap `settings` and Secret `creds` (a fresh password). */
+async function fileVolumeSources(h: PipelineHarness): Promise<{ ns: string; password: string }> {
   const ns = await h.namespace('volumes');
   const password = `pw-${randomBytes(12).toString('hex')}`;
   await h.admin.core.createNamespacedConfigMap({
@@ -57,6 +92,12 @@ async function fileVolumes(h: PipelineHarness): Promise<void> {
     namespace: ns,
     body: { metadata: { name: 'creds' }, stringData: { password } },
   });
+  return { ns, password };
+}
+
+async function fileVolumes(h: PipelineHarness): Promise<void> {
+  if (h.probe.volumeFiles) return fileVolumesReadBack(h);
+  const { ns, password } = await fileVolumeSources(h);
   const script = checks([
     ['item at its path', 'test "$(cat /cfg/conf/a.txt)" = alpha'],
     ['item mode', 'test "$(stat -L -c %a /cfg/conf/a.txt)" = 600'],
@@ -79,38 +120,8 @@ async function fileVolumes(h: PipelineHarness): Promise<void> {
     spec: h.pods.spec({
       restartPolicy: 'Never',
       volumes: [
-        {
-          name: 'cfg',
-          configMap: {
-            name: 'settings',
-            defaultMode: 0o440,
-            items: [
-              { key: 'a', path: 'conf/a.txt', mode: 0o600 },
-              { key: 'b', path: 'b-file' },
-            ],
-          },
-        },
+        ...FILE_VOLUMES,
         { name: 'whole', configMap: { name: 'settings' } },
-        { name: 'sec', secret: { secretName: 'creds', defaultMode: 0o400 } },
-        {
-          name: 'info',
-          downwardAPI: {
-            items: [
-              { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
-              { path: 'name', fieldRef: { fieldPath: 'metadata.name' } },
-            ],
-          },
-        },
-        {
-          name: 'mix',
-          projected: {
-            sources: [
-              { configMap: { name: 'settings', items: [{ key: 'b', path: 'b' }] } },
-              { secret: { name: 'creds', items: [{ key: 'password', path: 'creds/pw' }] } },
-              { downwardAPI: { items: [{ path: 'ns', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
-            ],
-          },
-        },
         { name: 'scratch', emptyDir: {} },
       ],
       containers: [
@@ -187,53 +198,12 @@ async function fileVolumes(h: PipelineHarness): Promise<void> {
 async function fileVolumesReadBack(h: PipelineHarness): Promise<void> {
   const volumeFiles = h.probe.volumeFiles?.bind(h.probe);
   assert.ok(volumeFiles);
-  const ns = await h.namespace('volumes');
-  const password = `pw-${randomBytes(12).toString('hex')}`;
-  await h.admin.core.createNamespacedConfigMap({
-    namespace: ns,
-    body: { metadata: { name: 'settings' }, data: { a: 'alpha', b: 'beta', 'c.txt': 'gamma' } },
-  });
-  await h.admin.core.createNamespacedSecret({
-    namespace: ns,
-    body: { metadata: { name: 'creds' }, stringData: { password } },
-  });
+  const { ns, password } = await fileVolumeSources(h);
   const created = await h.pods.create(ns, {
     metadata: { name: 'files', labels: { app: 'files', tier: 'front' } },
     spec: h.pods.spec({
       restartPolicy: 'Never',
-      volumes: [
-        {
-          name: 'cfg',
-          configMap: {
-            name: 'settings',
-            defaultMode: 0o440,
-            items: [
-              { key: 'a', path: 'conf/a.txt', mode: 0o600 },
-              { key: 'b', path: 'b-file' },
-            ],
-          },
-        },
-        { name: 'sec', secret: { secretName: 'creds', defaultMode: 0o400 } },
-        {
-          name: 'info',
-          downwardAPI: {
-            items: [
-              { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
-              { path: 'name', fieldRef: { fieldPath: 'metadata.name' } },
-            ],
-          },
-        },
-        {
-          name: 'mix',
-          projected: {
-            sources: [
-              { configMap: { name: 'settings', items: [{ key: 'b', path: 'b' }] } },
-              { secret: { name: 'creds', items: [{ key: 'password', path: 'creds/pw' }] } },
-              { downwardAPI: { items: [{ path: 'ns', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
-            ],
-          },
-        },
-      ],
+      volumes: [...FILE_VOLUMES],
       containers: [
         shell('main', 'sleep 1', {
           volumeMounts: [
