@@ -19,6 +19,12 @@
  * (`serverless deploy` packages first), so what exists is decided by the same
  * parameters as before.
  *
+ * A combination of parameters the product cannot run with is refused here,
+ * naming what to set: the template's `Metadata.PackageRefusals` maps a
+ * Condition to its message, and packaging fails when that Condition is
+ * true (one that is not decided at package time fails packaging too). The
+ * entry does not reach the written template.
+ *
  * Plain JavaScript: osls loads plugins with Node's own loader.
  */
 
@@ -204,6 +210,7 @@ export function foldConditions(template) {
     }
     return out;
   };
+  refuse(template, decided);
   const resources = foldSection(template.Resources, 'Resources');
   const outputs = foldSection(template.Outputs, 'Outputs');
 
@@ -238,7 +245,30 @@ export function foldConditions(template) {
   else delete out.Outputs;
   if (Object.keys(conditions).length > 0) out.Conditions = conditions;
   else delete out.Conditions;
+  if (isObject(template.Metadata) && 'PackageRefusals' in template.Metadata) {
+    const { PackageRefusals: _checked, ...metadata } = template.Metadata;
+    if (Object.keys(metadata).length > 0) out.Metadata = metadata;
+    else delete out.Metadata;
+  }
   return { template: out, removed, decided };
+}
+
+/**
+ * Fails packaging with the message of each `Metadata.PackageRefusals` entry
+ * whose Condition is true.
+ * @param {Template} template
+ * @param {Map<string, boolean>} decided
+ */
+function refuse(template, decided) {
+  const refusals = isObject(template.Metadata) ? template.Metadata.PackageRefusals : undefined;
+  if (!isObject(refusals)) return;
+  const messages = [];
+  for (const [name, message] of Object.entries(refusals)) {
+    if (!decided.has(name))
+      throw new Error(`PackageRefusals names ${name}, which is not a Condition decided at package time`);
+    if (decided.get(name)) messages.push(String(message));
+  }
+  if (messages.length > 0) throw new Error(`this configuration cannot be packaged: ${messages.join('; ')}`);
 }
 
 /** The osls plugin: folds the compiled template after `resources` are merged into it, before it is saved. */

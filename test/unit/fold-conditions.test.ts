@@ -116,4 +116,34 @@ describe('foldConditions', () => {
       /Condition A refers to itself/,
     );
   });
+
+  it('refuses a configuration its PackageRefusals name, with their messages, and leaves them out of the template', () => {
+    const template = (domain: string, identity: string) => ({
+      Metadata: { PackageRefusals: { ApiWithoutIdentity: 'set apiKubeconfig' }, Other: 'kept' },
+      Conditions: {
+        HasApi: { 'Fn::Not': [{ 'Fn::Equals': [domain, ''] }] },
+        ApiWithoutIdentity: {
+          'Fn::And': [{ Condition: 'HasApi' }, { 'Fn::Equals': [identity, ''] }],
+        },
+      },
+      Resources: { Api: policy({ Condition: 'HasApi' }) },
+    });
+    assert.throws(
+      () => foldConditions(template('nodes.example.com', '')),
+      /this configuration cannot be packaged: set apiKubeconfig/,
+    );
+    const folded = foldConditions(template('nodes.example.com', 'arn:secret')).template;
+    assert.deepEqual(folded.Metadata, { Other: 'kept' });
+    assert.ok(folded.Resources?.Api);
+    assert.equal(foldConditions(template('', '')).template.Resources?.Api, undefined);
+    assert.throws(
+      () =>
+        foldConditions({
+          Metadata: { PackageRefusals: { Later: 'x' } },
+          Parameters: { P: { Type: 'String' } },
+          Conditions: { Later: { 'Fn::Equals': [{ Ref: 'P' }, ''] } },
+        }),
+      /PackageRefusals names Later, which is not a Condition decided at package time/,
+    );
+  });
 });
