@@ -171,16 +171,7 @@ async function fileVolumes(h: PipelineHarness): Promise<void> {
   // The Secret's value (plain and base64) is in no Event and nowhere in the state table.
   const forms = [password, Buffer.from(password).toString('base64')];
   const events = JSON.stringify((await h.admin.core.listNamespacedEvent({ namespace: ns })).items);
-  const env = testEnv();
-  const { doc } = createDynamoDbClient({ endpoint: env.dynamodb.endpoint, region: env.dynamodb.region });
-  const items: unknown[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await doc.send(new ScanCommand({ TableName: h.tableName, ExclusiveStartKey: start }));
-    items.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  const stored = JSON.stringify(items);
+  const stored = await scanTable(h);
   assert.ok(stored.includes(ns), 'the table holds state of the pod');
   for (const form of forms) {
     assert.ok(!events.includes(form), "an Event holds the Secret's value");
