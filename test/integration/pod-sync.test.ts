@@ -15,7 +15,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { type CoreV1Event, type V1Container, type V1Pod, Watch } from '@kubernetes/client-node';
 import { createPodSyncHandler } from '../../functions/pod-sync.ts';
 import { buildPodReconciler } from '../../lib/app/pod-sync.ts';
-import { systemClock } from '../../lib/clock.ts';
+import { type Clock, systemClock } from '../../lib/clock.ts';
 import {
   hintResource,
   POD_EVENT_DETAIL_TYPE,
@@ -862,8 +862,9 @@ class CountingStore extends KnownPodStore {
 describe('pod-sync claim protocol (two reconciles of one key, one stopped inside the provider)', () => {
   function reconciler(
     p: PodProvider,
-    options: { claimMs?: number; store?: KnownPodStore; core?: typeof kubelet.core } = {},
+    options: { claimMs?: number; store?: KnownPodStore; core?: typeof kubelet.core; clock?: Clock } = {},
   ) {
+    const clock = options.clock ?? systemClock;
     return buildPodReconciler({
       core: options.core ?? kubelet.core,
       provider: p,
@@ -871,11 +872,11 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
       events: new KubePodEventRecorder({ core: kubelet.core, clock: systemClock, log }),
       envSources: kubeEnvSources(kubelet.core),
       nodes: [node],
-      clock: systemClock,
+      clock,
       log,
       owner: uniqueName('req'),
       claimMs: options.claimMs ?? 10_000,
-      waitUntil: systemClock.monotonic() + 20_000,
+      waitUntil: clock.monotonic() + 20_000,
     });
   }
 
@@ -929,7 +930,7 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
     );
     await gate.entered;
     const taker = new GatedProvider(provider);
-    const second = await reconciler(taker).reconcile(namespace, 'claim-crash');
+    const second = await reconciler(taker, { claimMs: 1_500 }).reconcile(namespace, 'claim-crash');
     assert.equal(second.outcome, 'created');
     assert.equal(second.steps[0], 'wait');
     assert.deepEqual(taker.calls, ['create']);
@@ -943,6 +944,49 @@ describe('pod-sync claim protocol (two reconciles of one key, one stopped inside
     assert.equal((await mockPodRecord(table, namespace, 'claim-crash'))?.creates, 1);
     assert.ok((await knownPods.get(node, namespace, 'claim-crash'))?.appliedHash);
   });
+
+  for (const offsetMs of [30_000, -30_000]) {
+    const ahead = offsetMs > 0;
+    it(`wall clocks 30 s apart: a taker ${ahead ? 'ahead' : 'behind'} by 30 s ${ahead ? 'waits for a live claim past its until' : 'takes a frozen claim over after a whole claim of its own'}; the pod starts once`, async () => {
+      const name = ahead ? 'skew-ahead' : 'skew-behind';
+      await createPod(name);
+      // Ahead: long enough that the taker's polls all fall within the holder's claim.
+      const claimMs = ahead ? 10_000 : 3_000;
+      const held = new GatedProvider(provider);
+      const gate = held.gateNext('create');
+      const first = reconciler(held, { claimMs }).reconcile(namespace, name);
+      const firstSettled = first.then(
+        (r) => r,
+        (err: unknown) => err,
+      );
+      await gate.entered;
+      const skewed: Clock = { ...systemClock, now: () => Date.now() + offsetMs };
+      const taker = new GatedProvider(provider);
+      const store = new CountingStore(table);
+      const started = performance.now();
+      const second = reconciler(taker, { claimMs, store, clock: skewed }).reconcile(namespace, name);
+      if (ahead) {
+        // Until the holder's call is cut off, the taker (whose clock says the claim ended 27 s ago) only waits.
+        await waitFor(() => store.gets >= 3, { timeoutMs: 10_000, what: 'the taker to wait' });
+        assert.deepEqual(taker.calls, [], 'no provider call under a live claim');
+        gate.open();
+        assert.equal(((await firstSettled) as SyncResult).outcome, 'created');
+        const waited = await second;
+        assert.deepEqual(waited.steps, ['wait', 'skip:unchanged']);
+      } else {
+        // The holder froze: its claim's until lies 33 s ahead on the taker's clock, but the taker takes it
+        // over once it has watched it unchanged for a whole claim, within its 20 s wait.
+        const took = await second;
+        assert.equal(took.outcome, 'created');
+        assert.deepEqual(took.steps, ['wait', 'apply:create']);
+        assert.ok(performance.now() - started >= claimMs, 'not before a whole claim');
+        gate.open();
+        assert.ok((await firstSettled) instanceof PodSyncRetryError, 'the holder was cut off');
+      }
+      assert.equal((await mockPodRecord(table, namespace, name))?.creates, 1);
+      assert.equal((await knownPods.get(node, namespace, name))?.claim, undefined);
+    });
+  }
 
   it('a newer spec arriving while an older one is applied is applied right after it', async () => {
     await createPod('claim-newer');

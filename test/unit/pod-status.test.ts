@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { CLOCK_SKEW_ALLOWANCE_MS } from '../../lib/pod/known/known-pod-claim.ts';
 import { podStatusHash } from '../../lib/pod/pod-hash.ts';
 import {
   CONTAINER_NOT_FOUND_EXIT_CODE,
@@ -186,8 +187,11 @@ describe('status push and poll share one notion of "already written"', () => {
     const live = { claim: claim(NOW + 1), appliedHash: 'spec' };
     assert.equal(shouldPollStatus(live, true, NOW), false);
     assert.equal(shouldPollStatus(live, false, NOW), false);
+    // Past its until, the claimant's clock may still run behind this one's by the allowance.
+    assert.equal(shouldPollStatus({ claim: claim(NOW - 1), appliedHash: 'spec' }, true, NOW), false);
     // A crashed claimant's claim expires: the poll is the fallback.
-    assert.equal(shouldPollStatus({ claim: claim(NOW), appliedHash: 'spec' }, true, NOW), true);
+    const expired = claim(NOW - CLOCK_SKEW_ALLOWANCE_MS);
+    assert.equal(shouldPollStatus({ claim: expired, appliedHash: 'spec' }, true, NOW), true);
   });
 
   it('pod-status leaves a pod alone while pod-sync writes the status it got with the create, until the mark expires', () => {
@@ -197,7 +201,12 @@ describe('status push and poll share one notion of "already written"', () => {
     });
     assert.equal(shouldPollStatus(pushing(NOW + 1), true, NOW), false);
     assert.equal(shouldPollStatus(pushing(NOW + 1), false, NOW), false);
-    assert.equal(shouldPollStatus(pushing(NOW), true, NOW), true, 'a crashed writer: the poll writes it');
+    assert.equal(shouldPollStatus(pushing(NOW - 1), true, NOW), false, 'within the clock skew allowance');
+    assert.equal(
+      shouldPollStatus(pushing(NOW - CLOCK_SKEW_ALLOWANCE_MS), true, NOW),
+      true,
+      'a crashed writer: the poll writes it',
+    );
   });
 
   it('pod-status polls listed pods, and unlisted ones only once applied or deleted in the provider', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
+import { CLOCK_SKEW_ALLOWANCE_MS } from '../../lib/pod/known/known-pod-claim.ts';
 import type { KnownPod } from '../../lib/pod/known/known-pods.ts';
 import { podSpecHash } from '../../lib/pod/pod-hash.ts';
 import { TERMINATED_MARK } from '../../lib/pod/status/pod-status-builders.ts';
@@ -101,10 +102,18 @@ describe('pod-sync decisions (in the order decideSync checks them)', () => {
     assert.equal(decide(pod(), [applied]).kind, 'wait');
   });
 
-  it('takes over an expired claim, and never waits for its own', () => {
-    const step = decide(pod(), [record({ claim: claim(NOW - 1) })]);
+  it('takes over an expired claim (past its until by the clock skew allowance), one it watched outlive a whole claim, and never waits for its own', () => {
+    // Within the allowance the claimant's clock may run behind this reader's: still live.
+    assert.equal(decide(pod(), [record({ claim: claim(NOW - 1) })]).kind, 'wait');
+    assert.equal(decide(pod(), [record({ claim: claim(NOW - CLOCK_SKEW_ALLOWANCE_MS + 1) })]).kind, 'wait');
+    const step = decide(pod(), [record({ claim: claim(NOW - CLOCK_SKEW_ALLOWANCE_MS) })]);
     assert.equal(step.kind, 'apply');
     assert.equal(step.kind === 'apply' && step.mode, 'create');
+    const outlived = decide(pod(), [record({ claim: claim(NOW + 10_000) })], {
+      ...ctx,
+      outlived: new Set(['other']),
+    });
+    assert.equal(outlived.kind, 'apply');
     const own = decide(pod(), [record({ claim: claim(NOW + 10_000, 'mine') })], {
       ...ctx,
       ownTokens: new Set(['mine']),
@@ -200,7 +209,10 @@ describe('pod-sync decisions that need no pod read', () => {
       decideFromRecords([claimed], { ...ctx, ownTokens: new Set(['other']) })?.kind,
       'force-delete-known',
     );
-    assert.equal(decideFromRecords([terminated({ claim: claim(NOW - 1) })], ctx)?.kind, 'force-delete-known');
+    assert.equal(
+      decideFromRecords([terminated({ claim: claim(NOW - CLOCK_SKEW_ALLOWANCE_MS) })], ctx)?.kind,
+      'force-delete-known',
+    );
   });
 
   it('a uid gone for good: forget its record, wait while it is claimed, else only its provider pod is left', () => {

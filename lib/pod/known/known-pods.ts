@@ -1,7 +1,7 @@
 import { podKey } from '../../kube/pod-key.ts';
 import { isConditionFailed, type StateTable, type StoredItem } from '../../state/dynamodb.ts';
 import type { KnownPod, KnownPodIdentity } from './known-pod.ts';
-import type { KnownPodClaim } from './known-pod-claim.ts';
+import { claimExpiredBefore, type KnownPodClaim } from './known-pod-claim.ts';
 import {
   FORCE_DELETE_INDEX_PARTITION,
   forceDeleteDueAt,
@@ -19,7 +19,7 @@ import {
 } from './known-pod-item.ts';
 
 export type { KnownPod, KnownPodIdentity } from './known-pod.ts';
-export { isClaimLive, type KnownPodClaim } from './known-pod-claim.ts';
+export { isClaimLive, isMarkLive, type KnownPodClaim } from './known-pod-claim.ts';
 
 /** Another writer changed the record since it was read: re-read and reconcile again. */
 export class KnownPodConflictError extends Error {
@@ -277,18 +277,18 @@ export class KnownPodStore {
 
   /**
    * Forgets the record of this uid without reading it, unless another
-   * invocation's claim on it is live at `now` (ISO): for a pod already
+   * invocation's claim on it is live at `nowMs` (isClaimLive): for a pod already
    * force-deleted from the API server. Whether it was forgotten; a record
    * that is claimed, gone or about another uid stays (the pod's DELETED
    * event deals with it).
    */
-  async forgetDone(pod: KnownPodIdentity, now: string): Promise<boolean> {
+  async forgetDone(pod: KnownPodIdentity, nowMs: number): Promise<boolean> {
     try {
       await this.table.delete(knownPodKey(pod.node, pod.namespace, pod.name), {
         condition: {
           expression: '#uid = :uid AND (attribute_not_exists(#claim) OR #claim.#until < :now)',
           names: { '#uid': 'uid', '#claim': 'claim', '#until': 'until' },
-          values: { ':uid': pod.uid, ':now': now },
+          values: { ':uid': pod.uid, ':now': claimExpiredBefore(nowMs) },
         },
       });
       return true;

@@ -8,6 +8,7 @@ import { mapSettledLimit } from '../../util/map-limit.ts';
 import { forceDeleteDueAt } from '../known/known-pod-item.ts';
 import {
   isClaimLive,
+  isMarkLive,
   type KnownPod,
   KnownPodConflictError,
   type KnownPodStore,
@@ -78,7 +79,7 @@ export function shouldPollStatus(
   nowMs: number,
 ): boolean {
   if (isClaimLive(record.claim, nowMs)) return false;
-  if (record.pushUntil !== undefined && Date.parse(record.pushUntil) > nowMs) return false;
+  if (isMarkLive(record.pushUntil, nowMs)) return false;
   return listed || record.appliedHash !== undefined || record.forceDeleteAt !== undefined;
 }
 

@@ -81,6 +81,9 @@ export class PodApplier {
     const resolved = await this.resolveEnv(pod, log);
 
     const token = randomUUID();
+    // The call is cut off a whole claim after this, before the claim is written: a
+    // waiter that then watches the claim unchanged for a whole claim never overlaps it.
+    const cutOff = AbortSignal.timeout(claimMs);
     const until = new Date(clock.now() + claimMs).toISOString();
     const claimed = await knownPods.claim(
       step.record,
@@ -89,7 +92,7 @@ export class PodApplier {
     );
     ownTokens.add(token);
 
-    const called = await this.callProvider(step, resolved, claimed, token, log);
+    const called = await this.callProvider(step, resolved, { claimed, token, cutOff }, log);
     if ('outcome' in called) return called.outcome;
     const { create, reported, readAtMs } = called;
     // Still under the claim, which keeps pod-status and other deliveries off
@@ -120,15 +123,14 @@ export class PodApplier {
   private async callProvider(
     step: Extract<SyncStep, { kind: 'apply' }>,
     resolved: V1Pod,
-    claimed: KnownPod,
-    token: string,
+    claim: { claimed: KnownPod; token: string; cutOff: AbortSignal },
     log: Logger,
   ): Promise<{ create: boolean; reported: AppliedPodStatus; readAtMs: number } | { outcome: SyncOutcome }> {
-    const { provider, knownPods, claimMs, signal, clock } = this.options;
+    const { provider, knownPods, signal, clock } = this.options;
+    const { claimed, token, cutOff } = claim;
     const calledAt = clock.now();
     // A call that outlives the claim could overlap a taker's; cut it off.
-    const timeout = AbortSignal.timeout(claimMs);
-    const callSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const callSignal = signal ? AbortSignal.any([signal, cutOff]) : cutOff;
     let create = step.mode === 'create';
     try {
       let reported: AppliedPodStatus;

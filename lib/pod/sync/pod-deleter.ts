@@ -101,7 +101,7 @@ export class PodDeleter {
       log.warn({ err }, 'provider delete after force delete failed');
     }
     if (step.record) await knownPods.delete(step.record);
-    else await knownPods.forgetDone(step.pod, new Date(this.options.clock.now()).toISOString());
+    else await knownPods.forgetDone(step.pod, this.options.clock.now());
     return 'force-deleted';
   }
 

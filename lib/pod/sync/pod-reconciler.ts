@@ -101,6 +101,8 @@ export interface PodReconcilerOptions {
   log: Logger;
   /** Monotonic time after which waiting for another invocation's claim gives up with a retryable error. */
   waitUntil: number;
+  /** How long a claim lasts: a claim watched unchanged this long is taken over, whatever the wall clocks say. */
+  claimMs: number;
   signal?: AbortSignal;
   /** Executes the apply step (createPod/updatePod under a claim). */
   applier: PodApplier;
@@ -126,6 +128,8 @@ interface Run {
   gone?: KnownPodIdentity;
   steps: string[];
   ownTokens: Set<string>;
+  /** Others' claims watched unchanged for a whole claim (DecideContext.outlived). */
+  outlived: Set<string>;
 }
 
 /** Reconciles pod keys; one instance per invocation. */
@@ -151,6 +155,7 @@ export class PodReconciler {
         : {}),
       steps: [],
       ownTokens: new Set(),
+      outlived: new Set(),
     };
     return (await this.shortcut(run)) ?? this.loop(run);
   }
@@ -225,7 +230,13 @@ export class PodReconciler {
   private async next(run: Run, podFirst: boolean): Promise<{ state: SyncState; step: SyncStep }> {
     const { namespace, name, nodes } = run;
     // Without an event (the cluster reconciler), a force delete handed off to an event is left to it.
-    const ctx = { nodes, now: this.options.clock.now(), ownTokens: run.ownTokens, leaveHandedOff: !run.hint };
+    const ctx = {
+      nodes,
+      now: this.options.clock.now(),
+      ownTokens: run.ownTokens,
+      outlived: run.outlived,
+      leaveHandedOff: !run.hint,
+    };
     if (podFirst) {
       const state: SyncState = { namespace, name, records: [], ...(await this.readPod(namespace, name)) };
       const step = decideSync(state, ctx);
@@ -267,12 +278,12 @@ export class PodReconciler {
     step: SyncStep,
     state: SyncState,
     log: Logger,
-    run: Pick<Run, 'ownTokens'>,
+    run: Pick<Run, 'ownTokens' | 'outlived'>,
   ): Promise<SyncOutcome | undefined> {
     const { applier, deleter } = this.options;
     switch (step.kind) {
       case 'wait':
-        await this.waitForClaim(step.record, log);
+        await this.waitForClaim(step.record, log, run.outlived);
         return undefined;
       case 'forget-stale':
         await deleter.forgetStale(step.record, log);
@@ -323,9 +334,18 @@ export class PodReconciler {
     return written === 'written' ? 'readiness-written' : undefined;
   }
 
-  /** Polls the record until the claim is gone, changed or expired; the caller then reads everything again. */
-  private async waitForClaim(record: KnownPod, log: Logger): Promise<void> {
-    const { knownPods, clock, waitUntil, signal } = this.options;
+  /**
+   * Polls the record until the claim is gone, changed or expired, or has
+   * stayed unchanged for a whole claim since `record` was read (then it is
+   * added to `outlived`: its holder, which starts its provider call's
+   * timeout of one claim before it writes the claim, has been cut off, so
+   * a wall clock behind the holder's does not keep this reconcile waiting
+   * longer, nor one ahead let it in sooner); the caller then reads
+   * everything again.
+   */
+  private async waitForClaim(record: KnownPod, log: Logger, outlived: Set<string>): Promise<void> {
+    const { knownPods, clock, waitUntil, claimMs, signal } = this.options;
+    const watchedUntil = clock.monotonic() + claimMs;
     log.debug(
       { owner: record.claim?.owner, until: record.claim?.until },
       'another invocation holds the pod: waiting',
@@ -334,7 +354,15 @@ export class PodReconciler {
     for (;;) {
       const current = await knownPods.get(record.node, record.namespace, record.name);
       if (current?.version !== record.version || !isClaimLive(current.claim, clock.now())) return;
-      const left = waitUntil - clock.monotonic();
+      if (clock.monotonic() >= watchedUntil) {
+        log.warn(
+          { owner: current.claim.owner, until: current.claim.until },
+          'claim unchanged for a whole claim: taking it over',
+        );
+        outlived.add(current.claim.token);
+        return;
+      }
+      const left = Math.min(waitUntil, watchedUntil) - clock.monotonic();
       if (left <= 0) {
         throw new PodSyncRetryError(
           `${podKey(record)}: still claimed by ${record.claim?.owner} until ${record.claim?.until}`,

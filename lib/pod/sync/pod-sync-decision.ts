@@ -28,6 +28,12 @@ export interface DecideContext {
   /** Claims this reconcile took itself (a failed release must not make it wait for itself). */
   ownTokens?: ReadonlySet<string>;
   /**
+   * Claims of others this reconcile watched unchanged for a whole claim on
+   * its own monotonic clock: their holders' provider calls were cut off by
+   * then, whatever the wall clocks say (PodReconciler.waitForClaim).
+   */
+  outlived?: ReadonlySet<string>;
+  /**
    * The reconcile is not an event's (the cluster reconciler's): a pod whose
    * force delete pod-status handed off to its status write's event
    * (handedOffUntil) is left to that event.
@@ -88,18 +94,17 @@ export type SyncStep =
 export function decideSync(state: SyncState, ctx: DecideContext): SyncStep {
   const { pod, records } = state;
   const uid = pod?.metadata?.uid;
-  const foreignClaim = (r: KnownPod) =>
-    isClaimLive(r.claim, ctx.now) && !(ctx.ownTokens?.has(r.claim.token) ?? false);
-
   const stale = records.find((r) => r.uid !== uid);
   if (stale)
-    return foreignClaim(stale) ? { kind: 'wait', record: stale } : { kind: 'forget-stale', record: stale };
+    return foreignClaim(stale, ctx)
+      ? { kind: 'wait', record: stale }
+      : { kind: 'forget-stale', record: stale };
   if (!pod) return { kind: 'delete-orphan' };
 
   const node = pod.spec?.nodeName;
   if (!node || !ctx.nodes.includes(node)) return { kind: 'ignore' };
   const record = records.find((r) => r.node === node);
-  if (record && foreignClaim(record)) return { kind: 'wait', record };
+  if (record && foreignClaim(record, ctx)) return { kind: 'wait', record };
   const withRecord = record ? { record } : {};
 
   const deletionTimestamp = pod.metadata?.deletionTimestamp;
@@ -131,8 +136,7 @@ export function decideFromRecords(records: readonly KnownPod[], ctx: DecideConte
     (r) => r.forceDeleteAt !== undefined && r.statusHash === TERMINATED_MARK && ctx.nodes.includes(r.node),
   );
   if (!done) return undefined;
-  if (isClaimLive(done.claim, ctx.now) && !(ctx.ownTokens?.has(done.claim.token) ?? false))
-    return { kind: 'wait', record: done };
+  if (foreignClaim(done, ctx)) return { kind: 'wait', record: done };
   if (ctx.leaveHandedOff && done.handedOffUntil !== undefined && Date.parse(done.handedOffUntil) > ctx.now)
     return { kind: 'skip', reason: 'deleting' };
   return { kind: 'force-delete-known', pod: done, record: done };
@@ -152,9 +156,15 @@ export function decideGone(
 ): SyncStep {
   const record = records.find((r) => r.uid === gone.uid && r.node === gone.node);
   if (!record) return { kind: 'delete-gone', pod: gone };
-  if (isClaimLive(record.claim, ctx.now) && !(ctx.ownTokens?.has(record.claim.token) ?? false))
-    return { kind: 'wait', record };
+  if (foreignClaim(record, ctx)) return { kind: 'wait', record };
   return { kind: 'forget-stale', record };
+}
+
+/** Another invocation's claim on the record keeps this reconcile waiting: live, not its own, not watched out. */
+function foreignClaim(record: KnownPod, ctx: DecideContext): boolean {
+  const { claim } = record;
+  if (!isClaimLive(claim, ctx.now)) return false;
+  return !(ctx.ownTokens?.has(claim.token) ?? false) && !(ctx.outlived?.has(claim.token) ?? false);
 }
 
 /** A step's name in SyncResult.steps, e.g. `apply:create`, `skip:unchanged`, `wait`. */
