@@ -117,7 +117,14 @@ async function main(): Promise<void> {
       SVK_NODE_TAINTS: '',
     };
     const ca = CertificateAuthority.open(dirname(env.controlPlane.ca.cert));
-    api = await startLocalKubeletApi({ env: functions, nodes: [node], ca, dir: join(dir, 'kubelet-api') });
+    api = await startLocalKubeletApi({
+      env: functions,
+      // The kubelet API's own identity (infra/rbac.yaml), as deployed.
+      kubeconfig: env.controlPlane.kubeletApiKubeconfig,
+      nodes: [node],
+      ca,
+      dir: join(dir, 'kubelet-api'),
+    });
     deployment = new LocalDeployment({ env: functions });
     deployment.start();
     const admin = createToolingClients(env.controlPlane.adminKubeconfig, { requestTimeoutMs: 30_000 });
@@ -275,6 +282,12 @@ async function main(): Promise<void> {
         '',
       ].join('\n'),
     );
+    // Figures of a kubelet API that refused the load are no figures: say so and fail.
+    const refused = [...answers].filter(([k]) => k !== '200');
+    if (refused.length > 0 || streaming < followers)
+      throw new Error(
+        `the kubelet API did not serve the load: answers ${[...answers].map(([k, n]) => `${k}: ${n}`).join(', ')}, ${streaming} of ${followers} followers streaming`,
+      );
   } finally {
     for (const c of children) c.kill('SIGKILL');
     await deployment?.stop({ abortRunning: true });
