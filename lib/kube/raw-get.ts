@@ -13,13 +13,17 @@ export interface RawResponse {
  * unparsed: for answers passed on as the API server wrote them (the kubelet
  * API's `/pods` is the API server's PodList of the node), which a typed
  * client would re-encode differently (Dates are written with milliseconds).
- * One attempt over the context's connections and credentials, aborted after
- * `timeoutMs`.
+ * One attempt over the context's connections and credentials (a second
+ * after a 401 when the context's source holds newer credentials, as the
+ * typed clients do), aborted after `timeoutMs`.
  */
 export async function rawGet(context: KubeContext, path: string, timeoutMs: number): Promise<RawResponse> {
   const { signal, done } = attemptSignal(timeoutMs);
   try {
-    const answer = await sendOnce(context, { method: 'GET', path }, signal);
+    const generation = context.generation;
+    let answer = await sendOnce(context, { method: 'GET', path }, signal);
+    if (answer.status === 401 && (await context.renewCredentials(generation)))
+      answer = await sendOnce(context, { method: 'GET', path }, signal);
     return {
       status: answer.status,
       contentType: String(answer.headers['content-type'] ?? ''),

@@ -22,7 +22,8 @@ const WATCH_TCP_KEEPALIVE_MS = 30_000;
  * KubeRequestError. `onOpen` is called once the server accepted the watch
  * (its response began), before any event. The request goes over the
  * context's kept-alive connections with its credentials, without the typed
- * clients' timeout and retries (the caller's signal bounds it).
+ * clients' timeout and retries (the caller's signal bounds it), but sent once
+ * more after a 401 when the context's source holds newer credentials.
  */
 export function watchStream(
   context: KubeContext,
@@ -34,7 +35,7 @@ export function watchStream(
 ): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   const request: KubeRequest = { method: 'GET', path, query: { ...query, watch: true } };
-  return openRequest(context, request, signal, { acceptGzip: false }).then(
+  return open(context, request, signal).then(
     (res) => {
       if (signal.aborted) {
         res.destroy();
@@ -51,6 +52,22 @@ export function watchStream(
       throw err;
     },
   );
+}
+
+/**
+ * Opens the watch; a 401 (credentials rotated: KubeContext.renewCredentials)
+ * opens it once more when the context's source holds newer credentials.
+ */
+async function open(
+  context: KubeContext,
+  request: KubeRequest,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
+  const generation = context.generation;
+  const res = await openRequest(context, request, signal, { acceptGzip: false });
+  if (res.statusCode !== 401 || signal.aborted || !(await context.renewCredentials(generation))) return res;
+  res.destroy();
+  return openRequest(context, request, signal, { acceptGzip: false });
 }
 
 /** Reads a refused watch's answer (the server's Status) into the error. */

@@ -20,6 +20,8 @@ import { systemClock } from '../../lib/clock.ts';
 import { awsCredentialSources } from '../../lib/kube/aws-credential-sources.ts';
 import { apiStatusCode, createKubeClients, loadKubeConfig } from '../../lib/kube/client.ts';
 import { loadClusterKubeConfig } from '../../lib/kube/credentials.ts';
+import { rawGet } from '../../lib/kube/raw-get.ts';
+import { watchStream } from '../../lib/kube/watch.ts';
 import { testEnv } from '../support/env.ts';
 import {
   adminClients,
@@ -108,7 +110,7 @@ before(async () => {
     namespace: ns,
     body: {
       metadata: { name: 'read-settings' },
-      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }],
     },
   });
   await adminRbac.createNamespacedRoleBinding({
@@ -209,5 +211,45 @@ describe('credentials that rotate: a 401 reads the kubeconfig source again, once
       ['blue', 'blue', 'blue'],
     );
     assert.equal(reads.length, 2, 'the secret read once more, for all three');
+  });
+
+  /** A context on a kubeconfig file whose token is then rotated (the new one in the file, the old one revoked). */
+  async function rotatedContext(file: string) {
+    const path = join(dir, file);
+    const first = await issueToken();
+    writeFileSync(path, kubeconfig(first.token), { mode: 0o600 });
+    const context = await loadKubeConfig({ kubeconfigPath: path });
+    const second = await issueToken();
+    writeFileSync(path, kubeconfig(second.token), { mode: 0o600 });
+    await revoke(first);
+    return context;
+  }
+
+  it("a raw read (the kubelet API's /pods) refused with 401 is sent once more with what the file holds now", async () => {
+    const context = await rotatedContext('raw.kubeconfig');
+    const raw = await rawGet(context, `/api/v1/namespaces/${ns}/configmaps/settings`, 10_000);
+    assert.equal(raw.status, 200, raw.body.toString('utf8'));
+    assert.equal(
+      (JSON.parse(raw.body.toString('utf8')) as { data?: { colour?: string } }).data?.colour,
+      'blue',
+    );
+    assert.equal(context.generation, 1);
+  });
+
+  it('a watch refused with 401 is opened once more with what the file holds now', async () => {
+    const context = await rotatedContext('watch.kubeconfig');
+    const seen: string[] = [];
+    let opened = false;
+    await watchStream(
+      context,
+      `/api/v1/namespaces/${ns}/configmaps`,
+      { timeoutSeconds: 1 },
+      (type, object) => seen.push(`${type} ${(object as { metadata?: { name?: string } }).metadata?.name}`),
+      AbortSignal.timeout(20_000),
+      { onOpen: () => (opened = true) },
+    );
+    assert.ok(opened, 'the watch was accepted');
+    assert.ok(seen.includes('ADDED settings'), seen.join(', '));
+    assert.equal(context.generation, 1);
   });
 });
