@@ -4,7 +4,9 @@ import { invocationOf } from '../invocation.ts';
 import type { FunctionContext } from './function-context.ts';
 
 /** Builds a cold start's dependencies; `functionName` names the function in every log line. */
-export type DependencyLoader<D extends BaseDependencies = Dependencies> = (functionName: string) => Promise<D>;
+export type DependencyLoader<D extends BaseDependencies = Dependencies> = (
+  functionName: string,
+) => Promise<D>;
 
 /**
  * Builds the dependencies once per cold start (at the first invocation, not
