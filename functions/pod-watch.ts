@@ -1,4 +1,4 @@
-import { loadDependencies } from '../lib/app/dependencies.ts';
+import { loadBaseDependencies } from '../lib/app/dependencies.ts';
 import { podWatch } from '../lib/app/pod-watch.ts';
 import { createEventBridgePublisher } from '../lib/events/eventbridge-publisher.ts';
 import type { EventPublisher } from '../lib/events/publisher.ts';
@@ -9,7 +9,9 @@ import { lambdaHandler } from '../lib/handler/lambda-handler.ts';
  * Scheduled every minute: lists and watches the virtual nodes' pods and
  * publishes one event per change to the pod event bus until shortly before
  * its deadline, overlapping with the next invocation as its hot standby.
- * `env` is read once, at the first invocation (cold start). Tests and
+ * It never calls the provider, so it builds none (loadBaseDependencies):
+ * its role holds no provider right, not even the Docker engine's TLS
+ * secret (docs/security.md). `env` is read once, at the first invocation (cold start). Tests and
  * `npm start` inject a publisher onto the local bus; otherwise one
  * EventBridge publisher is built per cold start.
  */
@@ -19,7 +21,7 @@ export function createPodWatchHandler(
 ) {
   let publisher = overrides.publisher;
   return lambdaHandler(
-    { env, dependencies: loadDependencies, event: parseScheduledEvent },
+    { env, dependencies: loadBaseDependencies, event: parseScheduledEvent },
     (deps, invocation) => {
       publisher ??= createEventBridgePublisher({
         busName: deps.config.events.busName,

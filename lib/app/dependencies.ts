@@ -25,8 +25,14 @@ import { createDynamoDbClient } from '../state/dynamodb-clients.ts';
  * pod-sync.ts.
  */
 
-/** Everything a function builds once per cold start and reuses across invocations. */
-export interface Dependencies {
+/**
+ * What every function builds once per cold start and reuses across
+ * invocations, the provider aside: what a function that never calls the
+ * provider (pod-watch) is given, so that it never builds one (the Docker
+ * provider's factory reads the engine's TLS secret, which pod-watch's role
+ * may not read: docs/security.md).
+ */
+export interface BaseDependencies {
   config: Config;
   clock: Clock;
   log: Logger;
@@ -37,13 +43,17 @@ export interface Dependencies {
    * are kept, and their fence: leader-only writes go through it.
    */
   lockStore: LockStore & LockFence;
-  nodeProvider: NodeProvider;
-  podProvider: PodProvider;
   metrics: Metrics;
 }
 
-/** Ports supplied instead of being built from the config. */
-export interface DependencyOverrides {
+/** The base and the provider's two halves: what the functions that call the provider are given. */
+export interface Dependencies extends BaseDependencies {
+  nodeProvider: NodeProvider;
+  podProvider: PodProvider;
+}
+
+/** Ports supplied instead of being built from the config, the provider aside. */
+export interface BaseDependencyOverrides {
   clock?: Clock;
   log?: Logger;
   /** Added to every log line of the default logger as `function_name`. */
@@ -56,9 +66,13 @@ export interface DependencyOverrides {
   sources?: ClusterCredentialSources;
   table?: StateTable;
   lockStore?: LockStore & LockFence;
+  metrics?: Metrics;
+}
+
+/** Ports supplied instead of being built from the config. */
+export interface DependencyOverrides extends BaseDependencyOverrides {
   /** The providers, instead of the one `config.provider` names (still counted by the metrics). */
   providers?: Providers;
-  metrics?: Metrics;
 }
 
 /** Kubelet version the virtual nodes report. */
@@ -88,18 +102,16 @@ async function loadClusterAccess(config: Config, clock: Clock, sources?: Cluster
 }
 
 /**
- * What every handler calls once per cold start: builds every port from
- * `config` unless `overrides` supplies it. Cluster access may read a Secrets
- * Manager secret or an SSM parameter, or describe an EKS cluster; the
- * provider's module is loaded here (a dynamic import) and builds its
- * providers, which are wrapped to count their failures when metrics are on.
- * @throws KubeConfigError on unusable cluster access; a provider factory's
- * rejection passes through.
+ * What pod-watch's handler calls once per cold start: builds every port but
+ * the provider from `config` unless `overrides` supplies it. Cluster access
+ * may read a Secrets Manager secret or an SSM parameter, or describe an EKS
+ * cluster; no provider module is loaded and no provider secret is read.
+ * @throws KubeConfigError on unusable cluster access.
  */
-export async function loadDependencies(
+export async function loadBaseDependencies(
   config: Config,
-  overrides: DependencyOverrides = {},
-): Promise<Dependencies> {
+  overrides: BaseDependencyOverrides = {},
+): Promise<BaseDependencies> {
   const clock = overrides.clock ?? systemClock;
   const log =
     overrides.log ??
@@ -128,6 +140,24 @@ export async function loadDependencies(
     );
   const lockStore = overrides.lockStore ?? new DynamoDbLockStore(table);
   const metrics = overrides.metrics ?? createMetrics(config.metrics);
+  return { config, clock, log, kube, table, lockStore, metrics };
+}
+
+/**
+ * What every other handler calls once per cold start: the base
+ * ({@link loadBaseDependencies}) and the provider's two halves. The
+ * provider's module is loaded here (a dynamic import) and builds its
+ * providers, reading any secret its settings name (the Docker engine's TLS
+ * material), which are wrapped to count their failures when metrics are on.
+ * @throws KubeConfigError on unusable cluster access; a provider factory's
+ * rejection passes through.
+ */
+export async function loadDependencies(
+  config: Config,
+  overrides: DependencyOverrides = {},
+): Promise<Dependencies> {
+  const base = await loadBaseDependencies(config, overrides);
+  const { clock, log, kube, table, metrics } = base;
   const providers =
     overrides.providers ??
     (await createProviders(config.provider, {
@@ -142,16 +172,10 @@ export async function loadDependencies(
     }));
   const counting = metrics !== noMetrics;
   return {
-    config,
-    clock,
-    log,
-    kube,
-    table,
-    lockStore,
+    ...base,
     nodeProvider: counting
       ? withNodeProviderMetrics(providers.nodeProvider, metrics)
       : providers.nodeProvider,
     podProvider: counting ? withPodProviderMetrics(providers.podProvider, metrics) : providers.podProvider,
-    metrics,
   };
 }

@@ -7,7 +7,7 @@ import { type PodWatchResult, runPodWatch } from '../pod/watch/pod-watch.ts';
 import { WatchBookmarkStore } from '../pod/watch/watch-bookmark.ts';
 import { watchNode } from '../pod/watch/watch-node.ts';
 import { clusterProbe } from '../pod/watch/watch-resume.ts';
-import type { Dependencies } from './dependencies.ts';
+import type { BaseDependencies } from './dependencies.ts';
 
 /**
  * The pod-watch function's one entry point: watch every configured node's
@@ -15,7 +15,7 @@ import type { Dependencies } from './dependencies.ts';
  * shortly before the invocation's deadline.
  */
 export function podWatch(
-  deps: Dependencies,
+  deps: BaseDependencies,
   publisher: EventPublisher,
   invocation: Invocation,
 ): Promise<PodWatchResult> {

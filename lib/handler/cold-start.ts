@@ -1,10 +1,12 @@
 import type middy from '@middy/core';
-import type { Dependencies } from '../app/dependencies.ts';
+import type { BaseDependencies, Dependencies } from '../app/dependencies.ts';
 import { invocationOf } from '../invocation.ts';
 import type { FunctionContext } from './function-context.ts';
 
 /** Builds a cold start's dependencies; `functionName` names the function in every log line. */
-export type DependencyLoader = (functionName: string) => Promise<Dependencies>;
+export type DependencyLoader<D extends BaseDependencies = Dependencies> = (
+  functionName: string,
+) => Promise<D>;
 
 /**
  * Builds the dependencies once per cold start (at the first invocation, not
@@ -18,13 +20,13 @@ export type DependencyLoader = (functionName: string) => Promise<Dependencies>;
  * `env` is the function's environment, where the Lambda runtime puts each
  * invocation's X-Ray trace header (`_X_AMZN_TRACE_ID`).
  */
-export function coldStartDependencies(
-  load: DependencyLoader,
+export function coldStartDependencies<D extends BaseDependencies = Dependencies>(
+  load: DependencyLoader<D>,
   env: Record<string, string | undefined> = process.env,
-): middy.MiddlewareObj<unknown, unknown, Error, FunctionContext> {
-  let loading: Promise<Dependencies> | undefined;
+): middy.MiddlewareObj<unknown, unknown, Error, FunctionContext<unknown, D>> {
+  let loading: Promise<D> | undefined;
   let coldStartReported = false;
-  const once = (functionName: string): Promise<Dependencies> => {
+  const once = (functionName: string): Promise<D> => {
     loading ??= load(functionName).catch((err: unknown) => {
       loading = undefined;
       throw err;

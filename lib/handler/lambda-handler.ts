@@ -1,5 +1,5 @@
 import middy from '@middy/core';
-import type { Dependencies, DependencyOverrides } from '../app/dependencies.ts';
+import type { BaseDependencies, Dependencies, DependencyOverrides } from '../app/dependencies.ts';
 import type { Config } from '../config/config.ts';
 import { loadConfig } from '../config/load-config.ts';
 import { runWithDeadline } from '../deadline.ts';
@@ -10,7 +10,7 @@ import { type FunctionContext, invocationScope, MiddlewareOrderError } from './f
 import { type ReleaseGateMiddlewareOptions, releaseGate } from './release-gate.ts';
 import { type EventParser, validEvent } from './valid-event.ts';
 
-export interface LambdaHandlerOptions<TEvent> {
+export interface LambdaHandlerOptions<TEvent, D extends BaseDependencies = Dependencies> {
   /**
    * The function's environment, read once, at the first invocation: a bad
    * configuration fails that invocation (and the next ones), naming every
@@ -18,14 +18,12 @@ export interface LambdaHandlerOptions<TEvent> {
    */
   env: Record<string, string | undefined>;
   /**
-   * The composition root (loadDependencies), named by the handler so that
+   * The composition root (loadDependencies, or loadBaseDependencies for a
+   * function that never calls the provider), named by the handler so that
    * what a function is built from is one step from it; a test may wrap it
    * to supply ports of its own.
    */
-  dependencies: (
-    config: Config,
-    overrides: Pick<DependencyOverrides, 'functionName'>,
-  ) => Promise<Dependencies>;
+  dependencies: (config: Config, overrides: Pick<DependencyOverrides, 'functionName'>) => Promise<D>;
   /** The trigger's event parser ({@link validEvent}). */
   event: EventParser<TEvent>;
   /**
@@ -37,8 +35,8 @@ export interface LambdaHandlerOptions<TEvent> {
 }
 
 /** What a handler runs: one lib/ entry point, given the dependencies, the invocation and the parsed event. */
-export type EntryPoint<TEvent, TResult> = (
-  deps: Dependencies,
+export type EntryPoint<TEvent, TResult, D extends BaseDependencies = Dependencies> = (
+  deps: D,
   invocation: Invocation,
   event: TEvent,
 ) => Promise<TResult>;
@@ -50,19 +48,19 @@ export type EntryPoint<TEvent, TResult> = (
  * need no middleware: each data point is written when it is reported
  * (lib/metrics/emf.ts), so nothing waits for a flush at the end.
  */
-export function lambdaHandler<TEvent, TResult>(
-  options: LambdaHandlerOptions<TEvent>,
-  run: EntryPoint<TEvent, TResult>,
-): middy.MiddyfiedHandler<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>> {
-  const handler = middy<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent>>()
+export function lambdaHandler<TEvent, TResult, D extends BaseDependencies = Dependencies>(
+  options: LambdaHandlerOptions<TEvent, D>,
+  run: EntryPoint<TEvent, TResult, D>,
+): middy.MiddyfiedHandler<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent, D>> {
+  const handler = middy<unknown, TResult | ReleaseRefused, Error, FunctionContext<TEvent, D>>()
     .use(
       coldStartDependencies(
         (functionName) => options.dependencies(loadConfig(options.env), { functionName }),
         options.env,
       ),
     )
-    .use(validEvent(options.event));
-  if (options.gate !== false) handler.use(releaseGate(options.gate));
+    .use(validEvent<TEvent, D>(options.event));
+  if (options.gate !== false) handler.use(releaseGate<D>(options.gate));
   return handler.handler((_event, context) => {
     const { deps, invocation } = invocationScope(context);
     if (!context.trigger) throw new MiddlewareOrderError('validEvent must run before the handler');

@@ -1,5 +1,5 @@
 import type middy from '@middy/core';
-import type { Dependencies } from '../app/dependencies.ts';
+import type { BaseDependencies, Dependencies } from '../app/dependencies.ts';
 import { runWithDeadline } from '../deadline.ts';
 import { type Invocation, invocationLog } from '../invocation.ts';
 import { type ReleaseRefused, releaseGateOf } from '../release/gate.ts';
@@ -22,7 +22,7 @@ export interface ReleaseGateMiddlewareOptions {
  * @throws what the state table throws when the gate cannot be read.
  */
 export async function releaseRefusal(
-  deps: Dependencies,
+  deps: BaseDependencies,
   invocation: Invocation,
   options: ReleaseGateMiddlewareOptions = {},
 ): Promise<ReleaseRefused | undefined> {
@@ -43,9 +43,9 @@ export async function releaseRefusal(
  * without running the handler or anything after this middleware. A gate that
  * cannot be read (DynamoDB unreachable) fails the invocation.
  */
-export function releaseGate(
+export function releaseGate<D extends BaseDependencies = Dependencies>(
   options: ReleaseGateMiddlewareOptions = {},
-): middy.MiddlewareObj<unknown, unknown, Error, FunctionContext> {
+): middy.MiddlewareObj<unknown, unknown, Error, FunctionContext<unknown, D>> {
   return {
     name: 'releaseGate',
     before: (request) => {

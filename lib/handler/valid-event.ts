@@ -1,4 +1,5 @@
 import type middy from '@middy/core';
+import type { BaseDependencies, Dependencies } from '../app/dependencies.ts';
 import { invocationLog } from '../invocation.ts';
 import type { Logger } from '../log/logger.ts';
 import { type FunctionContext, invocationScope } from './function-context.ts';
@@ -16,9 +17,9 @@ export type EventParser<TEvent> = (event: unknown, log: Logger) => TEvent;
  * bad input writes nothing (not even the gate's release record), and sets
  * `context.trigger` to the parsed event.
  */
-export function validEvent<TEvent>(
+export function validEvent<TEvent, D extends BaseDependencies = Dependencies>(
   parse: EventParser<TEvent>,
-): middy.MiddlewareObj<unknown, unknown, Error, FunctionContext<TEvent>> {
+): middy.MiddlewareObj<unknown, unknown, Error, FunctionContext<TEvent, D>> {
   return {
     name: 'validEvent',
     before: (request) => {

@@ -1,4 +1,4 @@
-import type { Dependencies } from '../app/dependencies.ts';
+import type { BaseDependencies } from '../app/dependencies.ts';
 import type { Clock } from '../clock.ts';
 import { type ReconcilerStatus, ReconcilerStatusStore } from './reconciler-status.ts';
 import { releaseLessThan } from './release.ts';
@@ -156,10 +156,10 @@ export class ReleaseGate {
   }
 }
 
-const gates = new WeakMap<Dependencies, ReleaseGate>();
+const gates = new WeakMap<BaseDependencies, ReleaseGate>();
 
 /** The gate of a cold start's dependencies (built on first use). */
-export function releaseGateOf(deps: Dependencies, options: { reconciler?: boolean } = {}): ReleaseGate {
+export function releaseGateOf(deps: BaseDependencies, options: { reconciler?: boolean } = {}): ReleaseGate {
   let gate = gates.get(deps);
   if (!gate) {
     const { release, gating } = deps.config;

@@ -61,6 +61,17 @@ const FULL_PARAMS = {
   tracing: 'true',
 };
 
+/**
+ * A Docker deployment whose engine is reached over TLS, its client
+ * certificate in Secrets Manager (the only secret of this package: no
+ * kubeconfig source, so every secretsmanager:GetSecretValue is the engine's).
+ */
+const DOCKER_TLS_PARAMS = {
+  provider: 'docker',
+  dockerHost: 'tcp://engine.internal:2376',
+  dockerTlsSecretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:engine-tls-AbCdEf',
+};
+
 const XRAY_POLICY = { 'Fn::Sub': `arn:$\{AWS::Partition}:iam::aws:policy/AWSXRayDaemonWriteAccess` };
 
 interface Template {
@@ -168,12 +179,16 @@ describe('serverless package (offline, no AWS credentials)', () => {
   let resources: Record<string, Resource> = {};
   /** `npm run package`'s: stage local, every parameter at its default. */
   let defaults: Template = { Resources: {} };
+  /** The Docker provider over TLS (DOCKER_TLS_PARAMS). */
+  const dockerOut = mkdtempSync(join(tmpdir(), 'svk-package-docker-'));
+  let docker: Template = { Resources: {} };
 
   before(async () => {
     // One after the other: both bundle into the checkout's .esbuild folder.
     template = await serverlessPackage('ci', out, FULL_PARAMS);
     resources = template.Resources;
     defaults = await serverlessPackage('local', defaultOut, {});
+    docker = await serverlessPackage('docker', dockerOut, DOCKER_TLS_PARAMS);
   });
 
   const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
@@ -189,12 +204,14 @@ describe('serverless package (offline, no AWS credentials)', () => {
   after(() => {
     rmSync(out, { recursive: true, force: true });
     rmSync(defaultOut, { recursive: true, force: true });
+    rmSync(dockerOut, { recursive: true, force: true });
   });
 
-  it('lints clean with cfn-lint, the default package and the fully configured one (but W3005)', async (t) => {
+  it('lints clean with cfn-lint, the default package, the fully configured one and the docker one (but W3005)', async (t) => {
     for (const [name, dir] of [
       ['default', defaultOut],
       ['fully configured', out],
+      ['docker over TLS', dockerOut],
     ] as const) {
       const findings = await cfnLint(join(dir, 'cloudformation-template-update-stack.json'));
       if (findings === null) {
@@ -398,7 +415,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
       const resourcesOf = Array.isArray(st.Resource) ? st.Resource : [st.Resource];
       assert.ok(resourcesOf.length > 0, owner);
       // The one exception: RegisterTaskDefinition supports no resource-level permissions.
-      if (owner === 'EcsTasksPolicy' && actions.join() === 'ecs:RegisterTaskDefinition') {
+      if (owner === 'EcsPodCreatePolicy' && actions.join() === 'ecs:RegisterTaskDefinition') {
         assert.deepEqual(st.Resource, '*');
         continue;
       }
@@ -492,7 +509,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
     };
     const sub = (text: string) => ({ 'Fn::Sub': `arn:$\{AWS::Partition}:${text}` });
     const cluster = sub(`ecs:$\{AWS::Region}:$\{AWS::AccountId}:cluster/pods`);
-    const tasks = policy('EcsTasksPolicy');
+    const tasks = ['EcsPodTasksPolicy', 'EcsPodCreatePolicy', 'EcsTaskListPolicy'].flatMap(policy);
     const bySid = Object.fromEntries(tasks.map((st) => [st.Sid, st]));
     const wildcards = tasks.filter((st) => JSON.stringify(st.Resource) === '"*"');
     assert.deepEqual(
@@ -526,17 +543,160 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.deepEqual(bySid.PassAllowlistedPodTaskRoles?.Resource, {
       'Fn::Split': [',', 'arn:aws:iam::123456789012:role/payments-api'],
     });
-    assert.deepEqual(bySid.PodSecretParameters?.Resource, [
+    const secretsPath = [
       sub(`ssm:$\{AWS::Region}:$\{AWS::AccountId}:parameter/serverless-virtual-kubelet/ci/pod-secrets/*`),
-    ]);
+    ];
+    assert.deepEqual(bySid.PutPodSecretParameters?.Resource, secretsPath);
+    assert.deepEqual(bySid.DeletePodSecretParameters?.Resource, secretsPath);
     assert.deepEqual(policy('EcsClusterPolicy')[0]?.Resource, [cluster]);
-    // Who gets which: the provider's callers the tasks policy, the heartbeat only the cluster's status.
-    const managed = (role: string) => JSON.stringify(resources[role]?.Properties.ManagedPolicyArns);
-    for (const role of ['PodSyncRole', 'PodStatusRole', 'ReconcileRole', 'EcsTaskStateRole'])
-      assert.ok(managed(role).includes('EcsTasksPolicy'), role);
-    for (const role of ['HeartbeatRole', 'PodWatchRole'])
-      assert.ok(!managed(role).includes('EcsTasksPolicy'), role);
-    assert.ok(managed('HeartbeatRole').includes('EcsClusterPolicy'));
+    // Who gets which policy: the next test.
+  });
+
+  describe("each control-loop role holds exactly what its function's code calls", () => {
+    /** Our managed policies a role takes, by logical id (AWS's own by its name), in order. */
+    const managedOf = (t: Template, role: string): string[] =>
+      ((t.Resources[role]?.Properties.ManagedPolicyArns ?? []) as unknown[]).map((arn) => {
+        const ref = (arn as { Ref?: string }).Ref;
+        if (ref) return ref;
+        return JSON.stringify(arn) === JSON.stringify(XRAY_POLICY)
+          ? 'AWSXRayDaemonWriteAccess'
+          : JSON.stringify(arn);
+      });
+    const statementsOf = (doc: unknown) =>
+      ((doc as { Statement: unknown[] }).Statement ?? []).map((st) => {
+        const s = st as Record<string, unknown>;
+        return (s['Fn::If'] ? (s['Fn::If'] as unknown[])[1] : s) as { Action: string | string[] };
+      });
+    /** Every action a role is granted by our policies (managed and inline), sorted, each once. */
+    const actionsOf = (t: Template, role: string): string[] => {
+      const docs = [
+        ...managedOf(t, role)
+          .map((id) => t.Resources[id])
+          .filter((r) => r?.Type === 'AWS::IAM::ManagedPolicy')
+          .map((r) => r?.Properties.PolicyDocument),
+        ...((t.Resources[role]?.Properties.Policies ?? []) as Array<{ PolicyDocument: unknown }>).map(
+          (p) => p.PolicyDocument,
+        ),
+      ];
+      return [...new Set(docs.flatMap(statementsOf).flatMap((st) => [st.Action].flat()))].sort();
+    };
+    /** `of(role)` for each role, so that one assertion shows every role that differs. */
+    const byRole = (roles: readonly string[], of: (role: string) => string[]) =>
+      Object.fromEntries(roles.map((role) => [role, of(role)]));
+    const sorted = (...groups: string[][]) => [...new Set(groups.flat())].sort();
+    const table = [
+      'dynamodb:ConditionCheckItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ];
+    const logs = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+    const tickQueue = [
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ReceiveMessage',
+      'sqs:SendMessage',
+    ];
+    const ROLES = [
+      'TickRole',
+      'HeartbeatRole',
+      'PodWatchRole',
+      'PodSyncRole',
+      'PodStatusRole',
+      'ReconcileRole',
+      'EcsTaskStateRole',
+    ];
+
+    it('ECS: each role the ECS calls its function makes, no more (the fully configured package)', () => {
+      // The ECS provider's calls, by the part of its code that makes them (infra/ecs-iam.yml).
+      const advance = [
+        'ecs:DescribeTasks',
+        'ecs:RunTask',
+        'ecs:StopTask',
+        'ecs:TagResource',
+        'iam:PassRole',
+        'ssm:DeleteParameter',
+      ];
+      const create = ['ecs:RegisterTaskDefinition', 'ssm:PutParameter'];
+      const list = ['ecs:ListTasks'];
+      const ping = ['ecs:DescribeClusters'];
+      const eks = ['eks:DescribeCluster'];
+      assert.deepEqual(
+        byRole(ROLES, (role) => actionsOf(template, role)),
+        {
+          TickRole: sorted(table, eks, logs, tickQueue, ['events:PutEvents'], advance, create, list, ping),
+          HeartbeatRole: sorted(table, eks, logs, ping),
+          PodWatchRole: sorted(table, eks, logs, ['events:PutEvents']),
+          PodSyncRole: sorted(table, eks, logs, ['sqs:SendMessage'], advance, create, list),
+          // Restarts, deletes and orphans; never a new pod: no task definitions, no secret values written.
+          PodStatusRole: sorted(table, eks, logs, advance, list),
+          ReconcileRole: sorted(table, eks, logs, advance, create, list, ping),
+          // An event moves one pod on (a restart is a RunTask); it creates no pod and lists no tasks.
+          EcsTaskStateRole: sorted(table, eks, logs, advance),
+        },
+      );
+      const common = ['StateTablePolicy', 'AWSXRayDaemonWriteAccess', 'ClusterAccessPolicy'];
+      assert.deepEqual(
+        byRole(ROLES, (role) => managedOf(template, role)),
+        {
+          TickRole: [
+            ...common,
+            'EcsClusterPolicy',
+            'EcsPodTasksPolicy',
+            'EcsPodCreatePolicy',
+            'EcsTaskListPolicy',
+          ],
+          HeartbeatRole: [...common, 'EcsClusterPolicy'],
+          PodWatchRole: common,
+          PodSyncRole: [...common, 'EcsPodTasksPolicy', 'EcsPodCreatePolicy', 'EcsTaskListPolicy'],
+          PodStatusRole: [...common, 'EcsPodTasksPolicy', 'EcsTaskListPolicy'],
+          ReconcileRole: [
+            ...common,
+            'EcsPodTasksPolicy',
+            'EcsPodCreatePolicy',
+            'EcsTaskListPolicy',
+            'EcsClusterPolicy',
+          ],
+          EcsTaskStateRole: [...common, 'EcsPodTasksPolicy'],
+        },
+      );
+    });
+
+    it("docker over TLS: the engine's secret only to the roles whose function calls the provider, never pod-watch's", () => {
+      const engineSecret = ['secretsmanager:GetSecretValue'];
+      assert.deepEqual(
+        byRole(ROLES, (role) => actionsOf(docker, role)),
+        {
+          TickRole: sorted(table, logs, tickQueue, ['events:PutEvents'], engineSecret),
+          HeartbeatRole: sorted(table, logs, engineSecret),
+          // It builds no provider (loadBaseDependencies), so it never reads the engine's secret.
+          PodWatchRole: sorted(table, logs, ['events:PutEvents']),
+          PodSyncRole: sorted(table, logs, ['sqs:SendMessage'], engineSecret),
+          PodStatusRole: sorted(table, logs, engineSecret),
+          ReconcileRole: sorted(table, logs, engineSecret),
+          EcsTaskStateRole: sorted(table, logs),
+        },
+      );
+      const engine = ['StateTablePolicy', 'DockerEngineTlsPolicy'];
+      assert.deepEqual(
+        byRole(ROLES, (role) => managedOf(docker, role)),
+        {
+          TickRole: engine,
+          HeartbeatRole: engine,
+          PodWatchRole: ['StateTablePolicy'],
+          PodSyncRole: engine,
+          PodStatusRole: engine,
+          ReconcileRole: engine,
+          EcsTaskStateRole: ['StateTablePolicy'],
+        },
+      );
+      const engineTls = docker.Resources.DockerEngineTlsPolicy ?? assert.fail('no DockerEngineTlsPolicy');
+      const [statement] = (engineTls.Properties.PolicyDocument as { Statement: Array<{ Resource: unknown }> })
+        .Statement;
+      assert.deepEqual(statement?.Resource, [DOCKER_TLS_PARAMS.dockerTlsSecretArn], 'that one secret');
+    });
   });
 
   it("delivers our cluster's task-state events from the default bus to ecs-task-state", () => {

@@ -12,6 +12,8 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { createPodWatchHandler } from '../../functions/pod-watch.ts';
@@ -427,6 +429,50 @@ describe('pod-watch against the real API server', () => {
       LockLostError,
     );
     assert.deepEqual(await d.bookmarkRecord(), before);
+  });
+
+  it('with the Docker provider over TLS, builds no provider and reads no secret: its role may not read the engine secret', {
+    timeout: 2 * 60_000,
+  }, async () => {
+    // Where the SDK would send GetSecretValue (AWS_ENDPOINT_URL_SECRETS_MANAGER): a loopback server noting every request.
+    const asked: string[] = [];
+    const secrets = createServer((req, res) => {
+      asked.push(`${req.method} ${req.headers['x-amz-target'] ?? req.url}`);
+      res.writeHead(400, { 'content-type': 'application/x-amz-json-1.1' });
+      res.end(JSON.stringify({ __type: 'AccessDeniedException', message: 'pod-watch may not read this' }));
+    });
+    await new Promise<void>((resolve) => secrets.listen(0, '127.0.0.1', resolve));
+    const { port } = secrets.address() as AddressInfo;
+    const saved = {
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER,
+      AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID,
+      AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY,
+    };
+    // The SDK reads its endpoint and credentials from the process's environment, not the function's.
+    process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = `http://127.0.0.1:${port}`;
+    process.env.AWS_ACCESS_KEY_ID ??= 'local';
+    process.env.AWS_SECRET_ACCESS_KEY ??= 'local';
+    try {
+      const d = await deployment({
+        env: {
+          SVK_PROVIDER: 'docker',
+          // No engine answers there: pod-watch must never need one.
+          SVK_DOCKER_HOST: 'tcp://127.0.0.1:9',
+          SVK_DOCKER_TLS_SECRET: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:engine-tls-AbCdEf',
+        },
+      });
+      await createPod(d.node, 'tls-a1');
+      const done = await d.invoke(8_000).done;
+      assert.deepEqual(asked, [], 'no request for the engine secret');
+      assert.equal(resultOf(done).role, 'holder');
+      assert.ok(has(d.published(), 'ADDED', 'tls-a1'), 'the pod announced as on any other deployment');
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      await new Promise((resolve) => secrets.close(resolve));
+    }
   });
 
   it('relists after etcd compaction and an API server restart expire the bookmark (410), announcing pods deleted meanwhile as GONE', {
