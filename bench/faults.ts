@@ -77,7 +77,7 @@ import {
   markdownTable,
   startBenchEnvironment,
 } from './support.ts';
-import { type Takeover, TakeoverWatch } from './takeovers.ts';
+import { type Stamps, type Takeover, TakeoverWatch } from './takeovers.ts';
 
 const log = benchLog('faults');
 const root = new URL('..', import.meta.url).pathname;
@@ -350,6 +350,8 @@ interface FaultResult {
   claimsTakenOverEarly: number;
   locksTakenOver: number;
   locksTakenOverEarly: number;
+  /** Claim and lock writes stamped ahead of, behind or on the true clock: the skew as the state table received it. */
+  stamps: Stamps;
   deadLetters: number;
   pods: number;
   /** Why injecting the fault failed, if it did. */
@@ -623,14 +625,17 @@ function faults(d: Durations): Fault[] {
     },
     {
       name: 'clock-skew',
-      description: `wall clocks ${d.clockSkewS} s apart between invocations (each function's invocations ${d.clockSkewS / 2} s ahead and behind in turn) for ${window}`,
-      run: async ({ clockSkew }) => {
+      description: `wall clocks ${d.clockSkewS} s apart between invocations (each function's invocations ${d.clockSkewS / 2} s ahead and behind in turn), every pod event delivered twice, for ${window}`,
+      run: async ({ clockSkew, h }) => {
         if (!clockSkew) throw new Error('needs the host process forked with the wall clock skew');
         const halfMs = Math.round((d.clockSkewS * 1_000) / 2);
         clockSkew.set([halfMs, -halfMs]);
+        // The two copies of an event go to pod-sync invocations in turn, so on clocks apart: they race for the pod's claim.
+        h.deployment.bus.duplicate = 2;
         try {
           await delay(d.windowS * 1_000);
         } finally {
+          h.deployment.bus.duplicate = 1;
           clockSkew.set([]);
         }
       },
@@ -645,6 +650,7 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
   const deadLettersBefore = h.deployment.bus.deadLetters.length;
   const takeoversBefore = ctx.takeovers.takeovers.length;
   const claimsBefore = ctx.takeovers.claims;
+  const stampsBefore = { ...ctx.takeovers.stamps };
   const firstPod = workload.pods.size;
   sampler.start();
   const startedAt = Date.now();
@@ -704,6 +710,11 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
     claimsTakenOverEarly: count('claim', true),
     locksTakenOver: count('lock', false),
     locksTakenOverEarly: count('lock', true),
+    stamps: {
+      ahead: ctx.takeovers.stamps.ahead - stampsBefore.ahead,
+      behind: ctx.takeovers.stamps.behind - stampsBefore.behind,
+      onTime: ctx.takeovers.stamps.onTime - stampsBefore.onTime,
+    },
     deadLetters: h.deployment.bus.deadLetters.length - deadLettersBefore,
     pods: pods.length,
     ...(error ? { error } : {}),
@@ -813,7 +824,7 @@ function report(results: readonly FaultResult[], args: Args, run: string, invoca
   const errors = results.filter((r) => r.error).map((r) => `- ${r.fault}: ${r.error}`);
   const takeovers = results.map(
     (r) =>
-      `- ${r.fault}: claims ${r.claimsTakenOver} of ${r.claims} taken over (${r.claimsTakenOverEarly} early), locks ${r.locksTakenOver} (${r.locksTakenOverEarly} early)`,
+      `- ${r.fault}: claims ${r.claimsTakenOver} of ${r.claims} taken over (${r.claimsTakenOverEarly} early), locks ${r.locksTakenOver} (${r.locksTakenOverEarly} early); claim and lock writes stamped ${r.stamps.ahead} ahead, ${r.stamps.behind} behind, ${r.stamps.onTime} on time`,
   );
   return [
     `Fault matrix, ${new Date().toISOString().slice(0, 10)}, ${machineSummary()}, run ${run}`,

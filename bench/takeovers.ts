@@ -12,6 +12,11 @@
  * - A lock (lib/lock/) is taken over when a write that succeeded names
  *   another owner while the last one had not released it. Early: less than
  *   the lock's TTL after the last write of the owner it was taken from.
+ *
+ * It also tells how far the writers' clocks were from the true one: a claim
+ * is stamped `until` (the writer's now plus the claim period), a lock record
+ * `updatedAt` (the writer's now); {@link TakeoverWatch.stamps} counts those
+ * writes ahead, behind, or within {@link ON_TIME_MS} of the true clock.
  */
 import type { DynamoRequest } from '../test/support/fault-proxies.ts';
 
@@ -26,6 +31,16 @@ export interface Takeover {
   /** The holder and the taker: claim owners (request ids) or lock owners. */
   from: string;
   to: string;
+}
+
+/** A stamp within this of the true clock counts as on time (the write's own latency, a loaded box). */
+export const ON_TIME_MS = 5_000;
+
+/** Claim and lock writes by how their stamp stood against the true clock. */
+export interface Stamps {
+  ahead: number;
+  behind: number;
+  onTime: number;
 }
 
 type AttributeValue = { S?: string; N?: string; M?: Record<string, AttributeValue> };
@@ -89,6 +104,7 @@ export class TakeoverWatch {
   readonly takeovers: Takeover[] = [];
   /** Claims taken (written) so far. */
   claims = 0;
+  readonly stamps: Stamps = { ahead: 0, behind: 0, onTime: 0 };
   readonly #claims = new Map<string, HeldClaim>();
   readonly #locks = new Map<string, HeldLock>();
 
@@ -113,6 +129,7 @@ export class TakeoverWatch {
     if (write.operation === 'Update' && claim) {
       const next: HeldClaim = { token: claim.token?.S ?? '', owner: claim.owner?.S ?? '', at };
       this.claims++;
+      this.#stamp(claim.until?.S, at + this.claimMs);
       if (held) this.#took('claim', write.key, held.at, at, this.claimMs, held.owner, next.owner);
       this.#claims.set(write.key, next);
       return;
@@ -132,12 +149,22 @@ export class TakeoverWatch {
         : write.operation === 'Update'
           ? write.values?.[':owner']?.S
           : undefined;
+    this.#stamp(write.item?.updatedAt?.S ?? write.values?.[':updatedAt']?.S, at);
     const ttlMs = Number(write.item?.ttlMs?.N ?? write.values?.[':ttlMs']?.N ?? 0);
     const held = this.#locks.get(write.key);
     if (held && owner !== undefined && owner !== held.owner)
       this.#took('lock', write.key, held.lastWriteAt, at, held.ttlMs, held.owner, owner);
     if (owner === undefined) this.#locks.delete(write.key);
     else this.#locks.set(write.key, { owner, ttlMs, lastWriteAt: at });
+  }
+
+  #stamp(iso: string | undefined, trueMs: number): void {
+    const stamped = iso === undefined ? Number.NaN : Date.parse(iso);
+    if (Number.isNaN(stamped)) return;
+    const offset = stamped - trueMs;
+    if (offset > ON_TIME_MS) this.stamps.ahead++;
+    else if (offset < -ON_TIME_MS) this.stamps.behind++;
+    else this.stamps.onTime++;
   }
 
   #took(
