@@ -346,6 +346,9 @@ interface FaultResult {
   convergeS: number | undefined;
   /** Claims taken during the fault and until convergence, and those taken from a holder (early: within its period). */
   claims: number;
+  /** Claim writes and lock writes refused by their condition (a lost race, a lock found held). */
+  claimsRefused: number;
+  lockWritesRefused: number;
   claimsTakenOver: number;
   claimsTakenOverEarly: number;
   locksTakenOver: number;
@@ -651,6 +654,7 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
   const takeoversBefore = ctx.takeovers.takeovers.length;
   const claimsBefore = ctx.takeovers.claims;
   const stampsBefore = { ...ctx.takeovers.stamps };
+  const refusedBefore = { claims: ctx.takeovers.claimsRefused, locks: ctx.takeovers.lockWritesRefused };
   const firstPod = workload.pods.size;
   sampler.start();
   const startedAt = Date.now();
@@ -706,6 +710,8 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
     createdTwice: twice.length,
     convergeS,
     claims: ctx.takeovers.claims - claimsBefore,
+    claimsRefused: ctx.takeovers.claimsRefused - refusedBefore.claims,
+    lockWritesRefused: ctx.takeovers.lockWritesRefused - refusedBefore.locks,
     claimsTakenOver: count('claim', false),
     claimsTakenOverEarly: count('claim', true),
     locksTakenOver: count('lock', false),
@@ -824,7 +830,7 @@ function report(results: readonly FaultResult[], args: Args, run: string, invoca
   const errors = results.filter((r) => r.error).map((r) => `- ${r.fault}: ${r.error}`);
   const takeovers = results.map(
     (r) =>
-      `- ${r.fault}: claims ${r.claimsTakenOver} of ${r.claims} taken over (${r.claimsTakenOverEarly} early), locks ${r.locksTakenOver} (${r.locksTakenOverEarly} early); claim and lock writes stamped ${r.stamps.ahead} ahead, ${r.stamps.behind} behind, ${r.stamps.onTime} on time`,
+      `- ${r.fault}: claims ${r.claimsTakenOver} of ${r.claims} taken over (${r.claimsTakenOverEarly} early; ${r.claimsRefused} claim writes refused), locks ${r.locksTakenOver} (${r.locksTakenOverEarly} early; ${r.lockWritesRefused} lock writes refused); claim and lock writes stamped ${r.stamps.ahead} ahead, ${r.stamps.behind} behind, ${r.stamps.onTime} on time`,
   );
   return [
     `Fault matrix, ${new Date().toISOString().slice(0, 10)}, ${machineSummary()}, run ${run}`,

@@ -104,6 +104,12 @@ export class TakeoverWatch {
   readonly takeovers: Takeover[] = [];
   /** Claims taken (written) so far. */
   claims = 0;
+  /**
+   * Claims and lock writes DynamoDB refused (a condition failed): a claimant
+   * that lost the race for a record's version, a lock contender that found it held.
+   */
+  claimsRefused = 0;
+  lockWritesRefused = 0;
   readonly stamps: Stamps = { ahead: 0, behind: 0, onTime: 0 };
   readonly #claims = new Map<string, HeldClaim>();
   readonly #locks = new Map<string, HeldLock>();
@@ -113,13 +119,21 @@ export class TakeoverWatch {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** For the proxy's `observe`: only requests DynamoDB Local carried out count. */
+  /** For the proxy's `observe`: only requests DynamoDB Local carried out change what is held. */
   observe(request: DynamoRequest, status: number): void {
+    if (status === 400) this.#refused(request);
     if (status !== 200) return;
     const at = this.now();
     for (const write of writesOf(request)) {
       if (write.key.startsWith('pods#')) this.#claim(write, at);
       else if (write.key.startsWith('lock#')) this.#lock(write, at);
+    }
+  }
+
+  #refused(request: DynamoRequest): void {
+    for (const write of writesOf(request)) {
+      if (write.key.startsWith('pods#') && write.values?.[':claim']) this.claimsRefused++;
+      else if (write.key.startsWith('lock#')) this.lockWritesRefused++;
     }
   }
 

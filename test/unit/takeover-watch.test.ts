@@ -89,6 +89,7 @@ describe('claims and locks taken over, from the writes the DynamoDB proxy sees',
     w.observe(claim('t2', 'b'), 400);
     at(5_000);
     w.observe(terminating, 200);
+    assert.equal(w.claimsRefused, 1);
     assert.deepEqual(
       w.takeovers.map((t) => [t.from, t.to, t.afterMs]),
       [['a', 'a write without its token', 5_000]],
@@ -133,5 +134,6 @@ describe('claims and locks taken over, from the writes the DynamoDB proxy sees',
     w.observe(lockPut('a', iso(100_000 - 15_000)), 200);
     w.observe(lockPut('a', iso(100_000 - 15_000)), 400);
     assert.deepEqual(w.stamps, { ahead: 1, behind: 2, onTime: 1 });
+    assert.equal(w.lockWritesRefused, 1);
   });
 });
