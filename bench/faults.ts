@@ -646,6 +646,11 @@ function faults(d: Durations): Fault[] {
   ];
 }
 
+/** A writer's clock against the true one, as `+15.0 s`, or `?` when its write carried no stamp. */
+function clockText(ms: number | undefined): string {
+  return ms === undefined ? '?' : `${ms >= 0 ? '+' : ''}${fixed(ms / 1000)} s`;
+}
+
 async function measure(ctx: FaultContext, namespace: string, fault: Fault): Promise<FaultResult> {
   const { h, workload } = ctx;
   const sampler = new ReadySampler(h);
@@ -693,7 +698,7 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
   const takeovers = ctx.takeovers.takeovers.slice(takeoversBefore);
   for (const t of takeovers.filter((t) => t.early))
     log(
-      `${fault.name}: ${t.kind} ${t.key} taken over ${fixed(t.afterMs / 1000)} s after its holder's last write: ${t.from} -> ${t.to}`,
+      `${fault.name}: ${t.kind} ${t.key} taken over ${fixed(t.afterMs / 1000)} s after its holder's last write: ${t.from} -> ${t.to}; their clocks ${clockText(t.fromClockMs)} -> ${clockText(t.toClockMs)}`,
     );
   const count = (kind: Takeover['kind'], early: boolean) =>
     takeovers.filter((t) => t.kind === kind && (!early || t.early)).length;

@@ -31,6 +31,9 @@ export interface Takeover {
   /** The holder and the taker: claim owners (request ids) or lock owners. */
   from: string;
   to: string;
+  /** How far the holder's and the taker's clocks were from the true one, as their stamps show (ms; absent: no stamp). */
+  fromClockMs?: number;
+  toClockMs?: number;
 }
 
 /** A stamp within this of the true clock counts as on time (the write's own latency, a loaded box). */
@@ -92,12 +95,14 @@ interface HeldClaim {
   token: string;
   owner: string;
   at: number;
+  clockMs: number | undefined;
 }
 
 interface HeldLock {
   owner: string;
   ttlMs: number;
   lastWriteAt: number;
+  clockMs: number | undefined;
 }
 
 export class TakeoverWatch {
@@ -141,10 +146,10 @@ export class TakeoverWatch {
     const held = this.#claims.get(write.key);
     const claim = write.values?.[':claim']?.M;
     if (write.operation === 'Update' && claim) {
-      const next: HeldClaim = { token: claim.token?.S ?? '', owner: claim.owner?.S ?? '', at };
+      const clockMs = this.#stamp(claim.until?.S, at + this.claimMs);
+      const next: HeldClaim = { token: claim.token?.S ?? '', owner: claim.owner?.S ?? '', at, clockMs };
       this.claims++;
-      this.#stamp(claim.until?.S, at + this.claimMs);
-      if (held) this.#took('claim', write.key, held.at, at, this.claimMs, held.owner, next.owner);
+      if (held) this.#took('claim', write.key, at, this.claimMs, held, { owner: next.owner, clockMs });
       this.#claims.set(write.key, next);
       return;
     }
@@ -152,7 +157,10 @@ export class TakeoverWatch {
     if (!held || !drops) return;
     // The holder completes or releases on the condition that its token still holds the claim.
     if (write.values?.[':token']?.S !== held.token)
-      this.#took('claim', write.key, held.at, at, this.claimMs, held.owner, 'a write without its token');
+      this.#took('claim', write.key, at, this.claimMs, held, {
+        owner: 'a write without its token',
+        clockMs: undefined,
+      });
     this.#claims.delete(write.key);
   }
 
@@ -163,36 +171,46 @@ export class TakeoverWatch {
         : write.operation === 'Update'
           ? write.values?.[':owner']?.S
           : undefined;
-    this.#stamp(write.item?.updatedAt?.S ?? write.values?.[':updatedAt']?.S, at);
+    const clockMs = this.#stamp(write.item?.updatedAt?.S ?? write.values?.[':updatedAt']?.S, at);
     const ttlMs = Number(write.item?.ttlMs?.N ?? write.values?.[':ttlMs']?.N ?? 0);
     const held = this.#locks.get(write.key);
     if (held && owner !== undefined && owner !== held.owner)
-      this.#took('lock', write.key, held.lastWriteAt, at, held.ttlMs, held.owner, owner);
+      this.#took('lock', write.key, at, held.ttlMs, { ...held, at: held.lastWriteAt }, { owner, clockMs });
     if (owner === undefined) this.#locks.delete(write.key);
-    else this.#locks.set(write.key, { owner, ttlMs, lastWriteAt: at });
+    else this.#locks.set(write.key, { owner, ttlMs, lastWriteAt: at, clockMs });
   }
 
-  #stamp(iso: string | undefined, trueMs: number): void {
+  /** Counts the stamp against the true time it stands for; returns how far off it was (undefined: no stamp). */
+  #stamp(iso: string | undefined, trueMs: number): number | undefined {
     const stamped = iso === undefined ? Number.NaN : Date.parse(iso);
-    if (Number.isNaN(stamped)) return;
+    if (Number.isNaN(stamped)) return undefined;
     const offset = stamped - trueMs;
     if (offset > ON_TIME_MS) this.stamps.ahead++;
     else if (offset < -ON_TIME_MS) this.stamps.behind++;
     else this.stamps.onTime++;
+    return offset;
   }
 
   #took(
     kind: Takeover['kind'],
     key: string,
-    since: number,
     at: number,
     periodMs: number,
-    from: string,
-    to: string,
+    holder: { owner: string; at: number; clockMs: number | undefined },
+    taker: { owner: string; clockMs: number | undefined },
   ) {
     // The same invocation claiming again (its own claim never keeps it waiting) takes nothing from anyone.
-    if (from === to) return;
-    const afterMs = at - since;
-    this.takeovers.push({ kind, key, afterMs, early: afterMs < periodMs, from, to });
+    if (holder.owner === taker.owner) return;
+    const afterMs = at - holder.at;
+    this.takeovers.push({
+      kind,
+      key,
+      afterMs,
+      early: afterMs < periodMs,
+      from: holder.owner,
+      to: taker.owner,
+      ...(holder.clockMs === undefined ? {} : { fromClockMs: holder.clockMs }),
+      ...(taker.clockMs === undefined ? {} : { toClockMs: taker.clockMs }),
+    });
   }
 }

@@ -135,5 +135,11 @@ describe('claims and locks taken over, from the writes the DynamoDB proxy sees',
     w.observe(lockPut('a', iso(100_000 - 15_000)), 400);
     assert.deepEqual(w.stamps, { ahead: 1, behind: 2, onTime: 1 });
     assert.equal(w.lockWritesRefused, 1);
+    at(100_100);
+    w.observe(claim('t3', 'c', iso(100_100 + 30_000 + 15_000)), 200);
+    assert.deepEqual(
+      w.takeovers.map((t) => [t.from, t.to, t.afterMs, t.early, t.fromClockMs, t.toClockMs]),
+      [['b', 'c', 100, true, -15_000, 15_000]],
+    );
   });
 });
