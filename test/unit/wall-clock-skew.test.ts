@@ -25,7 +25,8 @@ const signal = new AbortController().signal;
 const inside = (functionName, requestId) => runInInvocation({ functionName, requestId, signal }, () => ({
   now: Math.round((Date.now() - trueNow()) / 1000),
   date: Math.round((new Date().getTime() - trueNow()) / 1000),
-  call: Math.round((Date.parse(Date()) - trueNow()) / 1000),
+  // Date() has whole seconds: half a second added centres its truncation.
+  call: Math.round((Date.parse(Date()) + 500 - trueNow()) / 1000),
   given: new Date(0).getTime(),
   again: Math.round((Date.now() - trueNow()) / 1000),
   isDate: new Date() instanceof Date,
