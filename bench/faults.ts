@@ -5,7 +5,7 @@
  * pods created twice, time to converge after the fault ends, and dead letters.
  *
  *   npx tsx bench/faults.ts [--nodes 3] [--cadence tick|continuous] [--long] [--only dynamodb-60s,...] [--skip forced-410,...]
- *     [--dynamodb-freeze-s 60] [--dynamodb-long-freeze-s 600] [--apiserver-down-s 30] [--window-s 120]
+ *     [--dynamodb-freeze-s 60] [--dynamodb-long-freeze-s 600] [--apiserver-down-s 30] [--window-s 120] [--clock-skew-s 30]
  *
  * The cadence is serverless.yml's default, `tick` (the tick function chained
  * through its FIFO queue, the keeper every 60 s), unless --cadence says
@@ -37,6 +37,9 @@
  * - twice: pod uids the provider started more than once (its own counters).
  * - converge: from the fault's end until every pod created or deleted up to
  *   then is in its desired state.
+ * - takeovers: pod-sync claims and locks taken from a holder that had not let
+ *   go, early when before the claim's period or the lock's TTL had passed on
+ *   the true clock (bench/takeovers.ts, from the writes the DynamoDB proxy saw).
  * - dead letters: pod events the bus gave up on, retried as serverless.yml
  *   deploys them (pod-sync's two Lambda retries, one and two minutes apart,
  *   within its maximum event age: lib/local/async-retry-policy.ts), so the
@@ -64,6 +67,7 @@ import {
   WRITE_OPERATIONS,
 } from '../test/support/fault-proxies.ts';
 import { rotateServingCertificate } from '../test/support/serving-cert.ts';
+import { WallClockSkew } from '../test/support/wall-clock-skew.ts';
 import {
   type BenchEnvironment,
   benchLog,
@@ -73,6 +77,7 @@ import {
   markdownTable,
   startBenchEnvironment,
 } from './support.ts';
+import { type Stamps, type Takeover, TakeoverWatch } from './takeovers.ts';
 
 const log = benchLog('faults');
 const root = new URL('..', import.meta.url).pathname;
@@ -104,8 +109,10 @@ interface Durations {
   dynamodbFreezeS: number;
   dynamodbLongFreezeS: number;
   apiserverDownS: number;
-  /** PutEvents failing, pod-sync throttled, deliveries disturbed. */
+  /** PutEvents failing, pod-sync throttled, deliveries disturbed, clocks apart. */
   windowS: number;
+  /** How far apart two invocations' wall clocks are in clock-skew. */
+  clockSkewS: number;
 }
 
 interface Args {
@@ -152,6 +159,7 @@ function parseArgs(argv: string[]): Args {
       dynamodbLongFreezeS: seconds('--dynamodb-long-freeze-s', 600),
       apiserverDownS: seconds('--apiserver-down-s', 30),
       windowS: seconds('--window-s', 120),
+      clockSkewS: seconds('--clock-skew-s', 30),
     },
   };
 }
@@ -336,6 +344,17 @@ interface FaultResult {
   lostDetail: string;
   createdTwice: number;
   convergeS: number | undefined;
+  /** Claims taken during the fault and until convergence, and those taken from a holder (early: within its period). */
+  claims: number;
+  /** Claim writes and lock writes refused by their condition (a lost race, a lock found held). */
+  claimsRefused: number;
+  lockWritesRefused: number;
+  claimsTakenOver: number;
+  claimsTakenOverEarly: number;
+  locksTakenOver: number;
+  locksTakenOverEarly: number;
+  /** Claim and lock writes stamped ahead of, behind or on the true clock: the skew as the state table received it. */
+  stamps: Stamps;
   deadLetters: number;
   pods: number;
   /** Why injecting the fault failed, if it did. */
@@ -368,6 +387,10 @@ interface FaultContext {
   kubeProxy: DelayProxy;
   /** In front of DynamoDB Local for the functions: forwards everything unless a fault refuses. */
   dynamoProxy: DynamoFaultProxy;
+  /** The functions' wall clocks, when the host process was forked to skew them (clock-skew selected). */
+  clockSkew: WallClockSkew | undefined;
+  /** Claims and locks taken over, from the writes the DynamoDB proxy saw. */
+  takeovers: TakeoverWatch;
 }
 
 interface Fault {
@@ -422,6 +445,7 @@ const DEFAULT_DURATIONS: Durations = {
   dynamodbLongFreezeS: 600,
   apiserverDownS: 30,
   windowS: 120,
+  clockSkewS: 30,
 };
 
 function faultNames(): string[] {
@@ -602,7 +626,29 @@ function faults(d: Durations): Fault[] {
         kubeProxy.resetConnections();
       },
     },
+    {
+      name: 'clock-skew',
+      description: `wall clocks ${d.clockSkewS} s apart between invocations (each function's invocations ${d.clockSkewS / 2} s ahead and behind in turn), every pod event delivered twice, for ${window}`,
+      run: async ({ clockSkew, h }) => {
+        if (!clockSkew) throw new Error('needs the host process forked with the wall clock skew');
+        const halfMs = Math.round((d.clockSkewS * 1_000) / 2);
+        clockSkew.set([halfMs, -halfMs]);
+        // The two copies of an event go to pod-sync invocations in turn, so on clocks apart: they race for the pod's claim.
+        h.deployment.bus.duplicate = 2;
+        try {
+          await delay(d.windowS * 1_000);
+        } finally {
+          h.deployment.bus.duplicate = 1;
+          clockSkew.set([]);
+        }
+      },
+    },
   ];
+}
+
+/** A writer's clock against the true one, as `+15.0 s`, or `?` when its write carried no stamp. */
+function clockText(ms: number | undefined): string {
+  return ms === undefined ? '?' : `${ms >= 0 ? '+' : ''}${fixed(ms / 1000)} s`;
 }
 
 async function measure(ctx: FaultContext, namespace: string, fault: Fault): Promise<FaultResult> {
@@ -610,6 +656,10 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
   const sampler = new ReadySampler(h);
   await delay(BASELINE_MS);
   const deadLettersBefore = h.deployment.bus.deadLetters.length;
+  const takeoversBefore = ctx.takeovers.takeovers.length;
+  const claimsBefore = ctx.takeovers.claims;
+  const stampsBefore = { ...ctx.takeovers.stamps };
+  const refusedBefore = { claims: ctx.takeovers.claimsRefused, locks: ctx.takeovers.lockWritesRefused };
   const firstPod = workload.pods.size;
   sampler.start();
   const startedAt = Date.now();
@@ -645,6 +695,13 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
   const pods = touched();
   const twice = await createdTwice(h, namespace, pods);
   const lost = last.notRunning.length + last.notGone.length + last.leaked.length;
+  const takeovers = ctx.takeovers.takeovers.slice(takeoversBefore);
+  for (const t of takeovers.filter((t) => t.early))
+    log(
+      `${fault.name}: ${t.kind} ${t.key} taken over ${fixed(t.afterMs / 1000)} s after its holder's last write: ${t.from} -> ${t.to}; their clocks ${clockText(t.fromClockMs)} -> ${clockText(t.toClockMs)}`,
+    );
+  const count = (kind: Takeover['kind'], early: boolean) =>
+    takeovers.filter((t) => t.kind === kind && (!early || t.early)).length;
   const result: FaultResult = {
     fault: fault.name,
     description: fault.description,
@@ -657,6 +714,18 @@ async function measure(ctx: FaultContext, namespace: string, fault: Fault): Prom
         : '',
     createdTwice: twice.length,
     convergeS,
+    claims: ctx.takeovers.claims - claimsBefore,
+    claimsRefused: ctx.takeovers.claimsRefused - refusedBefore.claims,
+    lockWritesRefused: ctx.takeovers.lockWritesRefused - refusedBefore.locks,
+    claimsTakenOver: count('claim', false),
+    claimsTakenOverEarly: count('claim', true),
+    locksTakenOver: count('lock', false),
+    locksTakenOverEarly: count('lock', true),
+    stamps: {
+      ahead: ctx.takeovers.stamps.ahead - stampsBefore.ahead,
+      behind: ctx.takeovers.stamps.behind - stampsBefore.behind,
+      onTime: ctx.takeovers.stamps.onTime - stampsBefore.onTime,
+    },
     deadLetters: h.deployment.bus.deadLetters.length - deadLettersBefore,
     pods: pods.length,
     ...(error ? { error } : {}),
@@ -678,6 +747,10 @@ async function main(): Promise<number> {
   const apiserver = new URL(env.controlPlane.server);
   const kubeProxy = await startDelayProxy({ host: apiserver.hostname, port: Number(apiserver.port) });
   const dynamoProxy = await startDynamoFaultProxy(env.dynamo.endpoint);
+  const takeovers = new TakeoverWatch(Number(PRODUCTION_PERIODS.SVK_POD_CLAIM_SECONDS) * 1_000);
+  dynamoProxy.observe = (request, status) => takeovers.observe(request, status);
+  // Only a run that skews the clocks forks the sandboxes with the skewing module.
+  const clockSkew = selected(args, 'clock-skew') ? new WallClockSkew(dir) : undefined;
   // The functions' kubeconfig names the proxy; the certificate names 127.0.0.1 whatever the port.
   const kubeletKubeconfig = join(dir, 'kubelet-through-proxy.kubeconfig');
   writeFileSync(
@@ -711,6 +784,7 @@ async function main(): Promise<number> {
       podSyncConcurrency: 10,
       syncRetries: 'deployed',
       readyTimeoutMs: 180_000,
+      ...(clockSkew ? { hostProcess: clockSkew.hostProcess } : {}),
     });
     const namespace = await h.namespace('load');
     workload = new Workload(h, namespace);
@@ -718,7 +792,9 @@ async function main(): Promise<number> {
     for (const fault of faults(args.durations)) {
       if (signal.aborted) break;
       if (!selected(args, fault.name)) continue;
-      results.push(await measure({ env, h, workload, kubeProxy, dynamoProxy }, namespace, fault));
+      results.push(
+        await measure({ env, h, workload, kubeProxy, dynamoProxy, clockSkew, takeovers }, namespace, fault),
+      );
       writeFileSync(join(dir, 'results.json'), JSON.stringify(results, null, 2));
     }
   } catch (err) {
@@ -757,6 +833,10 @@ function report(results: readonly FaultResult[], args: Args, run: string, invoca
   ]);
   const lost = results.filter((r) => r.lostDetail).map((r) => `- ${r.fault}: ${r.lostDetail}`);
   const errors = results.filter((r) => r.error).map((r) => `- ${r.fault}: ${r.error}`);
+  const takeovers = results.map(
+    (r) =>
+      `- ${r.fault}: claims ${r.claimsTakenOver} of ${r.claims} taken over (${r.claimsTakenOverEarly} early; ${r.claimsRefused} claim writes refused), locks ${r.locksTakenOver} (${r.locksTakenOverEarly} early; ${r.lockWritesRefused} lock writes refused); claim and lock writes stamped ${r.stamps.ahead} ahead, ${r.stamps.behind} behind, ${r.stamps.onTime} on time`,
+  );
   return [
     `Fault matrix, ${new Date().toISOString().slice(0, 10)}, ${machineSummary()}, run ${run}`,
     `${args.nodes} virtual nodes, mock provider, a pod every ${CREATE_EVERY_MS / 1000} s deleted after ${POD_LIFETIME_MS / 1000} s, ${args.cadence} cadence`,
@@ -776,6 +856,9 @@ function report(results: readonly FaultResult[], args: Args, run: string, invoca
     ),
     ...(lost.length > 0 ? ['', 'Not converged:', ...lost] : []),
     ...(errors.length > 0 ? ['', 'Injecting failed:', ...errors] : []),
+    '',
+    'Taken from a holder that had not let go, from the fault until convergence (early: before the claim period or lock TTL, true clock):',
+    ...takeovers,
     '',
     `Invocations (function outcome count): ${invocations}`,
     '',

@@ -18,6 +18,19 @@ export interface FunctionHostOptions {
   putEvents: (entries: PutEventsEntry[]) => Promise<PutEventsResponse>;
   /** The tick chain's queue (tick cadence), which outlives the sandboxes as SQS does. */
   tickQueue?: TickQueue;
+  /**
+   * What each host process is forked with besides the deployment's own: more
+   * node arguments (a test's `--import`, say, of a module that changes the
+   * sandboxes' environment) and environment variables on top of this
+   * process's. Default none.
+   */
+  process?: HostProcessOptions;
+}
+
+/** Node arguments and environment variables a {@link FunctionHost} adds to each process it forks. */
+export interface HostProcessOptions {
+  execArgv?: readonly string[];
+  env?: Readonly<Record<string, string>>;
 }
 
 interface HostProcess {
@@ -122,8 +135,10 @@ export class FunctionHost {
   /** The running host process, forking one when there is none. */
   #start(): HostProcess {
     if (this.#process) return this.#process;
+    const extra = this.options.process;
     const child = fork(ENTRY, [], {
-      execArgv: ['--import', import.meta.resolve('tsx')],
+      execArgv: ['--import', import.meta.resolve('tsx'), ...(extra?.execArgv ?? [])],
+      ...(extra?.env ? { env: { ...process.env, ...extra.env } } : {}),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'json',
     });

@@ -5,7 +5,7 @@ import { deployedRetryPolicy } from './async-retry-policy.ts';
 import { type Cadence, TICK_TIMEOUT_MS, TICK_VISIBILITY_TIMEOUT_MS, tickPeriodMs } from './cadence.ts';
 import { createDeploymentHandlers, type DeploymentFunction } from './deployment-handlers.ts';
 import { LocalEventBus } from './event-bus.ts';
-import { FunctionHost } from './function-host.ts';
+import { FunctionHost, type HostProcessOptions } from './function-host.ts';
 import type { InvocationResult, LambdaHandler, Invocation as RuntimeInvocation } from './lambda-function.ts';
 import { LocalLambdaRuntime } from './lambda-runtime.ts';
 import { createLocalBusPublisher } from './local-bus-publisher.ts';
@@ -84,6 +84,8 @@ export interface LocalDeploymentOptions {
    * SIGKILL mid-invocation.
    */
   sandboxes?: 'in-process' | 'host-process';
+  /** With `host-process`: node arguments and environment variables the host process is forked with (a test's `--import`). */
+  hostProcess?: HostProcessOptions;
   onResult?: (invocation: RuntimeInvocation, result: InvocationResult) => void;
 }
 
@@ -145,6 +147,7 @@ export class LocalDeployment {
         env: options.env,
         putEvents: (entries) => this.bus.putEvents(entries),
         ...(tickQueue ? { tickQueue } : {}),
+        ...(options.hostProcess ? { process: options.hostProcess } : {}),
       });
       this.host = host;
       handler = (name) => host.handler(name);

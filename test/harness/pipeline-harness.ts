@@ -63,6 +63,8 @@ export interface PipelineHarnessOptions {
   syncRetries?: number | 'deployed';
   /** `host-process` (default) lets {@link PipelineHarness.killFunctions} SIGKILL the functions. */
   sandboxes?: 'host-process' | 'in-process';
+  /** Node arguments and environment variables of the host process (`host-process` only): a test's `--import`. */
+  hostProcess?: LocalDeploymentOptions['hostProcess'];
   /** How long to wait for every node Ready and schedulable. Default 90 s. */
   readyTimeoutMs?: number;
   /** The scheduled functions to start; default all four (a test may leave pod-status out, say). */
@@ -192,6 +194,7 @@ export class PipelineHarness {
         ? { retryPolicy: 'deployed' as const }
         : { syncRetries: options.syncRetries ?? 5, syncRetryDelayMs: 1_000 }),
       sandboxes: options.sandboxes ?? 'host-process',
+      ...(options.hostProcess ? { hostProcess: options.hostProcess } : {}),
       ...(options.podSyncConcurrency !== undefined ? { podSyncConcurrency: options.podSyncConcurrency } : {}),
       onResult: (invocation, result) => {
         invocations.record(invocation, result);

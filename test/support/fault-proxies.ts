@@ -105,6 +105,8 @@ export interface DynamoFaultProxy {
   endpoint: string;
   /** Decides, per request, whether the proxy answers it with a refusal instead of forwarding it. */
   refuse: ((request: DynamoRequest) => DynamoRefusal | undefined) | undefined;
+  /** Told of each forwarded request with the status DynamoDB Local answered it with (200: done). */
+  observe: ((request: DynamoRequest, status: number) => void) | undefined;
   /** Requests forwarded and refused so far, by operation. */
   forwarded: Map<string, number>;
   refused: Map<string, number>;
@@ -192,6 +194,7 @@ export async function startDynamoFaultProxy(target: string): Promise<DynamoFault
       const forward = httpRequest(
         { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers },
         (answer) => {
+          proxy.observe?.({ operation, body }, answer.statusCode ?? 502);
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
           answer.on('error', () => res.destroy());
@@ -206,6 +209,7 @@ export async function startDynamoFaultProxy(target: string): Promise<DynamoFault
   const proxy: DynamoFaultProxy = {
     endpoint: `http://127.0.0.1:${port}`,
     refuse: undefined,
+    observe: undefined,
     forwarded: new Map(),
     refused: new Map(),
     stop: () =>
