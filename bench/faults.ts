@@ -554,7 +554,8 @@ function faults(d: Durations): Fault[] {
       name: 'apiserver-sigstop',
       description: `kube-apiserver stalled (SIGSTOP, connections accepted, no answer) for ${d.apiserverDownS} s`,
       run: async ({ env }) => {
-        const pid = env.pids.get('kube-apiserver');
+        // The pid file as it is now: forced-410 restarts kube-apiserver, so the pid read at start is gone.
+        const pid = Number(readFileSync(join(env.controlPlane.dir, 'pids', 'kube-apiserver.pid'), 'utf8'));
         if (!pid) throw new Error('no kube-apiserver pid');
         process.kill(pid, 'SIGSTOP');
         try {
