@@ -3,7 +3,11 @@ import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts'
 import { TASK_STATE_DETAIL_TYPE, TASK_STATE_SOURCE } from '../provider/ecs/task-state-event.ts';
 import { deployedRetryPolicy } from './async-retry-policy.ts';
 import { type Cadence, TICK_TIMEOUT_MS, TICK_VISIBILITY_TIMEOUT_MS, tickPeriodMs } from './cadence.ts';
-import { createDeploymentHandlers, type DeploymentFunction } from './deployment-handlers.ts';
+import {
+  createDeploymentHandlers,
+  type DeploymentFunction,
+  type FunctionKubeconfigs,
+} from './deployment-handlers.ts';
 import { LocalEventBus } from './event-bus.ts';
 import { FunctionHost } from './function-host.ts';
 import type { InvocationResult, LambdaHandler, Invocation as RuntimeInvocation } from './lambda-function.ts';
@@ -52,6 +56,12 @@ export function podSyncConcurrencyFromEnv(env: Record<string, string | undefined
 export interface LocalDeploymentOptions {
   /** The functions' environment (their configuration). */
   env: Record<string, string | undefined>;
+  /**
+   * Each function's own kubeconfig (its SVK_KUBECONFIG instead of `env`'s):
+   * each function with its own cluster user, as EKS access entries map each
+   * function's role, so a call its role in infra/rbac.yaml lacks fails here.
+   */
+  kubeconfigs?: FunctionKubeconfigs;
   /** Default `tick`, as serverless.yml deploys. */
   cadence?: Cadence;
   /**
@@ -143,13 +153,19 @@ export class LocalDeployment {
     if (options.sandboxes === 'host-process') {
       const host = new FunctionHost({
         env: options.env,
+        ...(options.kubeconfigs ? { kubeconfigs: options.kubeconfigs } : {}),
         putEvents: (entries) => this.bus.putEvents(entries),
         ...(tickQueue ? { tickQueue } : {}),
       });
       this.host = host;
       handler = (name) => host.handler(name);
     } else {
-      const handlers = createDeploymentHandlers(options.env, createLocalBusPublisher(this.bus), tickQueue);
+      const handlers = createDeploymentHandlers(
+        options.env,
+        createLocalBusPublisher(this.bus),
+        tickQueue,
+        options.kubeconfigs,
+      );
       handler = (name) => handlers[name];
     }
     if (queue) {
