@@ -1,6 +1,7 @@
 import { ConfigError } from '../config/config.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts';
 import { TASK_STATE_DETAIL_TYPE, TASK_STATE_SOURCE } from '../provider/ecs/task-state-event.ts';
+import type { TickQueue } from '../tick/tick-queue.ts';
 import { deployedRetryPolicy } from './async-retry-policy.ts';
 import { type Cadence, TICK_TIMEOUT_MS, TICK_VISIBILITY_TIMEOUT_MS, tickPeriodMs } from './cadence.ts';
 import {
@@ -97,6 +98,33 @@ export interface LocalDeploymentOptions {
   onResult?: (invocation: RuntimeInvocation, result: InvocationResult) => void;
 }
 
+/**
+ * Where the handlers run: a function host process (`host-process`), or this
+ * process; each with its own kubeconfig when `kubeconfigs` names one.
+ */
+function deploymentSandboxes(
+  options: LocalDeploymentOptions,
+  bus: LocalEventBus,
+  tickQueue: TickQueue | undefined,
+): { handler: (name: DeploymentFunction) => LambdaHandler; host?: FunctionHost } {
+  if (options.sandboxes === 'host-process') {
+    const host = new FunctionHost({
+      env: options.env,
+      ...(options.kubeconfigs ? { kubeconfigs: options.kubeconfigs } : {}),
+      putEvents: (entries) => bus.putEvents(entries),
+      ...(tickQueue ? { tickQueue } : {}),
+    });
+    return { handler: (name) => host.handler(name), host };
+  }
+  const handlers = createDeploymentHandlers(
+    options.env,
+    createLocalBusPublisher(bus),
+    tickQueue,
+    options.kubeconfigs,
+  );
+  return { handler: (name) => handlers[name] };
+}
+
 /** What the tick cadence adds: the chain's queue and the event source mapping that delivers it. */
 interface TickChain {
   queue: LocalSqsQueue;
@@ -149,25 +177,9 @@ export class LocalDeployment {
           })
         : undefined;
     const tickQueue = queue ? createLocalTickQueue(queue) : undefined;
-    let handler: (name: DeploymentFunction) => LambdaHandler;
-    if (options.sandboxes === 'host-process') {
-      const host = new FunctionHost({
-        env: options.env,
-        ...(options.kubeconfigs ? { kubeconfigs: options.kubeconfigs } : {}),
-        putEvents: (entries) => this.bus.putEvents(entries),
-        ...(tickQueue ? { tickQueue } : {}),
-      });
-      this.host = host;
-      handler = (name) => host.handler(name);
-    } else {
-      const handlers = createDeploymentHandlers(
-        options.env,
-        createLocalBusPublisher(this.bus),
-        tickQueue,
-        options.kubeconfigs,
-      );
-      handler = (name) => handlers[name];
-    }
+    const sandboxes = deploymentSandboxes(options, this.bus, tickQueue);
+    this.host = sandboxes.host;
+    const { handler } = sandboxes;
     if (queue) {
       this.runtime.register({ name: 'tick', handler: handler('tick'), timeoutMs: TICK_TIMEOUT_MS });
       const source = new QueueEventSource({
