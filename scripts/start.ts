@@ -5,8 +5,10 @@
  * - Cluster: the current kubeconfig (KUBECONFIG, else ~/.kube/config) when its
  *   API server answers; otherwise the project's local control plane, built on
  *   first use (scripts/ensure-kube.sh, progress shown). The functions use
- *   SVK_KUBECONFIG when set, else that same kubeconfig (the local control
- *   plane: the virtual kubelet's own identity, bound to infra/rbac.yaml).
+ *   SVK_KUBECONFIG when set, else that same kubeconfig; with the local
+ *   control plane, each function its own user (serverless-virtual-kubelet:<function>,
+ *   bound to that function's roles in infra/rbac.yaml, as on EKS), so a call
+ *   a function's role lacks fails with 403 in its log.
  * - DynamoDB: SVK_DYNAMODB_ENDPOINT when set; otherwise DynamoDB Local with
  *   its data in .local/start/dynamodb, so a restart resumes. The table
  *   (SVK_TABLE_NAME) is created when missing.
@@ -45,6 +47,7 @@ import { type Cadence, cadenceFromEnv } from '../lib/local/cadence.ts';
 import { controlPlaneBinariesPresent } from '../lib/local/control-plane/binaries.ts';
 import { CertificateAuthority, type CertificateFiles } from '../lib/local/control-plane/pki.ts';
 import { startControlPlane } from '../lib/local/control-plane.ts';
+import type { FunctionKubeconfigs } from '../lib/local/deployment-handlers.ts';
 import { localProvider } from '../lib/local/docker-engine.ts';
 import { startDynamoDbLocal } from '../lib/local/dynamodb-local.ts';
 import { bridgeGateway } from '../lib/local/engine-gateway.ts';
@@ -171,6 +174,10 @@ async function run(): Promise<void> {
     if (!config.kubeletApi.endpoint) await useKubeletApi(config, cluster, kubeletApi, env, stops);
     const deployment = new LocalDeployment({
       env,
+      // The local control plane's user per function, unless SVK_KUBECONFIG chose one for every function.
+      ...(cluster.functionKubeconfigs && !process.env.SVK_KUBECONFIG
+        ? { kubeconfigs: cluster.functionKubeconfigs }
+        : {}),
       podSyncConcurrency,
       cadence,
       // pod-sync runs once per pod event, a tick every few seconds: only their failures are worth a line.
@@ -207,6 +214,7 @@ async function useCluster(stops: Stops): Promise<{
   kubeconfig: string;
   kubectlConfig: string;
   kubeletApiKubeconfig?: string;
+  functionKubeconfigs?: FunctionKubeconfigs;
   ca?: CertificateFiles;
 }> {
   const current = await currentKubeconfig();
@@ -232,6 +240,7 @@ async function useCluster(stops: Stops): Promise<{
     kubeconfig: controlPlane.kubeletKubeconfig,
     kubectlConfig: controlPlane.adminKubeconfig,
     kubeletApiKubeconfig: controlPlane.kubeletApiKubeconfig,
+    functionKubeconfigs: controlPlane.functionKubeconfigs,
     ca: controlPlane.ca,
   };
 }

@@ -151,6 +151,7 @@ async function main(): Promise<number> {
       adminKubeconfig: controlPlane.adminKubeconfig,
       kubeletKubeconfig: controlPlane.kubeletKubeconfig,
       kubeletApiKubeconfig: controlPlane.kubeletApiKubeconfig,
+      functionKubeconfigs: controlPlane.functionKubeconfigs,
       ca: controlPlane.ca,
     },
     dynamodb: { endpoint: dynamo.endpoint, tableName, region },

@@ -27,7 +27,7 @@ import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { createToolingClients } from '../kube/tooling-clients.ts';
 import { binDir, DEFAULT_ETCD, missingBinary } from './control-plane/binaries.ts';
 import { type Components, type ControlPlanePorts, components } from './control-plane/components.ts';
-import { type Credentials, writeCredentials } from './control-plane/credentials.ts';
+import { type Credentials, type FunctionUser, writeCredentials } from './control-plane/credentials.ts';
 import { LOOPBACK } from './control-plane/flags.ts';
 import type { CertificateAuthority, CertificateFiles } from './control-plane/pki.ts';
 import { type Component, killStaleProcesses } from './control-plane/process.ts';
@@ -99,6 +99,13 @@ export interface ControlPlane {
   kubeletKubeconfig: string;
   /** kubeconfig of the kubelet API's own identity (user/group `serverless-virtual-kubelet-kubelet-api`), bound to infra/rbac.yaml. */
   kubeletApiKubeconfig: string;
+  /**
+   * kubeconfig of each control-loop function's own user
+   * (`serverless-virtual-kubelet:<function>`, no group), bound to that
+   * function's roles in infra/rbac.yaml, as EKS access entries map each
+   * function's role.
+   */
+  functionKubeconfigs: Record<FunctionUser, string>;
   /**
    * The cluster CA's certificate and key: it signs kube-apiserver's kubelet
    * client certificate, and can sign a local kubelet API's serving
@@ -214,6 +221,7 @@ class LocalControlPlane implements ControlPlane {
   readonly adminKubeconfig: string;
   readonly kubeletKubeconfig: string;
   readonly kubeletApiKubeconfig: string;
+  readonly functionKubeconfigs: Record<FunctionUser, string>;
   readonly ca: CertificateFiles;
   readonly dir: string;
   readonly ports: ControlPlanePorts;
@@ -239,6 +247,7 @@ class LocalControlPlane implements ControlPlane {
     this.adminKubeconfig = credentials.identities.kubeconfigs.admin;
     this.kubeletKubeconfig = credentials.identities.kubeconfigs.kubelet;
     this.kubeletApiKubeconfig = credentials.identities.kubeconfigs.kubeletApi;
+    this.functionKubeconfigs = credentials.identities.kubeconfigs.functions;
     this.ca = { cert: credentials.ca.cert, key: credentials.ca.key };
     this.dir = settings.dir;
     this.ports = {

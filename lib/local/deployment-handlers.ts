@@ -20,7 +20,14 @@ export type DeploymentFunction =
   | 'tick';
 
 /**
- * The real handlers of the functions, configured by `env`, with pod-watch
+ * Each function's own kubeconfig (its own cluster user, as an EKS access
+ * entry maps each function's role): its SVK_KUBECONFIG instead of `env`'s.
+ */
+export type FunctionKubeconfigs = Partial<Record<DeploymentFunction, string>>;
+
+/**
+ * The real handlers of the functions, configured by `env` (with a
+ * function's own SVK_KUBECONFIG when `kubeconfigs` names one), with pod-watch
  * (and the tick's pod-watch part) publishing through `publisher` instead of
  * EventBridge, and the tick chaining through `tickQueue` (the in-process
  * FIFO queue) instead of SQS. Without a queue the tick function is the SQS
@@ -32,15 +39,20 @@ export function createDeploymentHandlers(
   env: Record<string, string | undefined>,
   publisher: EventPublisher,
   tickQueue?: TickQueue,
+  kubeconfigs: FunctionKubeconfigs = {},
 ): Record<DeploymentFunction, LambdaHandler> {
+  const envOf = (name: DeploymentFunction) => {
+    const kubeconfig = kubeconfigs[name];
+    return kubeconfig ? { ...env, SVK_KUBECONFIG: kubeconfig } : env;
+  };
   return {
-    heartbeat: createHeartbeatHandler(env),
-    'pod-watch': createPodWatchHandler(env, { publisher }),
-    'pod-status': createPodStatusHandler(env),
-    reconcile: createReconcileHandler(env),
-    'pod-sync': createPodSyncHandler(env),
+    heartbeat: createHeartbeatHandler(envOf('heartbeat')),
+    'pod-watch': createPodWatchHandler(envOf('pod-watch'), { publisher }),
+    'pod-status': createPodStatusHandler(envOf('pod-status')),
+    reconcile: createReconcileHandler(envOf('reconcile')),
+    'pod-sync': createPodSyncHandler(envOf('pod-sync')),
     // Built for every deployment, invoked only by ECS task-state events (provider ecs-fargate).
-    'ecs-task-state': createEcsTaskStateHandler(env),
-    tick: createTickHandler(env, { publisher, ...(tickQueue ? { queue: tickQueue } : {}) }),
+    'ecs-task-state': createEcsTaskStateHandler(envOf('ecs-task-state')),
+    tick: createTickHandler(envOf('tick'), { publisher, ...(tickQueue ? { queue: tickQueue } : {}) }),
   };
 }

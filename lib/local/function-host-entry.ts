@@ -98,6 +98,7 @@ function onMessage(message: ParentMessage): void {
         message.env,
         new PodEventPublisher({ send: putEvents }),
         message.tickQueue ? parentTickQueue : undefined,
+        message.kubeconfigs,
       );
       send({ type: 'ready' });
       return;

@@ -1,6 +1,6 @@
 import type { PutEventsEntry, PutEventsResponse } from '../events/publisher.ts';
 import type { TickSend } from '../tick/tick-queue.ts';
-import type { DeploymentFunction } from './deployment-handlers.ts';
+import type { DeploymentFunction, FunctionKubeconfigs } from './deployment-handlers.ts';
 import type { SerializedError } from './serialized-error.ts';
 
 /**
@@ -22,7 +22,12 @@ export interface HostInvocationContext {
 }
 
 export type ParentMessage =
-  | { type: 'init'; env: Record<string, string | undefined>; tickQueue: boolean }
+  | {
+      type: 'init';
+      env: Record<string, string | undefined>;
+      kubeconfigs: FunctionKubeconfigs;
+      tickQueue: boolean;
+    }
   | { type: 'invoke'; id: number; name: DeploymentFunction; event: unknown; context: HostInvocationContext }
   | { type: 'abort'; id: number; reason: string }
   | { type: 'put-events-result'; id: number; response?: PutEventsResponse; error?: SerializedError }

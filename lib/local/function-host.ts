@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Context } from 'aws-lambda';
 import type { PutEventsEntry, PutEventsResponse } from '../events/publisher.ts';
 import type { TickQueue } from '../tick/tick-queue.ts';
-import type { DeploymentFunction } from './deployment-handlers.ts';
+import type { DeploymentFunction, FunctionKubeconfigs } from './deployment-handlers.ts';
 import type { HostMessage, ParentMessage, TickQueueCall } from './function-host-protocol.ts';
 import { invocationSignal } from './invocation-scope.ts';
 import type { LambdaHandler } from './lambda-function.ts';
@@ -14,6 +14,8 @@ const ENTRY = fileURLToPath(new URL('./function-host-entry.ts', import.meta.url)
 export interface FunctionHostOptions {
   /** The functions' environment (their configuration), sent to every new host process. */
   env: Record<string, string | undefined>;
+  /** Each function's own kubeconfig, instead of `env`'s SVK_KUBECONFIG (deployment-handlers.ts). */
+  kubeconfigs?: FunctionKubeconfigs;
   /** Where pod-watch's PutEvents calls go (the deployment's event bus, which outlives the sandboxes). */
   putEvents: (entries: PutEventsEntry[]) => Promise<PutEventsResponse>;
   /** The tick chain's queue (tick cadence), which outlives the sandboxes as SQS does. */
@@ -172,6 +174,7 @@ export class FunctionHost {
     child.send({
       type: 'init',
       env: this.options.env,
+      kubeconfigs: this.options.kubeconfigs ?? {},
       tickQueue: this.options.tickQueue !== undefined,
     } satisfies ParentMessage);
     this.#process = host;

@@ -1,9 +1,14 @@
 import { ConfigError } from '../config/config.ts';
 import { POD_EVENT_DETAIL_TYPE, POD_EVENT_SOURCE } from '../events/pod-event.ts';
 import { TASK_STATE_DETAIL_TYPE, TASK_STATE_SOURCE } from '../provider/ecs/task-state-event.ts';
+import type { TickQueue } from '../tick/tick-queue.ts';
 import { deployedRetryPolicy } from './async-retry-policy.ts';
 import { type Cadence, TICK_TIMEOUT_MS, TICK_VISIBILITY_TIMEOUT_MS, tickPeriodMs } from './cadence.ts';
-import { createDeploymentHandlers, type DeploymentFunction } from './deployment-handlers.ts';
+import {
+  createDeploymentHandlers,
+  type DeploymentFunction,
+  type FunctionKubeconfigs,
+} from './deployment-handlers.ts';
 import { LocalEventBus } from './event-bus.ts';
 import { FunctionHost, type HostProcessOptions } from './function-host.ts';
 import type { InvocationResult, LambdaHandler, Invocation as RuntimeInvocation } from './lambda-function.ts';
@@ -52,6 +57,12 @@ export function podSyncConcurrencyFromEnv(env: Record<string, string | undefined
 export interface LocalDeploymentOptions {
   /** The functions' environment (their configuration). */
   env: Record<string, string | undefined>;
+  /**
+   * Each function's own kubeconfig (its SVK_KUBECONFIG instead of `env`'s):
+   * each function with its own cluster user, as EKS access entries map each
+   * function's role, so a call its role in infra/rbac.yaml lacks fails here.
+   */
+  kubeconfigs?: FunctionKubeconfigs;
   /** Default `tick`, as serverless.yml deploys. */
   cadence?: Cadence;
   /**
@@ -87,6 +98,34 @@ export interface LocalDeploymentOptions {
   /** With `host-process`: node arguments and environment variables the host process is forked with (a test's `--import`). */
   hostProcess?: HostProcessOptions;
   onResult?: (invocation: RuntimeInvocation, result: InvocationResult) => void;
+}
+
+/**
+ * Where the handlers run: a function host process (`host-process`), or this
+ * process; each with its own kubeconfig when `kubeconfigs` names one.
+ */
+function deploymentSandboxes(
+  options: LocalDeploymentOptions,
+  bus: LocalEventBus,
+  tickQueue: TickQueue | undefined,
+): { handler: (name: DeploymentFunction) => LambdaHandler; host?: FunctionHost } {
+  if (options.sandboxes === 'host-process') {
+    const host = new FunctionHost({
+      env: options.env,
+      ...(options.kubeconfigs ? { kubeconfigs: options.kubeconfigs } : {}),
+      putEvents: (entries) => bus.putEvents(entries),
+      ...(tickQueue ? { tickQueue } : {}),
+      ...(options.hostProcess ? { process: options.hostProcess } : {}),
+    });
+    return { handler: (name) => host.handler(name), host };
+  }
+  const handlers = createDeploymentHandlers(
+    options.env,
+    createLocalBusPublisher(bus),
+    tickQueue,
+    options.kubeconfigs,
+  );
+  return { handler: (name) => handlers[name] };
 }
 
 /** What the tick cadence adds: the chain's queue and the event source mapping that delivers it. */
@@ -141,20 +180,9 @@ export class LocalDeployment {
           })
         : undefined;
     const tickQueue = queue ? createLocalTickQueue(queue) : undefined;
-    let handler: (name: DeploymentFunction) => LambdaHandler;
-    if (options.sandboxes === 'host-process') {
-      const host = new FunctionHost({
-        env: options.env,
-        putEvents: (entries) => this.bus.putEvents(entries),
-        ...(tickQueue ? { tickQueue } : {}),
-        ...(options.hostProcess ? { process: options.hostProcess } : {}),
-      });
-      this.host = host;
-      handler = (name) => host.handler(name);
-    } else {
-      const handlers = createDeploymentHandlers(options.env, createLocalBusPublisher(this.bus), tickQueue);
-      handler = (name) => handlers[name];
-    }
+    const sandboxes = deploymentSandboxes(options, this.bus, tickQueue);
+    this.host = sandboxes.host;
+    const { handler } = sandboxes;
     if (queue) {
       this.runtime.register({ name: 'tick', handler: handler('tick'), timeoutMs: TICK_TIMEOUT_MS });
       const source = new QueueEventSource({

@@ -1,6 +1,7 @@
 import { AppsV1Api, BatchV1Api } from '@kubernetes/client-node';
 import { createToolingClients, type ToolingClients } from '../../lib/kube/tooling-clients.ts';
 import type { Cadence } from '../../lib/local/cadence.ts';
+import type { FunctionKubeconfigs } from '../../lib/local/deployment-handlers.ts';
 import {
   LocalDeployment,
   type LocalDeploymentOptions,
@@ -34,6 +35,12 @@ export interface HarnessEnvironment {
     adminKubeconfig: string;
     /** The virtual kubelet's own identity (infra/rbac.yaml), used by the functions. */
     kubeletKubeconfig: string;
+    /**
+     * Each control-loop function's own user (infra/rbac.yaml), by function: when given, each
+     * function runs with its own instead of kubeletKubeconfig (unless `env` sets SVK_KUBECONFIG),
+     * so a call its role lacks fails with 403.
+     */
+    functionKubeconfigs?: FunctionKubeconfigs;
     /** Where pods reach the API server (SVK_POD_API_SERVER), when they can. */
     podApiServer?: string;
   };
@@ -187,6 +194,9 @@ export class PipelineHarness {
     const invocations = new InvocationTally();
     const deployment = new LocalDeployment({
       env,
+      ...(environment.kube.functionKubeconfigs && !options.env?.SVK_KUBECONFIG
+        ? { kubeconfigs: environment.kube.functionKubeconfigs }
+        : {}),
       ...(options.cadence ? { cadence: options.cadence } : {}),
       rateMs: options.rateMs ?? 20_000,
       timeoutMs: options.timeoutMs ?? 45_000,

@@ -730,7 +730,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
     assert.equal(env.SVK_ECS_SECRETS_PATH, '/serverless-virtual-kubelet/ci/pod-secrets');
   });
 
-  it("maps, in docs/deploy.md's EKS access entries, the control loop's roles to its user and the kubelet API's to its own", () => {
+  it("maps, in docs/deploy.md's EKS access entries, each control-loop role to its function's user and the kubelet API's to its own", () => {
     // A role reaches the cluster as the control loop when it carries the cluster-access policy
     // (kubeconfig secret, parameter or EKS cluster): with EKS IAM authentication each such role
     // needs an access entry; the kubelet API's role carries its own policy and gets its own user.
@@ -749,13 +749,25 @@ describe('serverless package (offline, no AWS credentials)', () => {
       b.includes('aws eks create-access-entry'),
     );
     assert.ok(block, 'docs/deploy.md has the access-entry loop');
-    const loop = /for (\w+) in ([^;\n]+); do/.exec(block);
-    const logicalId = /role_arn \$\{(\w+)\}(\w*)/.exec(block);
-    assert.ok(loop && logicalId && loop[1] === logicalId[1], 'the loop names each role by its logical id');
+    // `for fn in Heartbeat:heartbeat ...; do`: each role's logical id, and the function's own user.
+    const loop = /for fn in ([^;]+); do/.exec(block);
+    assert.ok(loop, 'the loop names each role by its logical id and its user');
     assert.match(
       block,
-      /do\n[^\n]*role_arn \$\{fn\}Role[^\n]*\n\s*--username serverless-virtual-kubelet --type STANDARD\ndone/,
+      /do\n[^\n]*role_arn \$\{fn%%:\*\}Role[^\n]*\n\s*--username "serverless-virtual-kubelet:\$\{fn#\*:\}" --type STANDARD\ndone/,
     );
+    const pairs = (loop[1] ?? '')
+      .replaceAll('\\\n', ' ')
+      .trim()
+      .split(/\s+/)
+      .map((item) => item.split(':'));
+    // Each function's own user is bound in infra/rbac.yaml (test/integration/rbac.test.ts checks its rights).
+    const rbac = readFileSync(join(root, 'infra/rbac.yaml'), 'utf8');
+    for (const [id = '', user = ''] of pairs) {
+      const kebab = id.replace(/(?<=[a-z])(?=[A-Z])/g, '-').toLowerCase();
+      assert.equal(user, kebab, `${id}Role maps to the user of its own function`);
+      assert.ok(rbac.includes(`name: serverless-virtual-kubelet:${user}\n`), `infra/rbac.yaml binds ${user}`);
+    }
     assert.equal(
       reachesCluster('KubeletApiRole'),
       false,
@@ -769,10 +781,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
       /role_arn KubeletApiRole\)" \\\n\s*--username serverless-virtual-kubelet-kubelet-api --type STANDARD/,
       'the kubelet API role maps to its own user',
     );
-    const named = (loop[2] ?? '')
-      .trim()
-      .split(/\s+/)
-      .map((fn) => `${fn}${logicalId[2]}`);
+    const named = pairs.map(([id]) => `${id}Role`);
     assert.deepEqual(named.sort(), expected, 'docs/deploy.md "Cluster access": the roles in the for loop');
   });
 

@@ -31,6 +31,7 @@ import {
   deleteNodeAndLease,
   freshTable,
   functionEnv,
+  functionKubeconfigs,
   readNode,
   readyStatus,
   uniqueName,
@@ -82,6 +83,8 @@ before(async () => {
   node = uniqueName('pipe');
   deployment = new LocalDeployment({
     env: functionEnv(fresh.name, { SVK_NODE_NAMES: node }),
+    // Each function as its own user (infra/rbac.yaml).
+    kubeconfigs: functionKubeconfigs(),
     rateMs: 20_000,
     timeoutMs: 45_000,
     syncRetryDelayMs: 1_000,

@@ -1,9 +1,14 @@
 /**
- * infra/rbac.yaml on the real RBAC-enforcing API server, as each of its two
- * identities: the control loop's (the kubeconfig every function of the
- * integration suite but the kubelet API runs with) and the kubelet API's
- * own: what each may do, asked through SelfSubjectAccessReview, and what it
- * must not do, asked and then attempted for real.
+ * infra/rbac.yaml on the real RBAC-enforcing API server, as each of its
+ * identities: the control loop's shared one (the kubeconfig of a deployment
+ * with one kubeconfig, and of the integration suites' functions), the
+ * kubelet API's own, and each control-loop function's own user
+ * (`serverless-virtual-kubelet:<function>`, EKS's access entries and the
+ * local pipeline's kubeconfigs): what each may do, asked through
+ * SelfSubjectAccessReview (the two with a kubeconfig) or a
+ * SubjectAccessReview by the admin (the functions' users, without any
+ * group), and what it must not do, asked and then attempted for real (the
+ * functions' users through the admin's impersonation).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -16,6 +21,7 @@ import {
 } from '@kubernetes/client-node';
 import { apiStatusCode, isForbidden } from '../../lib/kube/client.ts';
 import { createToolingClients } from '../../lib/kube/tooling-clients.ts';
+import { FUNCTION_USERS, functionUser } from '../../lib/local/control-plane/credentials.ts';
 import { NODE_LEASE_NAMESPACE } from '../../lib/node/node-lease.ts';
 import { testEnv } from '../support/env.ts';
 import {
@@ -287,6 +293,325 @@ describe('RBAC of the kubelet API identity (infra/rbac.yaml)', () => {
       kubeletApi.core.patchNode(
         { name: otherNode, body: { metadata: { labels: { owned: 'yes' } } } },
         mergePatch,
+      ),
+    );
+    assert.ok(await admin.core.readNamespacedPod({ namespace: ns, name: 'web' }), 'the pod is still there');
+    const node = await readNode(admin, otherNode);
+    assert.ok(node && node.metadata?.labels?.owned === undefined, 'the node is still there, unchanged');
+  });
+});
+
+// Each function's own user: what its code calls (docs/security.md, "Which function calls what").
+const lease = (verb: string): V1ResourceAttributes => ({
+  group: 'coordination.k8s.io',
+  resource: 'leases',
+  namespace: NODE_LEASE_NAMESPACE,
+  verb,
+});
+const nodeConfig = (verb: string): V1ResourceAttributes => ({
+  resource: 'configmaps',
+  namespace: 'kube-system',
+  name: 'serverless-virtual-kubelet-node-config',
+  verb,
+});
+const pod = (verb: string, subresource?: string): V1ResourceAttributes => ({
+  resource: 'pods',
+  namespace: ns,
+  verb,
+  ...(subresource ? { subresource } : {}),
+});
+const inNs = (resource: string, verb: string, subresource?: string): V1ResourceAttributes => ({
+  resource,
+  namespace: ns,
+  verb,
+  ...(subresource ? { subresource } : {}),
+});
+const nodes = (verb: string, subresource?: string): V1ResourceAttributes => ({
+  resource: 'nodes',
+  verb,
+  ...(subresource ? { subresource } : {}),
+});
+
+const HEARTBEAT = [
+  nodes('get'),
+  nodes('create'),
+  nodes('patch'),
+  nodes('patch', 'status'),
+  lease('get'),
+  lease('create'),
+  lease('update'),
+  nodeConfig('get'),
+];
+const POD_WATCH = [
+  { resource: 'pods', verb: 'list' },
+  { resource: 'pods', verb: 'watch' },
+  { resource: 'pods', namespace: NODE_LEASE_NAMESPACE, verb: 'list' },
+  { resource: 'namespaces', name: 'kube-system', verb: 'get' },
+];
+/** pod-sync's calls: the pod, its status, its Events, its env and volume references, service links. */
+const POD_SYNC = [
+  pod('get'),
+  pod('delete'),
+  pod('patch', 'status'),
+  inNs('events', 'create'),
+  inNs('events', 'patch'),
+  inNs('configmaps', 'get'),
+  inNs('secrets', 'get'),
+  inNs('serviceaccounts', 'create', 'token'),
+  inNs('services', 'list'),
+  { resource: 'services', namespace: 'default', verb: 'list' },
+];
+const POD_STATUS = [
+  { resource: 'pods', verb: 'list' },
+  pod('get'),
+  pod('delete'),
+  pod('patch', 'status'),
+  inNs('events', 'create'),
+  inNs('events', 'patch'),
+  inNs('configmaps', 'get'),
+  inNs('secrets', 'get'),
+  inNs('serviceaccounts', 'create', 'token'),
+];
+const RECONCILE = [
+  { resource: 'namespaces', name: NODE_LEASE_NAMESPACE, verb: 'get' },
+  { resource: 'namespaces', verb: 'create' },
+  nodes('get'),
+  nodes('create'),
+  nodes('patch'),
+  nodes('delete'),
+  nodes('patch', 'status'),
+  lease('get'),
+  lease('create'),
+  lease('update'),
+  lease('delete'),
+  { resource: 'pods', verb: 'list' },
+  ...POD_SYNC,
+];
+const ECS_TASK_STATE = [pod('get'), pod('patch', 'status')];
+
+/**
+ * What each function's user may do, and chosen things it must not (each some other function's).
+ * pod-sync's, pod-status's and reconcile's `get` of ConfigMaps by name (pod env and volumes)
+ * covers the node config's too (RBAC cannot tell them apart); its watch is the heartbeat's only.
+ */
+const FUNCTION_RIGHTS: Record<string, { may: V1ResourceAttributes[]; mustNot: V1ResourceAttributes[] }> = {
+  heartbeat: {
+    may: HEARTBEAT,
+    mustNot: [
+      nodes('delete'),
+      lease('delete'),
+      pod('get'),
+      pod('delete'),
+      { resource: 'pods', verb: 'list' },
+      pod('patch', 'status'),
+      inNs('secrets', 'get'),
+      inNs('configmaps', 'get'),
+      inNs('events', 'create'),
+      inNs('serviceaccounts', 'create', 'token'),
+      { resource: 'namespaces', verb: 'create' },
+    ],
+  },
+  'pod-watch': {
+    may: POD_WATCH,
+    mustNot: [
+      pod('get'),
+      pod('delete'),
+      pod('patch', 'status'),
+      inNs('secrets', 'get'),
+      inNs('configmaps', 'get'),
+      inNs('events', 'create'),
+      inNs('services', 'list'),
+      nodes('get'),
+      nodes('create'),
+      nodes('patch'),
+      nodes('patch', 'status'),
+      nodes('delete'),
+      lease('get'),
+      lease('update'),
+      lease('delete'),
+      { resource: 'namespaces', verb: 'create' },
+      nodeConfig('get'),
+    ],
+  },
+  'pod-sync': {
+    may: POD_SYNC,
+    mustNot: [
+      { resource: 'pods', verb: 'list' },
+      { resource: 'pods', verb: 'watch' },
+      nodes('get'),
+      nodes('create'),
+      nodes('patch'),
+      nodes('delete'),
+      nodes('patch', 'status'),
+      lease('get'),
+      lease('update'),
+      { resource: 'namespaces', verb: 'get' },
+      { resource: 'namespaces', verb: 'create' },
+      nodeConfig('watch'),
+    ],
+  },
+  'pod-status': {
+    may: POD_STATUS,
+    mustNot: [
+      { resource: 'pods', verb: 'watch' },
+      inNs('services', 'list'),
+      nodes('get'),
+      nodes('create'),
+      nodes('patch'),
+      nodes('delete'),
+      nodes('patch', 'status'),
+      lease('get'),
+      lease('update'),
+      lease('delete'),
+      { resource: 'namespaces', verb: 'create' },
+      nodeConfig('watch'),
+    ],
+  },
+  reconcile: {
+    may: RECONCILE,
+    mustNot: [{ resource: 'pods', verb: 'watch' }, nodeConfig('watch'), nodes('update'), nodes('list')],
+  },
+  'ecs-task-state': {
+    may: ECS_TASK_STATE,
+    mustNot: [
+      pod('delete'),
+      { resource: 'pods', verb: 'list' },
+      inNs('secrets', 'get'),
+      inNs('configmaps', 'get'),
+      inNs('events', 'create'),
+      inNs('serviceaccounts', 'create', 'token'),
+      inNs('services', 'list'),
+      nodes('get'),
+      nodes('create'),
+      nodes('patch'),
+      nodes('delete'),
+      nodes('patch', 'status'),
+      lease('get'),
+      lease('update'),
+      lease('delete'),
+      { resource: 'namespaces', verb: 'get' },
+    ],
+  },
+  tick: {
+    may: [...HEARTBEAT, ...POD_WATCH, ...POD_STATUS, ...RECONCILE],
+    mustNot: [],
+  },
+};
+
+/** Whether `user` alone (no group) may do it, asked by the admin. */
+async function userAllowed(user: string, attributes: V1ResourceAttributes): Promise<boolean> {
+  const review = await admin.authorization.createSubjectAccessReview({
+    body: { spec: { user, resourceAttributes: attributes } },
+  });
+  return review.status?.allowed === true;
+}
+
+/** The admin's request options that send it as `user` (Impersonate-User), without any group. */
+const as = (user: string) => setHeaderOptions('Impersonate-User', user);
+
+describe("RBAC of each control-loop function's own user (infra/rbac.yaml)", () => {
+  it('covers every function with a user: the six and the tick', () => {
+    assert.deepEqual(Object.keys(FUNCTION_RIGHTS).sort(), [...FUNCTION_USERS].sort());
+  });
+
+  for (const [fn, rights] of Object.entries(FUNCTION_RIGHTS)) {
+    const user = functionUser(fn);
+    it(`${user} may make every call of ${fn}, and none of the others chosen`, async () => {
+      const missing: string[] = [];
+      for (const attributes of rights.may)
+        if (!(await userAllowed(user, attributes))) missing.push(JSON.stringify(attributes));
+      assert.deepEqual(missing, [], `${fn} lacks`);
+      const wrongly: string[] = [];
+      for (const attributes of rights.mustNot)
+        if (await userAllowed(user, attributes)) wrongly.push(JSON.stringify(attributes));
+      assert.deepEqual(wrongly, [], `${fn} may, but must not`);
+    });
+  }
+
+  it("holds no right the shared identity lacks: none of the shared identity's refusals", async () => {
+    // Spot checks of what no role gives: every function's user is refused like the shared user.
+    const refused: V1ResourceAttributes[] = [
+      { resource: 'secrets', verb: 'list' },
+      { resource: 'secrets', namespace: ns, verb: 'watch' },
+      pod('create'),
+      pod('patch'),
+      pod('update', 'status'),
+      nodes('update'),
+      { group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings', verb: 'create' },
+      { group: 'authentication.k8s.io', resource: 'tokenreviews', verb: 'create' },
+    ];
+    const wrongly: string[] = [];
+    for (const fn of FUNCTION_USERS)
+      for (const attributes of refused)
+        if (await userAllowed(functionUser(fn), attributes))
+          wrongly.push(`${fn}: ${JSON.stringify(attributes)}`);
+    assert.deepEqual(wrongly, []);
+  });
+
+  it('is allowed for real what its function does, as the user alone (impersonated)', async () => {
+    const podWatch = functionUser('pod-watch');
+    const pods = await admin.core.listPodForAllNamespaces(
+      { fieldSelector: `spec.nodeName=${otherNode}` },
+      as(podWatch),
+    );
+    assert.deepEqual(
+      pods.items.map((p) => p.metadata?.name),
+      ['web'],
+    );
+    assert.ok((await admin.core.readNamespace({ name: 'kube-system' }, as(podWatch))).metadata?.uid);
+    const podSync = functionUser('pod-sync');
+    const secret = await admin.core.readNamespacedSecret({ namespace: ns, name: 'db' }, as(podSync));
+    assert.ok(secret.data?.password);
+    const ecs = functionUser('ecs-task-state');
+    assert.ok(await admin.core.readNamespacedPod({ namespace: ns, name: 'web' }, as(ecs)));
+    const heartbeat = functionUser('heartbeat');
+    assert.ok(await admin.core.readNode({ name: otherNode }, as(heartbeat)));
+  });
+
+  it('is refused for real what its function does not do (impersonated)', async () => {
+    const podWatch = functionUser('pod-watch');
+    await forbidden('pod-watch reads a Secret', () =>
+      admin.core.readNamespacedSecret({ namespace: ns, name: 'db' }, as(podWatch)),
+    );
+    await forbidden('pod-watch deletes a pod', () =>
+      admin.core.deleteNamespacedPod({ namespace: ns, name: 'web' }, as(podWatch)),
+    );
+    const ecs = functionUser('ecs-task-state');
+    await forbidden('ecs-task-state reads a Secret', () =>
+      admin.core.readNamespacedSecret({ namespace: ns, name: 'db' }, as(ecs)),
+    );
+    await forbidden('ecs-task-state patches a node', () =>
+      admin.core.patchNode(
+        { name: otherNode, body: { metadata: { labels: { owned: 'yes' } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch, as(ecs)),
+      ),
+    );
+    await forbidden('ecs-task-state deletes a node', () =>
+      admin.core.deleteNode({ name: otherNode }, as(ecs)),
+    );
+    await forbidden('ecs-task-state deletes a pod', () =>
+      admin.core.deleteNamespacedPod({ namespace: ns, name: 'web' }, as(ecs)),
+    );
+    const heartbeat = functionUser('heartbeat');
+    await forbidden('heartbeat deletes a pod', () =>
+      admin.core.deleteNamespacedPod({ namespace: ns, name: 'web' }, as(heartbeat)),
+    );
+    await forbidden('heartbeat deletes a node', () =>
+      admin.core.deleteNode({ name: otherNode }, as(heartbeat)),
+    );
+    await forbidden('heartbeat reads a Secret', () =>
+      admin.core.readNamespacedSecret({ namespace: ns, name: 'db' }, as(heartbeat)),
+    );
+    const podSync = functionUser('pod-sync');
+    await forbidden('pod-sync deletes a node', () => admin.core.deleteNode({ name: otherNode }, as(podSync)));
+    await forbidden('pod-sync lists Secrets', () =>
+      admin.core.listNamespacedSecret({ namespace: ns }, as(podSync)),
+    );
+    const podStatus = functionUser('pod-status');
+    await forbidden('pod-status patches a node', () =>
+      admin.core.patchNode(
+        { name: otherNode, body: { metadata: { labels: { owned: 'yes' } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch, as(podStatus)),
       ),
     );
     assert.ok(await admin.core.readNamespacedPod({ namespace: ns, name: 'web' }), 'the pod is still there');

@@ -26,6 +26,7 @@ import {
   deleteNodeAndLease,
   freshTable,
   functionEnv,
+  functionKubeconfigs,
   readLease,
   readNode,
   readyAndUntainted,
@@ -70,6 +71,8 @@ async function tickDeployment(
   const env = functionEnv(tableName, { SVK_NODE_NAMES: node, ...options.env });
   const deployment = new LocalDeployment({
     env,
+    // Each function as its own user (infra/rbac.yaml), unless the test chose a kubeconfig.
+    ...(options.env?.SVK_KUBECONFIG ? {} : { kubeconfigs: functionKubeconfigs() }),
     ...(options.rateMs ? { rateMs: options.rateMs } : {}),
     ...(options.sandboxes ? { sandboxes: options.sandboxes } : {}),
     onResult: (invocation, result) => {

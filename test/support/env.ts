@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { FunctionUser } from '../../lib/local/control-plane/credentials.ts';
 
 /**
  * What the integration orchestrator (`test/run-integration.ts`) started for this
@@ -18,6 +19,8 @@ export interface TestEnv {
     kubeletKubeconfig: string;
     /** kubeconfig path for the kubelet API's own identity, bound to its ClusterRole of infra/rbac.yaml only. */
     kubeletApiKubeconfig: string;
+    /** kubeconfig paths of each control-loop function's own user (`serverless-virtual-kubelet:<function>`), bound to its roles in infra/rbac.yaml only. */
+    functionKubeconfigs: Record<FunctionUser, string>;
     /** The cluster CA's certificate and key (the kubelet API's serving and test client certificates). */
     ca: { cert: string; key: string };
   };

@@ -78,6 +78,16 @@ export function asKubeletApi<T extends Record<string, string | undefined>>(
   return { ...functions, SVK_KUBECONFIG: env.kube.kubeletApiKubeconfig };
 }
 
+/**
+ * Each control-loop function's own kubeconfig (its user
+ * `serverless-virtual-kubelet:<function>`, bound to that function's roles in
+ * infra/rbac.yaml only), for a LocalDeployment's `kubeconfigs`: a call a
+ * function's role lacks then fails with 403.
+ */
+export function functionKubeconfigs(env: TestEnv = testEnv()): TestEnv['kube']['functionKubeconfigs'] {
+  return env.kube.functionKubeconfigs;
+}
+
 /** The environment a function of this test deployment runs with. */
 export function functionEnv(tableName: string, overrides: Record<string, string>, env: TestEnv = testEnv()) {
   return {

@@ -81,6 +81,26 @@ export const KUBELET_GROUP = 'serverless-virtual-kubelet';
 /** The kubelet API's own identity `infra/rbac.yaml` binds; kubelet-api.kubeconfig authenticates as it. */
 export const KUBELET_API_USER = 'serverless-virtual-kubelet-kubelet-api';
 export const KUBELET_API_GROUP = 'serverless-virtual-kubelet-kubelet-api';
+/**
+ * The control-loop functions with a user of their own, `serverless-virtual-kubelet:<function>`,
+ * bound by `infra/rbac.yaml` to what that function calls (the tick's to its four parts' roles),
+ * as EKS access entries map each function's role; each gets a kubeconfig, `function-<name>.kubeconfig`.
+ */
+export const FUNCTION_USERS = [
+  'tick',
+  'heartbeat',
+  'pod-watch',
+  'pod-sync',
+  'pod-status',
+  'reconcile',
+  'ecs-task-state',
+] as const;
+export type FunctionUser = (typeof FUNCTION_USERS)[number];
+
+/** The user `infra/rbac.yaml` binds for a control-loop function. */
+export function functionUser(fn: string): string {
+  return `${KUBELET_USER}:${fn}`;
+}
 
 interface Identity {
   user: string;
@@ -115,10 +135,12 @@ export interface Identities {
     kubeletApi: string;
     controllerManager: string;
     scheduler: string;
+    /** Each control-loop function's own user (no group, as an EKS access entry maps it). */
+    functions: Record<FunctionUser, string>;
   };
 }
 
-/** Writes `tokens.csv` and the five kubeconfigs into `dir`, with fresh random tokens. */
+/** Writes `tokens.csv` and the kubeconfigs (five, and one per control-loop function) into `dir`, with fresh random tokens. */
 function writeIdentities(dir: string, server: string, ca: Buffer): Identities {
   const issue = (identity: Identity) => ({
     identity,
@@ -130,7 +152,11 @@ function writeIdentities(dir: string, server: string, ca: Buffer): Identities {
   const scheduler = issue(SCHEDULER);
   const kubelet = issue(KUBELET);
   const kubeletApi = issue(KUBELET_API);
-  const all = [admin, controllerManager, scheduler, kubelet, kubeletApi];
+  const functions = FUNCTION_USERS.map((fn) => ({
+    fn,
+    ...issue({ user: functionUser(fn), groups: [], file: `function-${fn}.kubeconfig` }),
+  }));
+  const all = [admin, controllerManager, scheduler, kubelet, kubeletApi, ...functions];
   const tokenFile = join(dir, 'tokens.csv');
   const lines = all.map(({ identity, token }) => tokenLine(identity, token));
   writeFileSync(tokenFile, [...lines, ''].join('\n'), { mode: 0o600 });
@@ -145,6 +171,10 @@ function writeIdentities(dir: string, server: string, ca: Buffer): Identities {
       kubeletApi: kubeletApi.kubeconfig,
       controllerManager: controllerManager.kubeconfig,
       scheduler: scheduler.kubeconfig,
+      functions: Object.fromEntries(functions.map((f) => [f.fn, f.kubeconfig])) as Record<
+        FunctionUser,
+        string
+      >,
     },
   };
 }
