@@ -72,6 +72,15 @@ const DOCKER_TLS_PARAMS = {
   dockerTlsSecretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:engine-tls-AbCdEf',
 };
 
+/** What StateTablePolicy grants every role on the state table. */
+const STATE_TABLE_ACTIONS = [
+  'dynamodb:ConditionCheckItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:Query',
+  'dynamodb:UpdateItem',
+];
 const XRAY_POLICY = { 'Fn::Sub': `arn:$\{AWS::Partition}:iam::aws:policy/AWSXRayDaemonWriteAccess` };
 
 interface Template {
@@ -430,14 +439,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
         .filter(([o]) => o === owner)
         .flatMap(([, st]) => (Array.isArray(st.Action) ? st.Action : [st.Action]))
         .sort();
-    assert.deepEqual(byOwner('StateTablePolicy'), [
-      'dynamodb:ConditionCheckItem',
-      'dynamodb:DeleteItem',
-      'dynamodb:GetItem',
-      'dynamodb:PutItem',
-      'dynamodb:Query',
-      'dynamodb:UpdateItem',
-    ]);
+    assert.deepEqual(byOwner('StateTablePolicy'), STATE_TABLE_ACTIONS);
     assert.deepEqual(byOwner('PodWatchRole'), [
       'events:PutEvents',
       'logs:CreateLogStream',
@@ -584,14 +586,7 @@ describe('serverless package (offline, no AWS credentials)', () => {
     const byRole = (roles: readonly string[], of: (role: string) => string[]) =>
       Object.fromEntries(roles.map((role) => [role, of(role)]));
     const sorted = (...groups: string[][]) => [...new Set(groups.flat())].sort();
-    const table = [
-      'dynamodb:ConditionCheckItem',
-      'dynamodb:DeleteItem',
-      'dynamodb:GetItem',
-      'dynamodb:PutItem',
-      'dynamodb:Query',
-      'dynamodb:UpdateItem',
-    ];
+    const table = STATE_TABLE_ACTIONS;
     const logs = ['logs:CreateLogStream', 'logs:PutLogEvents'];
     const tickQueue = [
       'sqs:DeleteMessage',

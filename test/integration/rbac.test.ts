@@ -348,8 +348,8 @@ const POD_WATCH = [
   { resource: 'pods', namespace: NODE_LEASE_NAMESPACE, verb: 'list' },
   { resource: 'namespaces', name: 'kube-system', verb: 'get' },
 ];
-/** pod-sync's calls: the pod, its status, its Events, its env and volume references, service links. */
-const POD_SYNC = [
+/** A pod's own work, pod-sync's and pod-status's alike: the pod, its status, its Events, its env and volume references. */
+const POD_WORK = [
   pod('get'),
   pod('delete'),
   pod('patch', 'status'),
@@ -358,20 +358,14 @@ const POD_SYNC = [
   inNs('configmaps', 'get'),
   inNs('secrets', 'get'),
   inNs('serviceaccounts', 'create', 'token'),
+];
+/** pod-sync's calls: a pod's work and its service links. */
+const POD_SYNC = [
+  ...POD_WORK,
   inNs('services', 'list'),
   { resource: 'services', namespace: 'default', verb: 'list' },
 ];
-const POD_STATUS = [
-  { resource: 'pods', verb: 'list' },
-  pod('get'),
-  pod('delete'),
-  pod('patch', 'status'),
-  inNs('events', 'create'),
-  inNs('events', 'patch'),
-  inNs('configmaps', 'get'),
-  inNs('secrets', 'get'),
-  inNs('serviceaccounts', 'create', 'token'),
-];
+const POD_STATUS = [{ resource: 'pods', verb: 'list' }, ...POD_WORK];
 const RECONCILE = [
   { resource: 'namespaces', name: NODE_LEASE_NAMESPACE, verb: 'get' },
   { resource: 'namespaces', verb: 'create' },
@@ -388,6 +382,17 @@ const RECONCILE = [
   ...POD_SYNC,
 ];
 const ECS_TASK_STATE = [pod('get'), pod('patch', 'status')];
+
+/** The heartbeat's node and lease rights, which only it, reconcile and the tick hold. */
+const NODES_AND_LEASE = [
+  nodes('get'),
+  nodes('create'),
+  nodes('patch'),
+  nodes('delete'),
+  nodes('patch', 'status'),
+  lease('get'),
+  lease('update'),
+];
 
 /**
  * What each function's user may do, and chosen things it must not (each some other function's).
@@ -421,13 +426,7 @@ const FUNCTION_RIGHTS: Record<string, { may: V1ResourceAttributes[]; mustNot: V1
       inNs('configmaps', 'get'),
       inNs('events', 'create'),
       inNs('services', 'list'),
-      nodes('get'),
-      nodes('create'),
-      nodes('patch'),
-      nodes('patch', 'status'),
-      nodes('delete'),
-      lease('get'),
-      lease('update'),
+      ...NODES_AND_LEASE,
       lease('delete'),
       { resource: 'namespaces', verb: 'create' },
       nodeConfig('get'),
@@ -438,13 +437,7 @@ const FUNCTION_RIGHTS: Record<string, { may: V1ResourceAttributes[]; mustNot: V1
     mustNot: [
       { resource: 'pods', verb: 'list' },
       { resource: 'pods', verb: 'watch' },
-      nodes('get'),
-      nodes('create'),
-      nodes('patch'),
-      nodes('delete'),
-      nodes('patch', 'status'),
-      lease('get'),
-      lease('update'),
+      ...NODES_AND_LEASE,
       { resource: 'namespaces', verb: 'get' },
       { resource: 'namespaces', verb: 'create' },
       nodeConfig('watch'),
@@ -455,13 +448,7 @@ const FUNCTION_RIGHTS: Record<string, { may: V1ResourceAttributes[]; mustNot: V1
     mustNot: [
       { resource: 'pods', verb: 'watch' },
       inNs('services', 'list'),
-      nodes('get'),
-      nodes('create'),
-      nodes('patch'),
-      nodes('delete'),
-      nodes('patch', 'status'),
-      lease('get'),
-      lease('update'),
+      ...NODES_AND_LEASE,
       lease('delete'),
       { resource: 'namespaces', verb: 'create' },
       nodeConfig('watch'),
@@ -481,13 +468,7 @@ const FUNCTION_RIGHTS: Record<string, { may: V1ResourceAttributes[]; mustNot: V1
       inNs('events', 'create'),
       inNs('serviceaccounts', 'create', 'token'),
       inNs('services', 'list'),
-      nodes('get'),
-      nodes('create'),
-      nodes('patch'),
-      nodes('delete'),
-      nodes('patch', 'status'),
-      lease('get'),
-      lease('update'),
+      ...NODES_AND_LEASE,
       lease('delete'),
       { resource: 'namespaces', verb: 'get' },
     ],
