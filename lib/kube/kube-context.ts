@@ -119,6 +119,25 @@ export class KubeContext {
     return this.#generation !== generation;
   }
 
+  /**
+   * Sends with the credentials held now and, when that answer is a 401
+   * (`statusOf`) and {@link renewCredentials} brings newer ones, once more;
+   * the refused answer is handed to `discard` first (a stream to close).
+   * Every request path of the context sends this way: the typed clients',
+   * watches, raw reads.
+   */
+  async sendRenewing<R>(
+    send: () => Promise<R>,
+    statusOf: (answer: R) => number | undefined,
+    discard: (answer: R) => void = () => undefined,
+  ): Promise<R> {
+    const generation = this.#generation;
+    const answer = await send();
+    if (statusOf(answer) !== 401 || !(await this.renewCredentials(generation))) return answer;
+    discard(answer);
+    return send();
+  }
+
   async #adoptReloaded(reload: () => Promise<KubeContext>): Promise<void> {
     let next: KubeContext;
     try {

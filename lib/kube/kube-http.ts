@@ -171,12 +171,11 @@ export class KubeHttp {
         done();
       }
     };
-    const attempt = async (request: KubeRequest) => {
-      const generation = context.generation;
-      const response = await once(request);
-      if (response.status !== 401 || !(await context.renewCredentials(generation))) return response;
-      return once(request);
-    };
+    const attempt = (request: KubeRequest) =>
+      context.sendRenewing(
+        () => once(request),
+        (response) => response.status,
+      );
     this.#send = retrying(attempt, retry);
   }
 

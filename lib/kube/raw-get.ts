@@ -20,10 +20,10 @@ export interface RawResponse {
 export async function rawGet(context: KubeContext, path: string, timeoutMs: number): Promise<RawResponse> {
   const { signal, done } = attemptSignal(timeoutMs);
   try {
-    const generation = context.generation;
-    let answer = await sendOnce(context, { method: 'GET', path }, signal);
-    if (answer.status === 401 && (await context.renewCredentials(generation)))
-      answer = await sendOnce(context, { method: 'GET', path }, signal);
+    const answer = await context.sendRenewing(
+      () => sendOnce(context, { method: 'GET', path }, signal),
+      (a) => a.status,
+    );
     return {
       status: answer.status,
       contentType: String(answer.headers['content-type'] ?? ''),

@@ -35,7 +35,13 @@ export function watchStream(
 ): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   const request: KubeRequest = { method: 'GET', path, query: { ...query, watch: true } };
-  return open(context, request, signal).then(
+  // A 401 opens it once more when the context's source holds newer credentials (sendRenewing).
+  const opened = context.sendRenewing(
+    () => openRequest(context, request, signal, { acceptGzip: false }),
+    (res) => (signal.aborted ? undefined : res.statusCode),
+    (res) => res.destroy(),
+  );
+  return opened.then(
     (res) => {
       if (signal.aborted) {
         res.destroy();
@@ -52,22 +58,6 @@ export function watchStream(
       throw err;
     },
   );
-}
-
-/**
- * Opens the watch; a 401 (credentials rotated: KubeContext.renewCredentials)
- * opens it once more when the context's source holds newer credentials.
- */
-async function open(
-  context: KubeContext,
-  request: KubeRequest,
-  signal: AbortSignal,
-): Promise<IncomingMessage> {
-  const generation = context.generation;
-  const res = await openRequest(context, request, signal, { acceptGzip: false });
-  if (res.statusCode !== 401 || signal.aborted || !(await context.renewCredentials(generation))) return res;
-  res.destroy();
-  return openRequest(context, request, signal, { acceptGzip: false });
 }
 
 /** Reads a refused watch's answer (the server's Status) into the error. */
