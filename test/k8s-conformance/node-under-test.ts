@@ -93,7 +93,8 @@ export async function startNodeUnderTest(options: StartOptions): Promise<NodeUnd
       dir: join(dir, 'kubelet-api'),
     });
     stops.push(() => api.stop());
-    const deployment = new LocalDeployment({ env });
+    // Each function as its own cluster user (infra/rbac.yaml), as EKS access entries map each function's role.
+    const deployment = new LocalDeployment({ env, kubeconfigs: controlPlane.functionKubeconfigs });
     stops.push(() => deployment.stop({ abortRunning: true }));
     deployment.start();
     const admin = createToolingClients(controlPlane.adminKubeconfig);
